@@ -1,0 +1,79 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# dm-ssdprio: out-of-tree device-mapper target.
+#
+#   make            build dm-ssdprio.ko against KDIR
+#   make lint       W=1 build, sparse (C=1) and checkpatch
+#   make unit       user-space unit tests of the pure engine logic
+#   make check      unit tests, then the guest suite under QEMU
+#   make demo       boot the bench and show the target at work
+#   make bench      benchmarks (S=<scenario>, BENCH_QUICK=1)
+#   make install    modules_install + depmod on this host
+
+# The engine units, one concern each.
+SSDP_ENGINE_SRCS := drivers/config.c
+
+ifneq ($(KERNELRELEASE),)
+# ---- Kbuild half -------------------------------------------------------
+obj-m := dm-ssdprio.o
+
+# The composite module cannot contain an object of its own name, so the
+# top-level dm-ssdprio.c is compiled as ssdprio-target.o.
+dm-ssdprio-y := ssdprio-target.o $(patsubst %.c,%.o,$(SSDP_ENGINE_SRCS))
+ccflags-y := -I$(src)/drivers
+
+$(obj)/ssdprio-target.o: $(src)/dm-ssdprio.c FORCE
+	$(call if_changed_rule,cc_o_c)
+
+else
+# ---- user half ---------------------------------------------------------
+KDIR ?= $(shell d=/lib/modules/$$(uname -r)/build; [ -d $$d ] && echo $$d || \
+	ls -d /lib/modules/*/build 2>/dev/null | sort -V | tail -n 1)
+CHECKPATCH ?= $(firstword $(wildcard /opt/linux-src/scripts/checkpatch.pl \
+	build/linux-src/scripts/checkpatch.pl))
+VM_ARGS ?=
+T ?=
+
+.PHONY: all modules lint unit check demo bench install clean deps checkpatch
+
+all: modules
+
+modules:
+	@test -n "$(KDIR)" || { echo "no kernel build dir: make deps, or KDIR=..."; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+
+deps:
+	./tools/install-deps.sh
+
+checkpatch:
+	@test -n "$(CHECKPATCH)" || ./tools/install-deps.sh --checkpatch
+	./tools/checkpatch.sh
+
+lint:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
+	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 C=2 modules 2>&1 | tee build/lint.log
+	@! grep -E 'warning:|error:' build/lint.log
+	./tools/checkpatch.sh
+
+unit:
+	$(MAKE) -C tests/unit run
+
+# `make check T=name` runs one guest test.
+check: deps modules unit
+	./tests/vm/run $(VM_ARGS) $(T)
+
+demo: deps modules
+	./tests/vm/run $(VM_ARGS) --script tests/guest/demo.sh
+
+bench: deps modules
+	./bench/run $(if $(S),$(S))
+
+install: modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) modules_install
+	depmod -a $(notdir $(patsubst %/build,%,$(KDIR)))
+
+clean:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
+	$(MAKE) -C tests/unit clean
+	rm -rf build
+endif

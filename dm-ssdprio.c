@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dm-ssdprio: an SSD write-back cache in front of an HDD, with idle-class
+ * I/O held back until the device is quiet.
+ *
+ * This file is the device-mapper glue: table parsing, map, status,
+ * messages and the suspend hooks.  The engine lives in drivers/.
+ *
+ * Table: <origin_dev> <cache_dev> [<#feature_args> <key> <value>...]
+ */
+#include <linux/module.h>
+#include <linux/init.h>
+#include <linux/bio.h>
+#include <linux/blkdev.h>
+#include <linux/ioprio.h>
+#include <linux/slab.h>
+
+#include "drivers/ssdprio.h"
+
+#define SSDP_MAX_FEATURE_ARGS 64
+
+static const char * const ssdp_stat_names[SSDP_ST_NR] = {
+	[SSDP_ST_BIOS_NORMAL] = "bios_normal",
+	[SSDP_ST_BIOS_IDLE] = "bios_idle",
+	[SSDP_ST_READS] = "reads",
+	[SSDP_ST_WRITES] = "writes",
+	[SSDP_ST_FLUSHES] = "flushes",
+	[SSDP_ST_DISCARDS] = "discards",
+};
+
+/*
+ * The class decides everything downstream, so it is fixed once, here, in
+ * the submitter's context: a bio with no class of its own takes the
+ * submitting task's (ionice -c3 buffered reads arrive that way), and the
+ * answer is written back so a bio deferred to a worker keeps it.
+ */
+static bool ssdp_classify_idle(struct bio *bio)
+{
+	int prio = bio->bi_ioprio;
+
+	if (IOPRIO_PRIO_CLASS(prio) == IOPRIO_CLASS_NONE) {
+		prio = get_current_ioprio();
+		bio->bi_ioprio = prio;
+	}
+	return IOPRIO_PRIO_CLASS(prio) == IOPRIO_CLASS_IDLE;
+}
+
+static int ssdp_parse_features(struct ssdprio *sp, struct dm_arg_set *as,
+			       char **error)
+{
+	static const struct dm_arg feature_count = {
+		0, SSDP_MAX_FEATURE_ARGS, "Invalid number of feature arguments"
+	};
+	unsigned int argc;
+	int r;
+
+	if (!as->argc)
+		return 0;
+	r = dm_read_arg_group(&feature_count, as, &argc, error);
+	if (r)
+		return r;
+	if (argc % 2) {
+		*error = "Feature arguments must be key value pairs";
+		return -EINVAL;
+	}
+	while (argc) {
+		const char *key = dm_shift_arg(as);
+		const char *value = dm_shift_arg(as);
+		const char *why;
+
+		argc -= 2;
+		r = ssdp_config_set(&sp->cfg, key, value, SSDP_CFG_CTR, &why);
+		if (r) {
+			DMERR("feature %s %s: %s", key, value, why);
+			*error = (char *)why;
+			return r;
+		}
+	}
+	if (as->argc) {
+		*error = "Too many arguments";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int ssdp_ctr(struct dm_target *ti, unsigned int argc, char **argv)
+{
+	struct dm_arg_set as = { .argc = argc, .argv = argv };
+	fmode_t mode = dm_table_get_mode(ti->table);
+	struct ssdprio *sp;
+	int r;
+
+	if (argc < 2) {
+		ti->error = "Expected <origin_dev> <cache_dev> [<#feature_args> <feature_arg>...]";
+		return -EINVAL;
+	}
+
+	sp = kzalloc(sizeof(*sp), GFP_KERNEL);
+	if (!sp) {
+		ti->error = "Cannot allocate context";
+		return -ENOMEM;
+	}
+	sp->ti = ti;
+	mutex_init(&sp->cfg_lock);
+	ssdp_config_defaults(&sp->cfg);
+
+	r = dm_get_device(ti, dm_shift_arg(&as), mode, &sp->origin);
+	if (r) {
+		ti->error = "Error opening origin device";
+		goto bad;
+	}
+	r = dm_get_device(ti, dm_shift_arg(&as), mode, &sp->cache);
+	if (r) {
+		ti->error = "Error opening cache device";
+		goto bad;
+	}
+	r = -EINVAL;
+	if (sp->origin->bdev == sp->cache->bdev) {
+		ti->error = "Origin and cache must be different devices";
+		goto bad;
+	}
+	if (ti->len > bdev_nr_sectors(sp->origin->bdev)) {
+		ti->error = "Target length exceeds the origin device";
+		goto bad;
+	}
+	r = ssdp_parse_features(sp, &as, &ti->error);
+	if (r)
+		goto bad;
+
+	/* One empty flush per leg; dm_bio_get_target_bio_nr() says which. */
+	ti->num_flush_bios = 2;
+	ti->num_discard_bios = 1;
+	ti->private = sp;
+	return 0;
+
+bad:
+	if (sp->cache)
+		dm_put_device(ti, sp->cache);
+	if (sp->origin)
+		dm_put_device(ti, sp->origin);
+	kfree(sp);
+	return r;
+}
+
+static void ssdp_dtr(struct dm_target *ti)
+{
+	struct ssdprio *sp = ti->private;
+
+	dm_put_device(ti, sp->cache);
+	dm_put_device(ti, sp->origin);
+	kfree(sp);
+}
+
+static int ssdp_map(struct dm_target *ti, struct bio *bio)
+{
+	struct ssdprio *sp = ti->private;
+
+	if (bio->bi_opf & REQ_PREFLUSH) {
+		/* dm core sends data-less flushes only, one per leg. */
+		if (dm_bio_get_target_bio_nr(bio) == 1) {
+			bio_set_dev(bio, sp->cache->bdev);
+			return DM_MAPIO_REMAPPED;
+		}
+		ssdp_count(sp, SSDP_ST_FLUSHES);
+		bio_set_dev(bio, sp->origin->bdev);
+		return DM_MAPIO_REMAPPED;
+	}
+
+	ssdp_count(sp, ssdp_classify_idle(bio) ? SSDP_ST_BIOS_IDLE :
+						  SSDP_ST_BIOS_NORMAL);
+	if (bio_op(bio) == REQ_OP_DISCARD)
+		ssdp_count(sp, SSDP_ST_DISCARDS);
+	else if (bio_data_dir(bio) == WRITE)
+		ssdp_count(sp, SSDP_ST_WRITES);
+	else
+		ssdp_count(sp, SSDP_ST_READS);
+
+	bio_set_dev(bio, sp->origin->bdev);
+	bio->bi_iter.bi_sector = dm_target_offset(ti, bio->bi_iter.bi_sector);
+	return DM_MAPIO_REMAPPED;
+}
+
+static void ssdp_status(struct dm_target *ti, status_type_t type,
+			unsigned int status_flags, char *result,
+			unsigned int maxlen)
+{
+	struct ssdprio *sp = ti->private;
+	unsigned int sz = 0, pairs, i;
+	char *features;
+
+	switch (type) {
+	case STATUSTYPE_INFO:
+		for (i = 0; i < SSDP_ST_NR; i++)
+			DMEMIT("%s%s %lld", i ? " " : "", ssdp_stat_names[i],
+			       (long long)atomic64_read(&sp->stats[i]));
+		break;
+	case STATUSTYPE_TABLE:
+		DMEMIT("%s %s", sp->origin->name, sp->cache->name);
+		features = kmalloc(PAGE_SIZE, GFP_NOIO);
+		if (!features)
+			break;
+		mutex_lock(&sp->cfg_lock);
+		pairs = ssdp_config_emit(&sp->cfg, features, PAGE_SIZE);
+		mutex_unlock(&sp->cfg_lock);
+		if (pairs)
+			DMEMIT(" %u %s", pairs * 2, features);
+		kfree(features);
+		break;
+	case STATUSTYPE_IMA:
+		DMEMIT_TARGET_NAME_VERSION(ti->type);
+		DMEMIT(",origin=%s,cache=%s;", sp->origin->name,
+		       sp->cache->name);
+		break;
+	}
+}
+
+static int ssdp_message(struct dm_target *ti, unsigned int argc, char **argv,
+			char *result, unsigned int maxlen)
+{
+	struct ssdprio *sp = ti->private;
+	const char *why;
+	int r, i;
+
+	if (argc == 1 && !strcmp(argv[0], "reset_stats")) {
+		for (i = 0; i < SSDP_ST_NR; i++)
+			atomic64_set(&sp->stats[i], 0);
+		return 0;
+	}
+	if (argc != 2 || !ssdp_config_is_key(argv[0])) {
+		DMERR("%s: unknown message \"%s\" (%u words)",
+		      dm_device_name(dm_table_get_md(ti->table)),
+		      argc ? argv[0] : "", argc);
+		return -EINVAL;
+	}
+
+	mutex_lock(&sp->cfg_lock);
+	r = ssdp_config_set(&sp->cfg, argv[0], argv[1], SSDP_CFG_MSG, &why);
+	mutex_unlock(&sp->cfg_lock);
+	if (r)
+		DMERR("%s: message %s %s: %s",
+		      dm_device_name(dm_table_get_md(ti->table)),
+		      argv[0], argv[1], why);
+	return r;
+}
+
+static int ssdp_iterate_devices(struct dm_target *ti,
+				iterate_devices_callout_fn fn, void *data)
+{
+	struct ssdprio *sp = ti->private;
+	int r;
+
+	r = fn(ti, sp->origin, 0, ti->len, data);
+	if (r)
+		return r;
+	return fn(ti, sp->cache, 0, bdev_nr_sectors(sp->cache->bdev), data);
+}
+
+static struct target_type ssdp_target = {
+	.name = "ssdprio",
+	.version = {0, 1, 0},
+	.module = THIS_MODULE,
+	.ctr = ssdp_ctr,
+	.dtr = ssdp_dtr,
+	.map = ssdp_map,
+	.status = ssdp_status,
+	.message = ssdp_message,
+	.iterate_devices = ssdp_iterate_devices,
+};
+
+static int __init dm_ssdprio_init(void)
+{
+	return dm_register_target(&ssdp_target);
+}
+
+static void __exit dm_ssdprio_exit(void)
+{
+	dm_unregister_target(&ssdp_target);
+}
+
+module_init(dm_ssdprio_init);
+module_exit(dm_ssdprio_exit);
+
+MODULE_DESCRIPTION(DM_NAME " SSD write-back cache with idle-class throttling");
+MODULE_AUTHOR("dm-ssdprio developers");
+MODULE_LICENSE("GPL");

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * dm-ssdprio tunables: one table describes every key, so the table-line
+ * parser, `dmsetup message`, `dmsetup table` and the docs cannot drift
+ * apart.  Pure logic: compiles in the kernel and in user space.
+ *
+ * Locking: none inside.  The target serialises writers with its config
+ * mutex and publishes each u32 with WRITE_ONCE(); hot-path readers use
+ * READ_ONCE() on single fields and never need a consistent snapshot.
+ */
+#ifndef SSDP_CONFIG_H
+#define SSDP_CONFIG_H
+
+#include "ssdp_compat.h"
+
+enum ssdp_write_policy {
+	SSDP_WP_WRITEBACK,
+	SSDP_WP_WRITETHROUGH,
+	SSDP_WP_WRITEAROUND,
+};
+
+struct ssdp_config {
+	/* Geometry: fixed for the life of the table. */
+	u32 block_sectors;		/* block_size, sectors */
+	u32 set_blocks;			/* set_size, blocks */
+	u32 cache;			/* 0: scheduler only, no caching */
+
+	/* Cache policy. */
+	u32 write_policy;		/* enum ssdp_write_policy */
+	u32 read_alloc;			/* allocate on read miss */
+	u32 free_floor;			/* sets; 0 = automatic */
+	u32 evict_wait_ms;		/* quiet time before writeback */
+	u32 evict_inflight;		/* sets under writeback at once */
+
+	/* Scheduler. */
+	u32 throttle;			/* 0: idle bios are not held */
+	u32 idle_dispatch_interval_ms;
+	u32 batch_mode_delay_ms;
+	u32 idle_max_wait_ms;		/* 0 = idle may wait forever */
+	u32 idle_batch_depth;		/* idle in flight in batch mode */
+	u32 idle_alloc;			/* idle read misses allocate */
+	u32 read_expire_ms;
+	u32 write_expire_ms;
+	u32 fifo_batch;
+	u32 writes_starved;
+};
+
+/* Where a key may be set. */
+#define SSDP_CFG_CTR		0x1	/* table line */
+#define SSDP_CFG_MSG		0x2	/* dmsetup message, at run time */
+
+/* Reasons a set fails, for ti->error and log lines. */
+#define SSDP_CFG_EUNKNOWN	1
+#define SSDP_CFG_ERANGE		2
+#define SSDP_CFG_ENOTRUNTIME	3
+
+void ssdp_config_defaults(struct ssdp_config *cfg);
+
+/*
+ * Set @key to @value.  @where is SSDP_CFG_CTR or SSDP_CFG_MSG.
+ * Returns 0, or -EINVAL with *@why set to a static message naming the
+ * problem; @cfg is unchanged on failure.
+ */
+int ssdp_config_set(struct ssdp_config *cfg, const char *key,
+		    const char *value, unsigned int where, const char **why);
+
+/* True when @key names a tunable (so callers can tell keys from commands). */
+bool ssdp_config_is_key(const char *key);
+
+/*
+ * Write "key value" pairs for every key that differs from its default,
+ * separated by single spaces, into @buf (at most @len bytes, always
+ * NUL-terminated).  Returns the number of pairs; the table line prefixes
+ * 2 * that count as #feature_args.
+ */
+unsigned int ssdp_config_emit(const struct ssdp_config *cfg, char *buf,
+			      size_t len);
+
+/* Every key's current value, for `dmsetup status` or docs. */
+unsigned int ssdp_config_emit_all(const struct ssdp_config *cfg, char *buf,
+				  size_t len);
+
+/* Pure helper shared with other parsers: decimal u32, no sign, no junk. */
+int ssdp_parse_u32(const char *s, u32 *out);
+
+#endif
