@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dm-ssdprio deferred eviction state machine. See evict_sm.h; the caller
+ * holds the lock.
+ */
+#include "ssdp_compat.h"
+#include "evict_sm.h"
+
+static const char * const state_names[SSDP_EVICT_NR_STATES] = {
+	[SSDP_EVICT_NORMAL] = "normal",
+	[SSDP_EVICT_WAIT] = "wait",
+	[SSDP_EVICT_WRITEBACK] = "writeback",
+};
+
+const char *ssdp_evict_state_name(enum ssdp_evict_state state)
+{
+	return state < SSDP_EVICT_NR_STATES ? state_names[state] : "?";
+}
+
+void ssdp_evict_set_knobs(struct ssdp_evict_sm *sm, u32 free_floor,
+			  u64 wait_ns, u32 inflight_max)
+{
+	sm->free_floor = free_floor;
+	sm->wait_ns = wait_ns;
+	sm->inflight_max = inflight_max ? inflight_max : 1;
+}
+
+void ssdp_evict_init(struct ssdp_evict_sm *sm, u32 free_floor, u64 wait_ns,
+		     u32 inflight_max)
+{
+	memset(sm, 0, sizeof(*sm));
+	ssdp_evict_set_knobs(sm, free_floor, wait_ns, inflight_max);
+	sm->state = SSDP_EVICT_NORMAL;
+	sm->state_entries[SSDP_EVICT_NORMAL] = 1;
+}
+
+static void enter(struct ssdp_evict_sm *sm, enum ssdp_evict_state state,
+		  u64 now)
+{
+	sm->state = state;
+	sm->state_entries[state]++;
+	if (state == SSDP_EVICT_WAIT)
+		sm->wait_start = now;
+	/* Only arrivals during this writeback phase may interrupt it. */
+	sm->io_seen = false;
+}
+
+void ssdp_evict_io_arrival(struct ssdp_evict_sm *sm, u64 now)
+{
+	sm->last_io = now;
+	if (sm->state == SSDP_EVICT_WRITEBACK)
+		sm->io_seen = true;
+}
+
+void ssdp_evict_wb_done(struct ssdp_evict_sm *sm,
+			enum ssdp_evict_wb_kind kind)
+{
+	sm->stalled = false;
+	if (kind == SSDP_WB_FLUSH) {
+		if (!WARN_ON_ONCE(!sm->nr_flush))
+			sm->nr_flush--;
+		return;
+	}
+	if (WARN_ON_ONCE(!sm->nr_wb))
+		return;
+	sm->nr_wb--;
+	sm->sets_evicted++;
+}
+
+void ssdp_evict_timer(struct ssdp_evict_sm *sm)
+{
+	sm->stalled = false;
+}
+
+void ssdp_evict_kick(struct ssdp_evict_sm *sm)
+{
+	sm->stalled = false;
+}
+
+void ssdp_evict_flush_all(struct ssdp_evict_sm *sm)
+{
+	sm->flushing = true;
+	sm->stalled = false;
+}
+
+void ssdp_evict_stop(struct ssdp_evict_sm *sm)
+{
+	sm->stopped = true;
+}
+
+void ssdp_evict_resume(struct ssdp_evict_sm *sm)
+{
+	sm->stopped = false;
+	sm->stalled = false;
+}
+
+void ssdp_evict_action_failed(struct ssdp_evict_sm *sm,
+			      enum ssdp_evict_act_type type)
+{
+	switch (type) {
+	case SSDP_EVICT_ACT_FREE_CLEAN_HEAD:
+		sm->sets_evicted--;
+		break;
+	case SSDP_EVICT_ACT_START_WRITEBACK:
+		if (WARN_ON_ONCE(!sm->nr_wb))
+			break;
+		sm->nr_wb--;
+		sm->wb_started--;
+		break;
+	case SSDP_EVICT_ACT_START_FLUSH:
+		if (WARN_ON_ONCE(!sm->nr_flush))
+			break;
+		sm->nr_flush--;
+		sm->flush_started--;
+		break;
+	default:
+		break;
+	}
+	sm->stalled = true;
+}
+
+bool ssdp_evict_needs_run(const struct ssdp_evict_sm *sm, u32 nr_free)
+{
+	if (sm->stopped)
+		return false;
+	return sm->flushing || sm->state != SSDP_EVICT_NORMAL ||
+	       (u64)nr_free + sm->nr_wb < sm->free_floor;
+}
+
+static struct ssdp_evict_action act(enum ssdp_evict_act_type type,
+				    u64 deadline)
+{
+	struct ssdp_evict_action a = { .type = type, .deadline = deadline };
+
+	return a;
+}
+
+struct ssdp_evict_action ssdp_evict_next_action(struct ssdp_evict_sm *sm,
+						u64 now,
+						const struct ssdp_evict_view *v)
+{
+	/* Sets under eviction writeback are as good as free already. */
+	bool short_of_space = (u64)v->nr_free + sm->nr_wb < sm->free_floor;
+	u32 inflight = sm->nr_wb + sm->nr_flush;
+	u64 deadline;
+
+	if (sm->stopped || sm->stalled)
+		return act(SSDP_EVICT_ACT_NONE, 0);
+
+	/* Dropping a clean set costs no I/O: never defer it. */
+	if (short_of_space && v->head == SSDP_HEAD_CLEAN) {
+		sm->sets_evicted++;
+		return act(SSDP_EVICT_ACT_FREE_CLEAN_HEAD, 0);
+	}
+
+	if (sm->flushing) {
+		if (v->nr_dirty_sets || sm->nr_flush) {
+			if (inflight < sm->inflight_max &&
+			    v->nr_dirty_sets > inflight) {
+				sm->nr_flush++;
+				sm->flush_started++;
+				return act(SSDP_EVICT_ACT_START_FLUSH, 0);
+			}
+			return act(SSDP_EVICT_ACT_NONE, 0);
+		}
+		sm->flushing = false;
+	}
+
+	for (;;) {
+		switch (sm->state) {
+		case SSDP_EVICT_NORMAL:
+			if (!short_of_space || v->head != SSDP_HEAD_DIRTY)
+				return act(SSDP_EVICT_ACT_NONE, 0);
+			enter(sm, SSDP_EVICT_WAIT, now);
+			continue;
+
+		case SSDP_EVICT_WAIT:
+			if (!short_of_space) {
+				enter(sm, SSDP_EVICT_NORMAL, now);
+				return act(SSDP_EVICT_ACT_NONE, 0);
+			}
+			deadline = max(sm->wait_start, sm->last_io) +
+				   sm->wait_ns;
+			if (now < deadline)
+				return act(SSDP_EVICT_ACT_ARM_TIMER, deadline);
+			enter(sm, SSDP_EVICT_WRITEBACK, now);
+			continue;
+
+		case SSDP_EVICT_WRITEBACK:
+			if (!short_of_space) {
+				/* In-flight sets finish; then normal. */
+				if (!sm->nr_wb)
+					enter(sm, SSDP_EVICT_NORMAL, now);
+				return act(SSDP_EVICT_ACT_NONE, 0);
+			}
+			if (sm->io_seen) {
+				if (sm->nr_wb)
+					return act(SSDP_EVICT_ACT_NONE, 0);
+				enter(sm, SSDP_EVICT_WAIT, now);
+				continue;
+			}
+			if (inflight < sm->inflight_max &&
+			    v->head == SSDP_HEAD_DIRTY) {
+				sm->nr_wb++;
+				sm->wb_started++;
+				return act(SSDP_EVICT_ACT_START_WRITEBACK, 0);
+			}
+			return act(SSDP_EVICT_ACT_NONE, 0);
+
+		default:
+			WARN_ON_ONCE(1);
+			enter(sm, SSDP_EVICT_NORMAL, now);
+			return act(SSDP_EVICT_ACT_NONE, 0);
+		}
+	}
+}

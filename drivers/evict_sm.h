@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * dm-ssdprio deferred eviction, after the dm-ssd paper (normal -> wait ->
+ * writeback): dirty sets are written back only in quiet windows, so that
+ * eviction never competes with the user's I/O.
+ *
+ * Pure decision logic, NO LOCKING: the caller serialises all calls (the
+ * engine's cache lock). Time is u64 nanoseconds supplied by the caller
+ * (ktime_get_ns() in the kernel, a fake clock in tests); evict_wait is kept
+ * in ns, the engine converts the ms knob.
+ *
+ * Use: on every bio, ssdp_evict_io_arrival() (O(1)); after a mapping, a
+ * writeback completion, a timer expiry or a message, run the worker, which
+ * loops:
+ *	fill a struct ssdp_evict_view from the cache map;
+ *	act = ssdp_evict_next_action(sm, now, &view);
+ * and performs act until it is NONE or ARM_TIMER. next_action() assumes the
+ * returned action is carried out (it counts the writeback as in flight);
+ * if the engine cannot, it calls ssdp_evict_action_failed(), which also
+ * stops further actions until the next event, so the loop cannot spin.
+ */
+#ifndef SSDP_EVICT_SM_H
+#define SSDP_EVICT_SM_H
+
+#include "ssdp_compat.h"
+
+enum ssdp_evict_state {
+	SSDP_EVICT_NORMAL,
+	SSDP_EVICT_WAIT,
+	SSDP_EVICT_WRITEBACK,
+	SSDP_EVICT_NR_STATES,
+};
+
+/* What the LRU head (first non-pinned mapped set) looks like. */
+enum ssdp_evict_head {
+	SSDP_HEAD_NONE,		/* no mapped set, or all pinned */
+	SSDP_HEAD_CLEAN,
+	SSDP_HEAD_DIRTY,
+};
+
+struct ssdp_evict_view {
+	u32 nr_free;		/* free cache sets */
+	u32 nr_dirty_sets;	/* mapped sets with dirty blocks, pinned too */
+	enum ssdp_evict_head head;
+};
+
+enum ssdp_evict_act_type {
+	SSDP_EVICT_ACT_NONE,		/* sleep until the next event */
+	/* Unmap the LRU-head unpinned set (clean): metadata only. */
+	SSDP_EVICT_ACT_FREE_CLEAN_HEAD,
+	/*
+	 * Pin the LRU-head unpinned set (dirty), write its dirty blocks to
+	 * the origin, then unmap it; report with ssdp_evict_wb_done(EVICT).
+	 */
+	SSDP_EVICT_ACT_START_WRITEBACK,
+	/*
+	 * flush_dirty: pin any dirty unpinned set (ssdp_cmap_next_dirty_set
+	 * with a cursor), write its dirty blocks back, mark them clean, keep
+	 * it mapped; report with ssdp_evict_wb_done(FLUSH).
+	 */
+	SSDP_EVICT_ACT_START_FLUSH,
+	/* Call the worker again at .deadline (ns) unless an event does. */
+	SSDP_EVICT_ACT_ARM_TIMER,
+};
+
+struct ssdp_evict_action {
+	enum ssdp_evict_act_type type;
+	u64 deadline;
+};
+
+enum ssdp_evict_wb_kind {
+	SSDP_WB_EVICT,
+	SSDP_WB_FLUSH,
+};
+
+struct ssdp_evict_sm {
+	/* knobs */
+	u32 free_floor;		/* sets */
+	u32 inflight_max;	/* sets under writeback at once, >= 1 */
+	u64 wait_ns;		/* quiet time before writeback starts */
+
+	enum ssdp_evict_state state;
+	bool flushing;		/* flush_dirty requested, not finished */
+	bool stopped;		/* suspended: start nothing */
+	bool stalled;		/* last action failed: wait for an event */
+	bool io_seen;		/* a bio arrived during writeback */
+	bool io_ever;
+	u64 last_io;		/* arrival time of the newest bio */
+	u64 wait_start;		/* when WAIT was last entered */
+	u32 nr_wb;		/* eviction writebacks in flight */
+	u32 nr_flush;		/* flush writebacks in flight */
+
+	/* counters */
+	u64 sets_evicted;	/* clean frees + completed evictions */
+	u64 wb_started;		/* eviction writebacks started */
+	u64 flush_started;	/* flush writebacks started */
+	u64 state_entries[SSDP_EVICT_NR_STATES];
+};
+
+void ssdp_evict_init(struct ssdp_evict_sm *sm, u32 free_floor, u64 wait_ns,
+		     u32 inflight_max);
+void ssdp_evict_set_knobs(struct ssdp_evict_sm *sm, u32 free_floor,
+			  u64 wait_ns, u32 inflight_max);
+
+/*
+ * Events. Only io_arrival is on the I/O path; the others clear the "stalled"
+ * flag set by action_failed, so the worker may act again.
+ */
+/* A bio arrived (any bio): restarts the quiet window, interrupts writeback. */
+void ssdp_evict_io_arrival(struct ssdp_evict_sm *sm, u64 now);
+/* A started writeback finished (EVICT: the engine has unmapped the set). */
+void ssdp_evict_wb_done(struct ssdp_evict_sm *sm,
+			enum ssdp_evict_wb_kind kind);
+/* The timer armed by ARM_TIMER fired. */
+void ssdp_evict_timer(struct ssdp_evict_sm *sm);
+/* The cache map changed (mapping, unpin, discard): re-evaluate. */
+void ssdp_evict_kick(struct ssdp_evict_sm *sm);
+/* flush_dirty: write back every dirty set now, ignoring quiet and floor. */
+void ssdp_evict_flush_all(struct ssdp_evict_sm *sm);
+/* Suspend: start nothing (in-flight writebacks still report wb_done). */
+void ssdp_evict_stop(struct ssdp_evict_sm *sm);
+void ssdp_evict_resume(struct ssdp_evict_sm *sm);
+/* The engine could not perform the action returned by next_action. */
+void ssdp_evict_action_failed(struct ssdp_evict_sm *sm,
+			      enum ssdp_evict_act_type type);
+
+/* Cheap test for the I/O path: does the worker have anything to do? */
+bool ssdp_evict_needs_run(const struct ssdp_evict_sm *sm, u32 nr_free);
+
+struct ssdp_evict_action ssdp_evict_next_action(struct ssdp_evict_sm *sm,
+						u64 now,
+						const struct ssdp_evict_view *v);
+
+static inline enum ssdp_evict_state
+ssdp_evict_state(const struct ssdp_evict_sm *sm)
+{
+	return sm->state;
+}
+
+static inline u32 ssdp_evict_inflight(const struct ssdp_evict_sm *sm)
+{
+	return sm->nr_wb + sm->nr_flush;
+}
+
+const char *ssdp_evict_state_name(enum ssdp_evict_state state);
+
+#endif /* SSDP_EVICT_SM_H */

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dm-ssdprio dispatch policy. See sched_policy.h; the caller holds the lock.
+ */
+#include "ssdp_compat.h"
+#include "sched_policy.h"
+
+#define SSDP_NEVER	(~0ULL)
+
+const char *ssdp_sched_mode_name(enum ssdp_sched_mode mode)
+{
+	return mode == SSDP_SCHED_MODE_BATCH ? "batch" : "normal";
+}
+
+void ssdp_sched_default_knobs(struct ssdp_sched_knobs *k)
+{
+	k->read_expire_ns = 500 * SSDP_NS_PER_MS;
+	k->write_expire_ns = 5000 * SSDP_NS_PER_MS;
+	k->fifo_batch = 16;
+	k->writes_starved = 2;
+	k->normal_depth = 64;
+	k->idle_interval_ns = 200 * SSDP_NS_PER_MS;
+	k->batch_delay_ns = 5000 * SSDP_NS_PER_MS;
+	k->idle_batch_depth = 16;
+	k->idle_max_wait_ns = 0;
+}
+
+void ssdp_sched_init(struct ssdp_sched_state *st,
+		     const struct ssdp_sched_knobs *k, u64 now)
+{
+	memset(st, 0, sizeof(*st));
+	st->k = *k;
+	st->mode = SSDP_SCHED_MODE_NORMAL;
+	st->last_dir = SSDP_DIR_READ;
+	/* Creation counts as activity: batch mode needs a quiet delay. */
+	st->last_normal = now;
+}
+
+void ssdp_sched_normal_arrival(struct ssdp_sched_state *st, u64 now)
+{
+	st->last_normal = now;
+	st->mode = SSDP_SCHED_MODE_NORMAL;
+}
+
+void ssdp_sched_normal_complete(struct ssdp_sched_state *st, u64 now)
+{
+	st->last_normal = now;
+}
+
+static struct ssdp_sched_decision decision(enum ssdp_sched_act act, u64 when)
+{
+	struct ssdp_sched_decision d = { .act = act, .when = when };
+
+	return d;
+}
+
+static struct ssdp_sched_decision wait_until(u64 when)
+{
+	if (when == SSDP_NEVER)
+		return decision(SSDP_SCHED_NOTHING, 0);
+	return decision(SSDP_SCHED_WAIT_UNTIL, when);
+}
+
+static struct ssdp_sched_decision normal(enum ssdp_sched_dir dir, bool fifo)
+{
+	if (dir == SSDP_DIR_WRITE)
+		return decision(fifo ? SSDP_SCHED_NORMAL_WRITE_FIFO :
+				SSDP_SCHED_NORMAL_WRITE_SORTED, 0);
+	return decision(fifo ? SSDP_SCHED_NORMAL_READ_FIFO :
+			SSDP_SCHED_NORMAL_READ_SORTED, 0);
+}
+
+/* mq-deadline's __dd_dispatch_request() for one priority level. */
+static struct ssdp_sched_decision dispatch_normal(struct ssdp_sched_state *st,
+						  const struct ssdp_sched_view *v)
+{
+	u32 nr[2] = { v->nr_read, v->nr_write };
+	bool has_next[2] = { v->read_has_next, v->write_has_next };
+	bool expired[2] = { v->read_expired, v->write_expired };
+	enum ssdp_sched_dir dir = st->last_dir;
+
+	if (nr[dir] && has_next[dir] && st->batching < st->k.fifo_batch) {
+		st->batching++;
+		return normal(dir, false);
+	}
+
+	if (v->nr_read && !(v->nr_write &&
+			    st->starved++ >= st->k.writes_starved)) {
+		dir = SSDP_DIR_READ;
+	} else {
+		st->starved = 0;
+		dir = SSDP_DIR_WRITE;
+	}
+	st->last_dir = dir;
+	st->batching = 1;
+	return normal(dir, expired[dir] || !has_next[dir]);
+}
+
+static struct ssdp_sched_decision dispatch_idle(struct ssdp_sched_state *st,
+						const struct ssdp_sched_view *v)
+{
+	st->idle_dispatched++;
+	return decision(v->idle_has_next ? SSDP_SCHED_IDLE_SORTED :
+			SSDP_SCHED_IDLE_FIFO, 0);
+}
+
+struct ssdp_sched_decision ssdp_sched_decide(struct ssdp_sched_state *st,
+					     u64 now,
+					     const struct ssdp_sched_view *v)
+{
+	const struct ssdp_sched_knobs *k = &st->k;
+	u64 wake = SSDP_NEVER, t;
+
+	/* Starvation bound: an aged idle bio competes like a normal one. */
+	if (k->idle_max_wait_ns && v->nr_idle) {
+		t = v->idle_oldest + k->idle_max_wait_ns;
+		if (now >= t) {
+			if (v->normal_inflight + v->idle_inflight >=
+			    k->normal_depth)
+				return decision(SSDP_SCHED_NOTHING, 0);
+			st->idle_promoted++;
+			st->idle_dispatched++;
+			return decision(SSDP_SCHED_IDLE_AS_NORMAL, 0);
+		}
+		wake = t;
+	}
+
+	if (v->nr_read || v->nr_write) {
+		/* A completion calls again; aging waits for room as well. */
+		if (v->normal_inflight >= k->normal_depth)
+			return decision(SSDP_SCHED_NOTHING, 0);
+		return dispatch_normal(st, v);
+	}
+
+	/* Idle waits until normal I/O has drained from the device. */
+	if (v->normal_inflight)
+		return wait_until(wake);
+
+	if (st->mode == SSDP_SCHED_MODE_NORMAL &&
+	    now >= st->last_normal + k->batch_delay_ns) {
+		st->mode = SSDP_SCHED_MODE_BATCH;
+		st->batch_entries++;
+	}
+
+	if (!v->nr_idle)
+		return decision(SSDP_SCHED_NOTHING, 0);
+
+	if (st->mode == SSDP_SCHED_MODE_BATCH) {
+		if (v->idle_inflight >= k->idle_batch_depth)
+			return decision(SSDP_SCHED_NOTHING, 0);
+		return dispatch_idle(st, v);
+	}
+
+	wake = min(wake, st->last_normal + k->batch_delay_ns);
+	if (v->idle_inflight)
+		return wait_until(wake);
+	if (!st->idle_ever || now >= st->last_idle + k->idle_interval_ns) {
+		st->idle_ever = true;
+		st->last_idle = now;
+		return dispatch_idle(st, v);
+	}
+	wake = min(wake, st->last_idle + k->idle_interval_ns);
+	return wait_until(wake);
+}

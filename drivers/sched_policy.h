@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * dm-ssdprio dispatch policy: mq-deadline for normal bios plus one throttled
+ * low-priority (idle) queue, after the paper "A Deadline I/O Scheduler
+ * Equipped with Low Priority Assignment" (idle_dispatch_interval, batch
+ * mode after batch_mode_delay), with a starvation bound.
+ *
+ * The engine owns the bio queues (sector-sorted tree + FIFO for normal
+ * reads, normal writes and idle bios) and the in-flight counts of one lower
+ * device; this file only decides what to dispatch next and when to wake.
+ *
+ * Pure logic, NO LOCKING: the caller serialises all calls (the engine's
+ * scheduler lock). Time is u64 nanoseconds from the caller; every knob is
+ * stored in ns (the engine converts the ms table/message values).
+ *
+ * Use: on arrival of a normal bio call ssdp_sched_normal_arrival(), then
+ * ssdp_sched_fast_path(): if true, submit it at once (no queueing). On a
+ * normal completion ssdp_sched_normal_complete(). Then (and on the timer)
+ * loop ssdp_sched_decide() and do what it says until WAIT_UNTIL (arm the
+ * timer) or NOTHING (a completion or arrival will call again). decide()
+ * commits its choice (batch counters, last idle dispatch time), so the
+ * engine must dispatch what it returns; aged idle bios stay idle bios for
+ * the accounting (idle in flight). An idle completion needs no event: the
+ * engine drops its idle in-flight count and calls decide() again.
+ */
+#ifndef SSDP_SCHED_POLICY_H
+#define SSDP_SCHED_POLICY_H
+
+#include "ssdp_compat.h"
+
+#define SSDP_NS_PER_MS		1000000ULL
+
+enum ssdp_sched_dir {
+	SSDP_DIR_READ,
+	SSDP_DIR_WRITE,
+};
+
+enum ssdp_sched_act {
+	SSDP_SCHED_NOTHING,		/* an event will call again */
+	SSDP_SCHED_WAIT_UNTIL,		/* arm the timer at .when */
+	/* normal: next in sector order after the last of that direction */
+	SSDP_SCHED_NORMAL_READ_SORTED,
+	SSDP_SCHED_NORMAL_READ_FIFO,	/* oldest normal read */
+	SSDP_SCHED_NORMAL_WRITE_SORTED,
+	SSDP_SCHED_NORMAL_WRITE_FIFO,
+	SSDP_SCHED_IDLE_SORTED,		/* next idle bio in sector order */
+	SSDP_SCHED_IDLE_FIFO,		/* oldest idle bio */
+	SSDP_SCHED_IDLE_AS_NORMAL,	/* oldest idle bio, aged past max_wait */
+};
+
+struct ssdp_sched_decision {
+	enum ssdp_sched_act act;
+	u64 when;			/* for WAIT_UNTIL */
+};
+
+/* What the engine's queues look like now. */
+struct ssdp_sched_view {
+	u32 nr_read;			/* queued normal reads */
+	u32 nr_write;			/* queued normal writes */
+	bool read_expired;		/* FIFO head read past its deadline */
+	bool write_expired;
+	/* a queued bio at/after the last dispatched one of that direction */
+	bool read_has_next;
+	bool write_has_next;
+	u32 nr_idle;			/* queued idle bios */
+	bool idle_has_next;		/* same, for the idle sorted queue */
+	u64 idle_oldest;		/* arrival time of the oldest idle bio */
+	u32 normal_inflight;
+	u32 idle_inflight;
+};
+
+struct ssdp_sched_knobs {
+	u64 read_expire_ns;		/* 500 ms */
+	u64 write_expire_ns;		/* 5000 ms */
+	u32 fifo_batch;			/* 16 */
+	u32 writes_starved;		/* 2 */
+	u32 normal_depth;		/* normal bios in flight before queueing */
+	u64 idle_interval_ns;		/* idle_dispatch_interval, 200 ms */
+	u64 batch_delay_ns;		/* batch_mode_delay, 5000 ms */
+	u32 idle_batch_depth;		/* idle in flight in batch mode, 16 */
+	u64 idle_max_wait_ns;		/* 0 = idle bios are never promoted */
+};
+
+enum ssdp_sched_mode {
+	SSDP_SCHED_MODE_NORMAL,
+	SSDP_SCHED_MODE_BATCH,
+};
+
+struct ssdp_sched_state {
+	struct ssdp_sched_knobs k;
+
+	enum ssdp_sched_mode mode;
+	enum ssdp_sched_dir last_dir;
+	u32 batching;			/* sorted dispatches in this batch */
+	u32 starved;			/* times reads were chosen over writes */
+	u64 last_normal;		/* last normal arrival or completion */
+	u64 last_idle;			/* last throttled idle dispatch */
+	bool idle_ever;			/* last_idle is meaningful */
+
+	/* counters */
+	u64 idle_dispatched;		/* all idle dispatches, aged included */
+	u64 batch_entries;
+	u64 idle_promoted;		/* dispatched as normal by age */
+};
+
+void ssdp_sched_default_knobs(struct ssdp_sched_knobs *k);
+void ssdp_sched_init(struct ssdp_sched_state *st,
+		     const struct ssdp_sched_knobs *k, u64 now);
+
+/* Events. */
+void ssdp_sched_normal_arrival(struct ssdp_sched_state *st, u64 now);
+void ssdp_sched_normal_complete(struct ssdp_sched_state *st, u64 now);
+
+/*
+ * A normal bio that just arrived may skip the queues: nothing normal is
+ * queued (so no reordering past older bios) and the device has room.
+ */
+static inline bool ssdp_sched_fast_path(const struct ssdp_sched_state *st,
+					u32 nr_normal_queued,
+					u32 normal_inflight)
+{
+	return !nr_normal_queued && normal_inflight < st->k.normal_depth;
+}
+
+/* FIFO deadline to stamp on a queued normal bio. */
+static inline u64 ssdp_sched_deadline(const struct ssdp_sched_state *st,
+				      enum ssdp_sched_dir dir, u64 now)
+{
+	return now + (dir == SSDP_DIR_WRITE ? st->k.write_expire_ns :
+		      st->k.read_expire_ns);
+}
+
+struct ssdp_sched_decision ssdp_sched_decide(struct ssdp_sched_state *st,
+					     u64 now,
+					     const struct ssdp_sched_view *v);
+
+static inline enum ssdp_sched_mode
+ssdp_sched_mode(const struct ssdp_sched_state *st)
+{
+	return st->mode;
+}
+
+const char *ssdp_sched_mode_name(enum ssdp_sched_mode mode);
+
+#endif /* SSDP_SCHED_POLICY_H */

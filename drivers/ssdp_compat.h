@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * dm-ssdprio: the few kernel facilities used by the pure-logic files
+ * (cache_map.c, evict_sm.c, sched_policy.c), so that the same sources build
+ * as kernel code and as user-space unit tests (tests/unit).
+ *
+ * Only what those files use is provided; keep it that way so that the user
+ * space side cannot drift from kernel semantics unnoticed.
+ */
+#ifndef SSDP_COMPAT_H
+#define SSDP_COMPAT_H
+
+#ifdef __KERNEL__
+
+#include <linux/types.h>
+#include <linux/kernel.h>
+#include <linux/bitmap.h>
+#include <linux/bitops.h>
+#include <linux/build_bug.h>
+#include <linux/bug.h>
+#include <linux/errno.h>
+#include <linux/log2.h>
+#include <linux/math.h>
+#include <linux/minmax.h>
+#include <linux/mm.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+
+static inline void *ssdp_zalloc(size_t size)
+{
+	return kvzalloc(size, GFP_KERNEL);
+}
+
+static inline void ssdp_free(void *p)
+{
+	kvfree(p);
+}
+
+#else /* !__KERNEL__ */
+
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef long long s64;
+
+#define likely(x)	__builtin_expect(!!(x), 1)
+#define unlikely(x)	__builtin_expect(!!(x), 0)
+
+#define BUILD_BUG_ON(cond)	((void)sizeof(char[1 - 2 * !!(cond)]))
+
+/*
+ * User space: every WARN counts, so that a test whose code path warns
+ * fails even if it never asserts on it (the harness checks the counter).
+ */
+extern unsigned long ssdp_warn_count;
+void ssdp_warn_report(const char *file, int line, const char *cond);
+
+#define WARN_ON_ONCE(cond) ({						\
+	bool __ssdp_c = !!(cond);					\
+	if (unlikely(__ssdp_c))						\
+		ssdp_warn_report(__FILE__, __LINE__, #cond);		\
+	__ssdp_c;							\
+})
+#define WARN_ON(cond)	WARN_ON_ONCE(cond)
+
+#define BITS_PER_LONG		(CHAR_BIT * (int)sizeof(long))
+#define BIT_WORD(nr)		((nr) / BITS_PER_LONG)
+#define BIT_MASK(nr)		(1UL << ((nr) % BITS_PER_LONG))
+#define DIV_ROUND_UP(n, d)	(((n) + (d) - 1) / (d))
+#define BITS_TO_LONGS(nr)	DIV_ROUND_UP(nr, BITS_PER_LONG)
+
+#define min(a, b) ({							\
+	__typeof__(a) __ssdp_a = (a);					\
+	__typeof__(b) __ssdp_b = (b);					\
+	__ssdp_a < __ssdp_b ? __ssdp_a : __ssdp_b;			\
+})
+#define max(a, b) ({							\
+	__typeof__(a) __ssdp_a = (a);					\
+	__typeof__(b) __ssdp_b = (b);					\
+	__ssdp_a > __ssdp_b ? __ssdp_a : __ssdp_b;			\
+})
+
+static inline bool is_power_of_2(unsigned long n)
+{
+	return n != 0 && (n & (n - 1)) == 0;
+}
+
+static inline int ilog2(unsigned long n)
+{
+	return BITS_PER_LONG - 1 - __builtin_clzl(n);
+}
+
+static inline unsigned long rounddown_pow_of_two(unsigned long n)
+{
+	return 1UL << ilog2(n);
+}
+
+static inline void *ssdp_zalloc(size_t size)
+{
+	return calloc(1, size);
+}
+
+static inline void ssdp_free(void *p)
+{
+	free(p);
+}
+
+static inline void __set_bit(unsigned long nr, unsigned long *addr)
+{
+	addr[BIT_WORD(nr)] |= BIT_MASK(nr);
+}
+
+static inline void __clear_bit(unsigned long nr, unsigned long *addr)
+{
+	addr[BIT_WORD(nr)] &= ~BIT_MASK(nr);
+}
+
+static inline bool test_bit(unsigned long nr, const unsigned long *addr)
+{
+	return (addr[BIT_WORD(nr)] & BIT_MASK(nr)) != 0;
+}
+
+static inline bool __test_and_set_bit(unsigned long nr, unsigned long *addr)
+{
+	bool old = test_bit(nr, addr);
+
+	__set_bit(nr, addr);
+	return old;
+}
+
+static inline bool __test_and_clear_bit(unsigned long nr, unsigned long *addr)
+{
+	bool old = test_bit(nr, addr);
+
+	__clear_bit(nr, addr);
+	return old;
+}
+
+static inline unsigned int bitmap_weight(const unsigned long *src,
+					 unsigned int nbits)
+{
+	unsigned int i, w = 0;
+
+	for (i = 0; i < nbits / BITS_PER_LONG; i++)
+		w += __builtin_popcountl(src[i]);
+	if (nbits % BITS_PER_LONG)
+		w += __builtin_popcountl(src[i] &
+					 (~0UL >> (BITS_PER_LONG -
+						   nbits % BITS_PER_LONG)));
+	return w;
+}
+
+static inline unsigned long __ssdp_find_next(const unsigned long *addr,
+					     unsigned long size,
+					     unsigned long offset,
+					     unsigned long invert)
+{
+	unsigned long w;
+
+	if (offset >= size)
+		return size;
+	w = (addr[BIT_WORD(offset)] ^ invert) &
+	    (~0UL << (offset % BITS_PER_LONG));
+	offset -= offset % BITS_PER_LONG;
+	while (!w) {
+		offset += BITS_PER_LONG;
+		if (offset >= size)
+			return size;
+		w = addr[BIT_WORD(offset)] ^ invert;
+	}
+	offset += __builtin_ctzl(w);
+	return offset < size ? offset : size;
+}
+
+static inline unsigned long find_next_bit(const unsigned long *addr,
+					  unsigned long size,
+					  unsigned long offset)
+{
+	return __ssdp_find_next(addr, size, offset, 0);
+}
+
+static inline unsigned long find_next_zero_bit(const unsigned long *addr,
+					       unsigned long size,
+					       unsigned long offset)
+{
+	return __ssdp_find_next(addr, size, offset, ~0UL);
+}
+
+#endif /* __KERNEL__ */
+
+#endif /* SSDP_COMPAT_H */
