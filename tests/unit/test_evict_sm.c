@@ -1,0 +1,528 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "harness.h"
+#include "evict_sm.h"
+#include "cache_map.h"
+
+#define MS	1000000ULL
+#define WAIT	(1000 * MS)
+
+static struct ssdp_evict_view view(u32 nr_free, u32 dirty_sets,
+				   enum ssdp_evict_head head)
+{
+	struct ssdp_evict_view v = {
+		.nr_free = nr_free, .nr_dirty_sets = dirty_sets, .head = head,
+	};
+
+	return v;
+}
+
+static enum ssdp_evict_act_type next(struct ssdp_evict_sm *sm, u64 now,
+				     u32 nr_free, u32 dirty_sets,
+				     enum ssdp_evict_head head, u64 *deadline)
+{
+	struct ssdp_evict_view v = view(nr_free, dirty_sets, head);
+	struct ssdp_evict_action a = ssdp_evict_next_action(sm, now, &v);
+
+	if (deadline)
+		*deadline = a.deadline;
+	return a.type;
+}
+
+/* free_floor 10, wait 1 s, 4 in flight */
+static void setup(struct ssdp_evict_sm *sm)
+{
+	ssdp_evict_init(sm, 10, WAIT, 4);
+	ASSERT_EQ(ssdp_evict_state(sm), SSDP_EVICT_NORMAL);
+}
+
+TEST(evict_normal_idle_above_floor)
+{
+	struct ssdp_evict_sm sm;
+
+	setup(&sm);
+	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 10));
+	ASSERT_TRUE(ssdp_evict_needs_run(&sm, 9));
+	ASSERT_EQ(next(&sm, 0, 10, 5, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_NONE);
+	ASSERT_EQ(next(&sm, 0, 50, 5, SSDP_HEAD_CLEAN, NULL),
+		  SSDP_EVICT_ACT_NONE);
+	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_NORMAL);
+	ASSERT_EQ(sm.sets_evicted, 0);
+}
+
+TEST(evict_clean_head_freed_at_once)
+{
+	struct ssdp_evict_sm sm;
+
+	setup(&sm);
+	ASSERT_EQ(next(&sm, 5, 9, 3, SSDP_HEAD_CLEAN, NULL),
+		  SSDP_EVICT_ACT_FREE_CLEAN_HEAD);
+	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_NORMAL);
+	ASSERT_EQ(next(&sm, 5, 10, 3, SSDP_HEAD_CLEAN, NULL),
+		  SSDP_EVICT_ACT_NONE);
+	ASSERT_EQ(sm.sets_evicted, 1);
+	/* no sets mapped or all pinned: nothing to do, no state change */
+	ASSERT_EQ(next(&sm, 5, 3, 0, SSDP_HEAD_NONE, NULL),
+		  SSDP_EVICT_ACT_NONE);
+	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_NORMAL);
+}
+
+TEST(evict_dirty_head_enters_wait_then_writeback)
+{
+	struct ssdp_evict_sm sm;
+	u64 dl;
+
+	setup(&sm);
+	ssdp_evict_io_arrival(&sm, 100 * MS);
+	ASSERT_EQ(next(&sm, 100 * MS, 9, 20, SSDP_HEAD_DIRTY, &dl),
+		  SSDP_EVICT_ACT_ARM_TIMER);
+	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_WAIT);
+	ASSERT_EQ(dl, 100 * MS + WAIT);
+	ASSERT_EQ(sm.state_entries[SSDP_EVICT_WAIT], 1);
+	/* an early wake-up only re-arms */
+	ssdp_evict_timer(&sm);
+	ASSERT_EQ(next(&sm, 600 * MS, 9, 20, SSDP_HEAD_DIRTY, &dl),
+		  SSDP_EVICT_ACT_ARM_TIMER);
+	ASSERT_EQ(dl, 100 * MS + WAIT);
+	/* quiet for evict_wait: writeback of LRU-head sets */
+	ASSERT_EQ(next(&sm, 1100 * MS, 9, 20, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_START_WRITEBACK);
+	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_WRITEBACK);
+	ASSERT_EQ(sm.wb_started, 1);
+	/* free + in flight = 10 = floor: no second set */
+	ASSERT_EQ(next(&sm, 1100 * MS, 9, 19, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_NONE);
+	ASSERT_TRUE(ssdp_evict_needs_run(&sm, 100));
+	ssdp_evict_wb_done(&sm, SSDP_WB_EVICT);
+	ASSERT_EQ(sm.sets_evicted, 1);
+	ASSERT_EQ(next(&sm, 1200 * MS, 10, 19, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_NONE);
+	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_NORMAL);
+	ASSERT_EQ(sm.state_entries[SSDP_EVICT_NORMAL], 2);
+}
+
+TEST(evict_wait_restarted_by_every_arrival)
+{
+	struct ssdp_evict_sm sm;
+	u64 dl, t;
+
+	setup(&sm);
+	ASSERT_EQ(next(&sm, 0, 5, 20, SSDP_HEAD_DIRTY, &dl),
+		  SSDP_EVICT_ACT_ARM_TIMER);
+	ASSERT_EQ(dl, WAIT);
+	/* arrivals every 900 ms keep it waiting for ever */
+	for (t = 900 * MS; t < 20000 * MS; t += 900 * MS) {
+		ssdp_evict_io_arrival(&sm, t);
+		ASSERT_EQ(next(&sm, dl, 5, 20, SSDP_HEAD_DIRTY, &dl),
+			  SSDP_EVICT_ACT_ARM_TIMER);
+		ASSERT_EQ(dl, t + WAIT);
+		ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_WAIT);
+	}
+	ASSERT_EQ(sm.wb_started, 0);
+	ASSERT_EQ(sm.state_entries[SSDP_EVICT_WAIT], 1);
+	ASSERT_EQ(next(&sm, dl, 5, 20, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_START_WRITEBACK);
+	/* a clean head while waiting is still freed at once */
+	setup(&sm);
+	next(&sm, 0, 5, 20, SSDP_HEAD_DIRTY, NULL);
+	ASSERT_EQ(next(&sm, 10, 5, 20, SSDP_HEAD_CLEAN, NULL),
+		  SSDP_EVICT_ACT_FREE_CLEAN_HEAD);
+	/* space came back (discard, clean frees): wait -> normal */
+	ASSERT_EQ(next(&sm, 20, 10, 20, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_NONE);
+	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_NORMAL);
+}
+
+/* enter writeback at time 'at' with nr_free free sets */
+static void to_writeback(struct ssdp_evict_sm *sm, u64 at, u32 nr_free)
+{
+	setup(sm);
+	ASSERT_EQ(next(sm, 0, nr_free, 50, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_ARM_TIMER);
+	ASSERT_EQ(next(sm, at, nr_free, 50, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_START_WRITEBACK);
+}
+
+TEST(evict_writeback_inflight_limit_and_refill)
+{
+	struct ssdp_evict_sm sm;
+	u64 t = WAIT;
+	int i;
+
+	to_writeback(&sm, t, 0);
+	for (i = 1; i < 4; i++)
+		ASSERT_EQ(next(&sm, t, 0, 50, SSDP_HEAD_DIRTY, NULL),
+			  SSDP_EVICT_ACT_START_WRITEBACK);
+	ASSERT_EQ(ssdp_evict_inflight(&sm), 4);
+	ASSERT_EQ(next(&sm, t, 0, 50, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_NONE);
+	/* clean sets behind are freed even with 4 in flight */
+	ASSERT_EQ(next(&sm, t, 0, 50, SSDP_HEAD_CLEAN, NULL),
+		  SSDP_EVICT_ACT_FREE_CLEAN_HEAD);
+	/* each completion lets one more start */
+	ssdp_evict_wb_done(&sm, SSDP_WB_EVICT);
+	ASSERT_EQ(next(&sm, t, 2, 49, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_START_WRITEBACK);
+	ASSERT_EQ(next(&sm, t, 2, 49, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_NONE);
+	/* all pinned: nothing to start */
+	ssdp_evict_wb_done(&sm, SSDP_WB_EVICT);
+	ASSERT_EQ(next(&sm, t, 3, 48, SSDP_HEAD_NONE, NULL),
+		  SSDP_EVICT_ACT_NONE);
+	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_WRITEBACK);
+	/* finish: 3 in flight; free 7 + 3 = floor -> wait for them */
+	ASSERT_EQ(next(&sm, t, 7, 48, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_NONE);
+	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_WRITEBACK);
+	for (i = 0; i < 3; i++)
+		ssdp_evict_wb_done(&sm, SSDP_WB_EVICT);
+	ASSERT_EQ(next(&sm, t, 10, 45, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_NONE);
+	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_NORMAL);
+	ASSERT_EQ(sm.wb_started, 5);
+	ASSERT_EQ(sm.sets_evicted, 6);
+	ASSERT_EQ(ssdp_evict_inflight(&sm), 0);
+}
+
+TEST(evict_writeback_interrupted_by_io)
+{
+	struct ssdp_evict_sm sm;
+	u64 t = WAIT, dl;
+
+	to_writeback(&sm, t, 0);
+	ASSERT_EQ(next(&sm, t, 0, 50, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_START_WRITEBACK);
+	ssdp_evict_io_arrival(&sm, t + 5 * MS);
+	/* no new set starts while the two finish */
+	ASSERT_EQ(next(&sm, t + 6 * MS, 0, 50, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_NONE);
+	ssdp_evict_wb_done(&sm, SSDP_WB_EVICT);
+	ASSERT_EQ(next(&sm, t + 7 * MS, 1, 49, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_NONE);
+	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_WRITEBACK);
+	ssdp_evict_wb_done(&sm, SSDP_WB_EVICT);
+	/* last one done: back to wait, quiet timer restarted from now */
+	ASSERT_EQ(next(&sm, t + 50 * MS, 2, 48, SSDP_HEAD_DIRTY, &dl),
+		  SSDP_EVICT_ACT_ARM_TIMER);
+	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_WAIT);
+	ASSERT_EQ(dl, t + 50 * MS + WAIT);
+	ASSERT_EQ(sm.state_entries[SSDP_EVICT_WAIT], 2);
+	/* quiet again: writeback resumes */
+	ASSERT_EQ(next(&sm, dl, 2, 48, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_START_WRITEBACK);
+	ASSERT_EQ(sm.state_entries[SSDP_EVICT_WRITEBACK], 2);
+	/* an arrival in the old wait phase does not interrupt the new one */
+	ASSERT_FALSE(sm.io_seen);
+}
+
+TEST(evict_interrupted_but_space_recovered_goes_normal)
+{
+	struct ssdp_evict_sm sm;
+
+	to_writeback(&sm, WAIT, 9);
+	ssdp_evict_io_arrival(&sm, WAIT + 1);
+	ssdp_evict_wb_done(&sm, SSDP_WB_EVICT);
+	ASSERT_EQ(next(&sm, WAIT + 2, 10, 49, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_NONE);
+	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_NORMAL);
+}
+
+TEST(evict_zero_wait_starts_immediately)
+{
+	struct ssdp_evict_sm sm;
+
+	ssdp_evict_init(&sm, 4, 0, 1);
+	ssdp_evict_io_arrival(&sm, 7);
+	ASSERT_EQ(next(&sm, 7, 0, 9, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_START_WRITEBACK);
+	ASSERT_EQ(next(&sm, 7, 0, 9, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_NONE);
+	ssdp_evict_io_arrival(&sm, 8);
+	ssdp_evict_wb_done(&sm, SSDP_WB_EVICT);
+	/* interrupted -> wait of 0 -> writeback again at once */
+	ASSERT_EQ(next(&sm, 9, 1, 8, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_START_WRITEBACK);
+	/* inflight_max 0 is treated as 1 */
+	ssdp_evict_set_knobs(&sm, 4, 0, 0);
+	ASSERT_EQ(sm.inflight_max, 1);
+}
+
+TEST(evict_flush_all_ignores_wait_and_floor)
+{
+	struct ssdp_evict_sm sm;
+	int i;
+
+	setup(&sm);
+	/* plenty of free sets, I/O going on: flush anyway */
+	ssdp_evict_flush_all(&sm);
+	ASSERT_TRUE(ssdp_evict_needs_run(&sm, 100));
+	ssdp_evict_io_arrival(&sm, 1);
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(next(&sm, 1, 100, 6, SSDP_HEAD_CLEAN, NULL),
+			  SSDP_EVICT_ACT_START_FLUSH);
+	ASSERT_EQ(next(&sm, 1, 100, 6, SSDP_HEAD_CLEAN, NULL),
+		  SSDP_EVICT_ACT_NONE);
+	ssdp_evict_io_arrival(&sm, 2);
+	for (i = 0; i < 4; i++)
+		ssdp_evict_wb_done(&sm, SSDP_WB_FLUSH);
+	/* 2 dirty sets left: only 2 started */
+	ASSERT_EQ(next(&sm, 3, 100, 2, SSDP_HEAD_CLEAN, NULL),
+		  SSDP_EVICT_ACT_START_FLUSH);
+	ASSERT_EQ(next(&sm, 3, 100, 2, SSDP_HEAD_CLEAN, NULL),
+		  SSDP_EVICT_ACT_START_FLUSH);
+	ASSERT_EQ(next(&sm, 3, 100, 2, SSDP_HEAD_CLEAN, NULL),
+		  SSDP_EVICT_ACT_NONE);
+	ssdp_evict_wb_done(&sm, SSDP_WB_FLUSH);
+	ASSERT_EQ(next(&sm, 3, 100, 1, SSDP_HEAD_CLEAN, NULL),
+		  SSDP_EVICT_ACT_NONE);
+	ASSERT_TRUE(sm.flushing);
+	ssdp_evict_wb_done(&sm, SSDP_WB_FLUSH);
+	ASSERT_EQ(next(&sm, 3, 100, 0, SSDP_HEAD_CLEAN, NULL),
+		  SSDP_EVICT_ACT_NONE);
+	ASSERT_FALSE(sm.flushing);
+	ASSERT_EQ(sm.flush_started, 6);
+	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_NORMAL);
+	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 100));
+}
+
+TEST(evict_flush_all_during_wait_then_normal_rules)
+{
+	struct ssdp_evict_sm sm;
+
+	setup(&sm);
+	ASSERT_EQ(next(&sm, 0, 5, 1, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_ARM_TIMER);
+	ssdp_evict_flush_all(&sm);
+	ASSERT_EQ(next(&sm, 1, 5, 1, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_START_FLUSH);
+	ssdp_evict_wb_done(&sm, SSDP_WB_FLUSH);
+	/* flushed and still short of space: the clean head goes */
+	ASSERT_EQ(next(&sm, 2, 5, 0, SSDP_HEAD_CLEAN, NULL),
+		  SSDP_EVICT_ACT_FREE_CLEAN_HEAD);
+	ASSERT_EQ(next(&sm, 2, 10, 0, SSDP_HEAD_CLEAN, NULL),
+		  SSDP_EVICT_ACT_NONE);
+	ASSERT_FALSE(sm.flushing);
+	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_NORMAL);
+}
+
+TEST(evict_stop_and_resume)
+{
+	struct ssdp_evict_sm sm;
+
+	to_writeback(&sm, WAIT, 0);
+	ssdp_evict_stop(&sm);
+	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 0));
+	ASSERT_EQ(next(&sm, WAIT, 0, 50, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_NONE);
+	ASSERT_EQ(next(&sm, WAIT, 0, 50, SSDP_HEAD_CLEAN, NULL),
+		  SSDP_EVICT_ACT_NONE);
+	ssdp_evict_flush_all(&sm);
+	ASSERT_EQ(next(&sm, WAIT, 0, 50, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_NONE);
+	/* in-flight work still completes */
+	ssdp_evict_wb_done(&sm, SSDP_WB_EVICT);
+	ASSERT_EQ(ssdp_evict_inflight(&sm), 0);
+	ssdp_evict_resume(&sm);
+	ASSERT_EQ(next(&sm, WAIT, 1, 50, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_START_FLUSH);
+}
+
+TEST(evict_action_failed_stalls_until_event)
+{
+	struct ssdp_evict_sm sm;
+
+	to_writeback(&sm, WAIT, 0);
+	ssdp_evict_action_failed(&sm, SSDP_EVICT_ACT_START_WRITEBACK);
+	ASSERT_EQ(sm.wb_started, 0);
+	ASSERT_EQ(ssdp_evict_inflight(&sm), 0);
+	ASSERT_EQ(next(&sm, WAIT, 0, 50, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_NONE);
+	ssdp_evict_kick(&sm);
+	ASSERT_EQ(next(&sm, WAIT, 0, 50, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_START_WRITEBACK);
+	ASSERT_EQ(next(&sm, WAIT, 0, 50, SSDP_HEAD_CLEAN, NULL),
+		  SSDP_EVICT_ACT_FREE_CLEAN_HEAD);
+	ssdp_evict_action_failed(&sm, SSDP_EVICT_ACT_FREE_CLEAN_HEAD);
+	ASSERT_EQ(sm.sets_evicted, 0);
+	ssdp_evict_timer(&sm);
+	ssdp_evict_flush_all(&sm);
+	ASSERT_EQ(next(&sm, WAIT, 0, 50, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_START_FLUSH);
+	ssdp_evict_action_failed(&sm, SSDP_EVICT_ACT_START_FLUSH);
+	ASSERT_EQ(sm.flush_started, 0);
+	EXPECT_WARNS(ssdp_evict_wb_done(&sm, SSDP_WB_FLUSH));
+	ASSERT_EQ(ssdp_evict_state_name(SSDP_EVICT_WAIT)[0], 'w');
+}
+
+/*
+ * End to end with a real cache map and a simulated engine: bursts of
+ * writes separated by quiet gaps. Checks that no eviction writeback ever
+ * starts within evict_wait of an arrival, that space is recovered in the
+ * quiet gaps and that flush_all leaves nothing dirty.
+ */
+struct sim {
+	struct ssdp_cmap cm;
+	struct ssdp_evict_sm sm;
+	u32 wb[8];
+	u32 nr_wb;
+	u64 timer;		/* 0: not armed */
+	u64 last_io;
+	u32 flush_cursor;
+};
+
+static void sim_view(struct sim *s, struct ssdp_evict_view *v)
+{
+	u32 h = ssdp_cmap_lru_first_unpinned(&s->cm);
+
+	v->nr_free = ssdp_cmap_nr_free(&s->cm);
+	v->nr_dirty_sets = ssdp_cmap_nr_dirty_sets(&s->cm);
+	if (h == SSDP_NONE)
+		v->head = SSDP_HEAD_NONE;
+	else if (ssdp_cmap_nr_dirty(&s->cm, h))
+		v->head = SSDP_HEAD_DIRTY;
+	else
+		v->head = SSDP_HEAD_CLEAN;
+}
+
+static void sim_run(struct sim *s, u64 now)
+{
+	struct ssdp_evict_view v;
+	struct ssdp_evict_action a;
+	u32 c;
+
+	for (;;) {
+		sim_view(s, &v);
+		a = ssdp_evict_next_action(&s->sm, now, &v);
+		switch (a.type) {
+		case SSDP_EVICT_ACT_NONE:
+			return;
+		case SSDP_EVICT_ACT_ARM_TIMER:
+			s->timer = a.deadline;
+			return;
+		case SSDP_EVICT_ACT_FREE_CLEAN_HEAD:
+			c = ssdp_cmap_lru_first_unpinned(&s->cm);
+			ASSERT_EQ(ssdp_cmap_unmap(&s->cm, c), 0);
+			break;
+		case SSDP_EVICT_ACT_START_WRITEBACK:
+			ASSERT_GE(now, s->last_io + WAIT);
+			c = ssdp_cmap_lru_first_unpinned(&s->cm);
+			ASSERT_NE(c, SSDP_NONE);
+			ASSERT_NE(ssdp_cmap_nr_dirty(&s->cm, c), 0);
+			ssdp_cmap_pin(&s->cm, c);
+			ASSERT_LT(s->nr_wb, 8);
+			s->wb[s->nr_wb++] = c | 0x80000000U;
+			break;
+		case SSDP_EVICT_ACT_START_FLUSH:
+			c = ssdp_cmap_next_dirty_set(&s->cm, s->flush_cursor);
+			if (c == SSDP_NONE) {
+				ssdp_evict_action_failed(&s->sm, a.type);
+				break;
+			}
+			s->flush_cursor = c + 1;
+			ssdp_cmap_pin(&s->cm, c);
+			ASSERT_LT(s->nr_wb, 8);
+			s->wb[s->nr_wb++] = c;
+			break;
+		}
+	}
+}
+
+/* complete the oldest writeback */
+static void sim_complete(struct sim *s, u64 now)
+{
+	u32 c = s->wb[0] & 0x7fffffffU;
+	bool evict = s->wb[0] & 0x80000000U;
+
+	memmove(&s->wb[0], &s->wb[1], --s->nr_wb * sizeof(s->wb[0]));
+	ssdp_cmap_clear_dirty(&s->cm, c, 0, s->cm.set_blocks);
+	ssdp_cmap_unpin(&s->cm, c);
+	if (evict)
+		ASSERT_EQ(ssdp_cmap_unmap(&s->cm, c), 0);
+	ssdp_evict_wb_done(&s->sm, evict ? SSDP_WB_EVICT : SSDP_WB_FLUSH);
+	sim_run(s, now);
+}
+
+static u64 sim_rnd = 88172645463325252ULL;
+
+static u32 srnd(u32 n)
+{
+	sim_rnd ^= sim_rnd << 13;
+	sim_rnd ^= sim_rnd >> 7;
+	sim_rnd ^= sim_rnd << 17;
+	return (u32)(sim_rnd % n);
+}
+
+static void sim_write(struct sim *s, u64 now, u64 oset, u32 blk)
+{
+	u32 c;
+
+	s->last_io = now;
+	ssdp_evict_io_arrival(&s->sm, now);
+	c = ssdp_cmap_lookup(&s->cm, oset);
+	if (c == SSDP_NONE) {
+		c = ssdp_cmap_map(&s->cm, oset);
+		if (c == SSDP_NONE)
+			return;		/* bypass */
+		ssdp_evict_kick(&s->sm);
+		if (ssdp_evict_needs_run(&s->sm, ssdp_cmap_nr_free(&s->cm)))
+			sim_run(s, now);
+	}
+	ssdp_cmap_touch(&s->cm, c);
+	ssdp_cmap_set_dirty(&s->cm, c, blk, 1);
+}
+
+TEST(evict_simulated_engine_with_cache_map)
+{
+	static struct sim s;
+	u64 now = 0;
+	int burst, i;
+	const char *why;
+
+	memset(&s, 0, sizeof(s));
+	ASSERT_EQ(ssdp_cmap_init(&s.cm, 64, 16), 0);
+	ssdp_evict_init(&s.sm, 8, WAIT, 4);
+	for (burst = 0; burst < 200; burst++) {
+		u32 n = 1 + srnd(200);
+
+		for (i = 0; i < (int)n; i++) {
+			now += 1 + srnd(5 * MS);
+			sim_write(&s, now, srnd(300), srnd(16));
+			if (s.nr_wb && srnd(3) == 0)
+				sim_complete(&s, now);
+		}
+		/* quiet gap of 0.5 .. 3 s: fire timers, complete I/O */
+		{
+			u64 end = now + 500 * MS + srnd(2500) * MS;
+
+			while (now < end) {
+				if (s.nr_wb) {
+					now += 10 * MS;
+					sim_complete(&s, now);
+				} else if (s.timer && s.timer <= end) {
+					now = s.timer;
+					s.timer = 0;
+					ssdp_evict_timer(&s.sm);
+					sim_run(&s, now);
+				} else {
+					now = end;
+				}
+			}
+		}
+		ASSERT_EQ(ssdp_cmap_check(&s.cm, &why), 0);
+		/* a quiet gap longer than wait + writeback restored space */
+		if (ssdp_evict_state(&s.sm) == SSDP_EVICT_NORMAL)
+			ASSERT_GE(ssdp_cmap_nr_free(&s.cm) + s.nr_wb, 8);
+	}
+	ASSERT_GT(s.sm.wb_started, 0);
+	ASSERT_GT(s.sm.state_entries[SSDP_EVICT_WAIT], 1);
+
+	ssdp_evict_flush_all(&s.sm);
+	ssdp_evict_io_arrival(&s.sm, now);
+	sim_run(&s, now);
+	while (s.nr_wb)
+		sim_complete(&s, now += MS);
+	ASSERT_EQ(ssdp_cmap_total_dirty(&s.cm), 0);
+	ASSERT_FALSE(s.sm.flushing);
+	ASSERT_EQ(ssdp_cmap_check(&s.cm, &why), 0);
+	ssdp_cmap_destroy(&s.cm);
+}
