@@ -32,6 +32,8 @@ void ssdp_sched_init(struct ssdp_sched_state *st,
 	st->k = *k;
 	st->mode = SSDP_SCHED_MODE_NORMAL;
 	st->last_dir = SSDP_DIR_READ;
+	/* No batch running yet: the first dispatch selects a direction. */
+	st->batching = ~0U;
 	/* Creation counts as activity: batch mode needs a quiet delay. */
 	st->last_normal = now;
 }

@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "harness.h"
+#include "sched_policy.h"
+
+#define MS	SSDP_NS_PER_MS
+
+static void setup(struct ssdp_sched_state *st, u64 now)
+{
+	struct ssdp_sched_knobs k;
+
+	ssdp_sched_default_knobs(&k);
+	ssdp_sched_init(st, &k, now);
+}
+
+static struct ssdp_sched_decision dec(struct ssdp_sched_state *st, u64 now,
+				      const struct ssdp_sched_view *v)
+{
+	return ssdp_sched_decide(st, now, v);
+}
+
+static enum ssdp_sched_act act(struct ssdp_sched_state *st, u64 now,
+			       const struct ssdp_sched_view *v)
+{
+	return ssdp_sched_decide(st, now, v).act;
+}
+
+TEST(sched_defaults_and_fast_path)
+{
+	struct ssdp_sched_state st;
+
+	setup(&st, 0);
+	ASSERT_EQ(st.k.read_expire_ns, 500 * MS);
+	ASSERT_EQ(st.k.write_expire_ns, 5000 * MS);
+	ASSERT_EQ(st.k.fifo_batch, 16);
+	ASSERT_EQ(st.k.writes_starved, 2);
+	ASSERT_EQ(st.k.idle_interval_ns, 200 * MS);
+	ASSERT_EQ(st.k.batch_delay_ns, 5000 * MS);
+	ASSERT_EQ(st.k.idle_max_wait_ns, 0);
+	ASSERT_EQ(ssdp_sched_deadline(&st, SSDP_DIR_READ, 10), 10 + 500 * MS);
+	ASSERT_EQ(ssdp_sched_deadline(&st, SSDP_DIR_WRITE, 10),
+		  10 + 5000 * MS);
+	ASSERT_TRUE(ssdp_sched_fast_path(&st, 0, 0));
+	ASSERT_TRUE(ssdp_sched_fast_path(&st, 0, 63));
+	ASSERT_FALSE(ssdp_sched_fast_path(&st, 0, 64));	/* device full */
+	ASSERT_FALSE(ssdp_sched_fast_path(&st, 1, 0));	/* keep order */
+	ASSERT_EQ(ssdp_sched_mode(&st), SSDP_SCHED_MODE_NORMAL);
+	ASSERT_EQ(ssdp_sched_mode_name(SSDP_SCHED_MODE_BATCH)[0], 'b');
+}
+
+TEST(sched_empty_queues_nothing)
+{
+	struct ssdp_sched_state st;
+	struct ssdp_sched_view v = { 0 };
+
+	setup(&st, 0);
+	ASSERT_EQ(act(&st, 1, &v), SSDP_SCHED_NOTHING);
+	v.normal_inflight = 3;
+	ASSERT_EQ(act(&st, 1, &v), SSDP_SCHED_NOTHING);
+	v.idle_inflight = 1;
+	ASSERT_EQ(act(&st, 1, &v), SSDP_SCHED_NOTHING);
+}
+
+TEST(sched_normal_reads_before_writes_before_idle)
+{
+	struct ssdp_sched_state st;
+	struct ssdp_sched_view v = {
+		.nr_read = 3, .nr_write = 3, .nr_idle = 5,
+		.read_has_next = true, .write_has_next = true,
+		.idle_has_next = true,
+	};
+
+	setup(&st, 0);
+	/* first pick: reads, from the FIFO head? no: sorted, has next */
+	ASSERT_EQ(act(&st, 1, &v), SSDP_SCHED_NORMAL_READ_SORTED);
+	v.nr_read = 0;
+	v.read_has_next = false;
+	ASSERT_EQ(act(&st, 1, &v), SSDP_SCHED_NORMAL_WRITE_SORTED);
+	v.nr_write = 0;
+	v.write_has_next = false;
+	/* idle waits while normal bios are in flight */
+	v.normal_inflight = 1;
+	ASSERT_EQ(act(&st, 1, &v), SSDP_SCHED_NOTHING);
+	v.normal_inflight = 0;
+	ASSERT_EQ(act(&st, 1, &v), SSDP_SCHED_IDLE_SORTED);
+	ASSERT_EQ(st.idle_dispatched, 1);
+}
+
+TEST(sched_normal_depth_limit)
+{
+	struct ssdp_sched_state st;
+	struct ssdp_sched_view v = {
+		.nr_read = 1, .read_has_next = true, .normal_inflight = 64,
+	};
+
+	setup(&st, 0);
+	ASSERT_EQ(act(&st, 1, &v), SSDP_SCHED_NOTHING);
+	v.normal_inflight = 63;
+	ASSERT_EQ(act(&st, 1, &v), SSDP_SCHED_NORMAL_READ_SORTED);
+}
+
+TEST(sched_fifo_batch_and_deadline_expiry)
+{
+	struct ssdp_sched_state st;
+	struct ssdp_sched_view v = {
+		.nr_read = 100, .read_has_next = true,
+	};
+	int i;
+
+	setup(&st, 0);
+	/* a batch of fifo_batch sorted dispatches */
+	for (i = 0; i < 16; i++)
+		ASSERT_EQ(act(&st, 1, &v), SSDP_SCHED_NORMAL_READ_SORTED);
+	/* batch over: re-select; expired FIFO head goes first */
+	v.read_expired = true;
+	ASSERT_EQ(act(&st, 1, &v), SSDP_SCHED_NORMAL_READ_FIFO);
+	ASSERT_EQ(st.batching, 1);
+	/* within the new batch, sorted again even if expired (mq-deadline) */
+	ASSERT_EQ(act(&st, 1, &v), SSDP_SCHED_NORMAL_READ_SORTED);
+	/* nothing after the last position: wrap to the FIFO head */
+	v.read_has_next = false;
+	v.read_expired = false;
+	ASSERT_EQ(act(&st, 1, &v), SSDP_SCHED_NORMAL_READ_FIFO);
+	/* expired writes also start from the FIFO head */
+	v.nr_read = 0;
+	v.nr_write = 4;
+	v.write_has_next = true;
+	v.write_expired = true;
+	ASSERT_EQ(act(&st, 1, &v), SSDP_SCHED_NORMAL_WRITE_FIFO);
+	ASSERT_EQ(st.last_dir, SSDP_DIR_WRITE);
+	v.write_expired = false;
+	ASSERT_EQ(act(&st, 1, &v), SSDP_SCHED_NORMAL_WRITE_SORTED);
+}
+
+TEST(sched_writes_starved_bound)
+{
+	struct ssdp_sched_state st;
+	struct ssdp_sched_view v = {
+		.nr_read = 50, .nr_write = 50,
+		.read_has_next = false, .write_has_next = false,
+	};
+	enum ssdp_sched_act seq[9];
+	int i;
+
+	setup(&st, 0);
+	/* no next in sort order: every dispatch re-selects a direction */
+	for (i = 0; i < 9; i++)
+		seq[i] = act(&st, 1, &v);
+	/* reads twice (writes_starved = 2), then one write, repeat */
+	for (i = 0; i < 9; i++)
+		ASSERT_EQ(seq[i], i % 3 == 2 ? SSDP_SCHED_NORMAL_WRITE_FIFO :
+			  SSDP_SCHED_NORMAL_READ_FIFO);
+	/* with sorted batches, starvation is counted per batch */
+	setup(&st, 0);
+	v.write_has_next = true;
+	v.read_has_next = true;
+	for (i = 0; i < 16; i++)
+		ASSERT_EQ(act(&st, 1, &v), SSDP_SCHED_NORMAL_READ_SORTED);
+	ASSERT_EQ(st.starved, 1);
+	for (i = 0; i < 16; i++)
+		ASSERT_EQ(act(&st, 1, &v), SSDP_SCHED_NORMAL_READ_SORTED);
+	ASSERT_EQ(st.starved, 2);
+	for (i = 0; i < 16; i++)
+		ASSERT_EQ(act(&st, 1, &v), SSDP_SCHED_NORMAL_WRITE_SORTED);
+	ASSERT_EQ(st.starved, 0);
+	ASSERT_EQ(act(&st, 1, &v), SSDP_SCHED_NORMAL_READ_SORTED);
+	/* only writes: no starvation counting */
+	v.nr_read = 0;
+	v.read_has_next = false;
+	for (i = 0; i < 40; i++)
+		ASSERT_EQ(act(&st, 1, &v), SSDP_SCHED_NORMAL_WRITE_SORTED);
+	ASSERT_EQ(st.starved, 0);
+}
+
+TEST(sched_idle_interval_throttle)
+{
+	struct ssdp_sched_state st;
+	struct ssdp_sched_view v = {
+		.nr_idle = 10, .idle_has_next = true, .idle_oldest = 0,
+	};
+	struct ssdp_sched_decision d;
+	u64 t = 1000 * MS;
+
+	setup(&st, 0);
+	ssdp_sched_normal_complete(&st, t);	/* keeps batch mode away */
+	ASSERT_EQ(act(&st, t, &v), SSDP_SCHED_IDLE_SORTED);
+	/* one idle in flight at most */
+	v.idle_inflight = 1;
+	d = dec(&st, t + 300 * MS, &v);
+	ASSERT_EQ(d.act, SSDP_SCHED_WAIT_UNTIL);
+	ASSERT_EQ(d.when, t + 5000 * MS);	/* only batch entry wakes */
+	/* completed quickly: next one only 200 ms after the last dispatch */
+	v.idle_inflight = 0;
+	d = dec(&st, t + 10 * MS, &v);
+	ASSERT_EQ(d.act, SSDP_SCHED_WAIT_UNTIL);
+	ASSERT_EQ(d.when, t + 200 * MS);
+	d = dec(&st, t + 199 * MS, &v);
+	ASSERT_EQ(d.act, SSDP_SCHED_WAIT_UNTIL);
+	v.idle_has_next = false;	/* wrap: oldest first */
+	ASSERT_EQ(act(&st, t + 200 * MS, &v), SSDP_SCHED_IDLE_FIFO);
+	/* over 2 s of quiet-ish time: at most 11 idle dispatches */
+	{
+		u64 now = t + 200 * MS, end = t + 2200 * MS;
+		int n = 0;
+
+		st.idle_dispatched = 0;
+		while (now <= end) {
+			d = dec(&st, now, &v);
+			if (d.act == SSDP_SCHED_WAIT_UNTIL) {
+				ASSERT_GT(d.when, now);
+				now = d.when;
+				continue;
+			}
+			ASSERT_EQ(d.act, SSDP_SCHED_IDLE_FIFO);
+			n++;
+		}
+		ASSERT_EQ(n, 10);
+	}
+	ASSERT_EQ(ssdp_sched_mode(&st), SSDP_SCHED_MODE_NORMAL);
+}
+
+TEST(sched_idle_blocked_by_normal)
+{
+	struct ssdp_sched_state st;
+	struct ssdp_sched_view v = {
+		.nr_idle = 1, .idle_has_next = true, .nr_write = 1,
+		.write_has_next = true,
+	};
+
+	setup(&st, 0);
+	ASSERT_EQ(act(&st, 10 * 1000 * MS, &v),
+		  SSDP_SCHED_NORMAL_WRITE_SORTED);
+	v.nr_write = 0;
+	v.normal_inflight = 1;
+	ASSERT_EQ(act(&st, 10 * 1000 * MS, &v), SSDP_SCHED_NOTHING);
+	ASSERT_EQ(st.idle_dispatched, 0);
+	ASSERT_EQ(ssdp_sched_mode(&st), SSDP_SCHED_MODE_NORMAL);
+}
+
+TEST(sched_batch_mode_entry_and_exit)
+{
+	struct ssdp_sched_state st;
+	struct ssdp_sched_view v = {
+		.nr_idle = 100, .idle_has_next = true,
+	};
+	struct ssdp_sched_decision d;
+	u64 t = 100 * MS;
+	u32 i;
+
+	setup(&st, 0);
+	ssdp_sched_normal_arrival(&st, t);
+	ssdp_sched_normal_complete(&st, t + 5 * MS);
+	ASSERT_EQ(act(&st, t + 5 * MS, &v), SSDP_SCHED_IDLE_SORTED);
+	v.idle_inflight = 1;
+	d = dec(&st, t + 6 * MS, &v);
+	ASSERT_EQ(d.act, SSDP_SCHED_WAIT_UNTIL);
+	ASSERT_EQ(d.when, t + 5005 * MS);
+	/* just before the delay: still throttled */
+	ASSERT_EQ(act(&st, t + 5004 * MS, &v), SSDP_SCHED_WAIT_UNTIL);
+	ASSERT_EQ(ssdp_sched_mode(&st), SSDP_SCHED_MODE_NORMAL);
+	/* delay over: batch mode, idle unthrottled up to the depth */
+	for (i = 1; i < 16; i++) {
+		v.idle_inflight = i;
+		ASSERT_EQ(act(&st, t + 5005 * MS, &v),
+			  SSDP_SCHED_IDLE_SORTED);
+	}
+	ASSERT_EQ(ssdp_sched_mode(&st), SSDP_SCHED_MODE_BATCH);
+	ASSERT_EQ(st.batch_entries, 1);
+	v.idle_inflight = 16;
+	ASSERT_EQ(act(&st, t + 5005 * MS, &v), SSDP_SCHED_NOTHING);
+	v.idle_inflight = 15;
+	ASSERT_EQ(act(&st, t + 5006 * MS, &v), SSDP_SCHED_IDLE_SORTED);
+	ASSERT_EQ(st.batch_entries, 1);
+	/* the first normal arrival ends batch mode at once */
+	ssdp_sched_normal_arrival(&st, t + 5007 * MS);
+	ASSERT_EQ(ssdp_sched_mode(&st), SSDP_SCHED_MODE_NORMAL);
+	ASSERT_FALSE(ssdp_sched_fast_path(&st, 0, 64));
+	ASSERT_TRUE(ssdp_sched_fast_path(&st, 0, 0));
+	v.idle_inflight = 0;
+	v.normal_inflight = 1;
+	ASSERT_EQ(act(&st, t + 5008 * MS, &v), SSDP_SCHED_NOTHING);
+	/* normal done: throttled again until another quiet delay */
+	ssdp_sched_normal_complete(&st, t + 5010 * MS);
+	v.normal_inflight = 0;
+	ASSERT_EQ(act(&st, t + 5011 * MS, &v), SSDP_SCHED_IDLE_SORTED);
+	d = dec(&st, t + 5012 * MS, &v);
+	ASSERT_EQ(d.act, SSDP_SCHED_WAIT_UNTIL);
+	ASSERT_EQ(d.when, t + 5211 * MS);
+	ASSERT_EQ(act(&st, t + 10010 * MS, &v), SSDP_SCHED_IDLE_SORTED);
+	ASSERT_EQ(ssdp_sched_mode(&st), SSDP_SCHED_MODE_BATCH);
+	ASSERT_EQ(st.batch_entries, 2);
+}
+
+TEST(sched_batch_mode_entered_without_idle_queued)
+{
+	struct ssdp_sched_state st;
+	struct ssdp_sched_view v = { 0 };
+
+	setup(&st, 0);
+	ASSERT_EQ(act(&st, 4999 * MS, &v), SSDP_SCHED_NOTHING);
+	ASSERT_EQ(ssdp_sched_mode(&st), SSDP_SCHED_MODE_NORMAL);
+	ASSERT_EQ(act(&st, 5000 * MS, &v), SSDP_SCHED_NOTHING);
+	ASSERT_EQ(ssdp_sched_mode(&st), SSDP_SCHED_MODE_BATCH);
+}
+
+TEST(sched_starvation_bound)
+{
+	struct ssdp_sched_state st;
+	struct ssdp_sched_knobs k;
+	struct ssdp_sched_view v = {
+		.nr_idle = 2, .idle_has_next = true, .idle_oldest = 1000 * MS,
+		.nr_read = 5, .read_has_next = true, .normal_inflight = 3,
+	};
+	struct ssdp_sched_decision d;
+
+	ssdp_sched_default_knobs(&k);
+	k.idle_max_wait_ns = 2000 * MS;
+	ssdp_sched_init(&st, &k, 0);
+	/* not aged yet: normal first, idle not at all */
+	ASSERT_EQ(act(&st, 2999 * MS, &v), SSDP_SCHED_NORMAL_READ_SORTED);
+	v.nr_read = 0;
+	d = dec(&st, 2999 * MS, &v);
+	ASSERT_EQ(d.act, SSDP_SCHED_WAIT_UNTIL);
+	ASSERT_EQ(d.when, 3000 * MS);
+	/* aged: dispatched as normal, even with normal queued/in flight */
+	v.nr_read = 5;
+	ASSERT_EQ(act(&st, 3000 * MS, &v), SSDP_SCHED_IDLE_AS_NORMAL);
+	ASSERT_EQ(st.idle_promoted, 1);
+	ASSERT_EQ(st.idle_dispatched, 1);
+	/* but only when the device has room */
+	v.normal_inflight = 63;
+	v.idle_inflight = 1;
+	ASSERT_EQ(act(&st, 3001 * MS, &v), SSDP_SCHED_NOTHING);
+	/* 0 = never promoted */
+	k.idle_max_wait_ns = 0;
+	ssdp_sched_init(&st, &k, 0);
+	v.normal_inflight = 1;
+	v.idle_inflight = 0;
+	v.nr_read = 0;
+	ASSERT_EQ(act(&st, 1000000 * MS, &v), SSDP_SCHED_NOTHING);
+	ASSERT_EQ(st.idle_promoted, 0);
+}
+
+TEST(sched_throttled_wake_is_earliest_deadline)
+{
+	struct ssdp_sched_state st;
+	struct ssdp_sched_knobs k;
+	struct ssdp_sched_view v = {
+		.nr_idle = 1, .idle_has_next = true, .idle_oldest = 0,
+	};
+	struct ssdp_sched_decision d;
+
+	ssdp_sched_default_knobs(&k);
+	k.idle_max_wait_ns = 150 * MS;
+	ssdp_sched_init(&st, &k, 0);
+	ASSERT_EQ(act(&st, 10 * MS, &v), SSDP_SCHED_IDLE_SORTED);
+	v.idle_oldest = 20 * MS;
+	d = dec(&st, 30 * MS, &v);
+	ASSERT_EQ(d.act, SSDP_SCHED_WAIT_UNTIL);
+	ASSERT_EQ(d.when, 170 * MS);	/* aging before the 210 ms slot */
+	ASSERT_EQ(act(&st, 170 * MS, &v), SSDP_SCHED_IDLE_AS_NORMAL);
+}
