@@ -11,7 +11,9 @@
 #   make install    modules_install + depmod on this host
 
 # The engine units, one concern each.
-SSDP_ENGINE_SRCS := drivers/config.c
+SSDP_ENGINE_SRCS := drivers/config.c drivers/cache_map.c drivers/evict_sm.c \
+	drivers/sched_policy.c drivers/classify.c drivers/sched.c drivers/cache.c \
+	drivers/evict.c drivers/promote.c drivers/io.c
 
 ifneq ($(KERNELRELEASE),)
 # ---- Kbuild half -------------------------------------------------------

@@ -26,24 +26,16 @@ static const char * const ssdp_stat_names[SSDP_ST_NR] = {
 	[SSDP_ST_WRITES] = "writes",
 	[SSDP_ST_FLUSHES] = "flushes",
 	[SSDP_ST_DISCARDS] = "discards",
+	[SSDP_ST_READ_HITS] = "read_hits",
+	[SSDP_ST_READ_MISSES] = "read_misses",
+	[SSDP_ST_WRITE_HITS] = "write_hits",
+	[SSDP_ST_WRITE_MISSES] = "write_misses",
+	[SSDP_ST_BYPASSED] = "bypassed",
+	[SSDP_ST_DEFERRED] = "deferred",
+	[SSDP_ST_PROMOTIONS] = "promotions",
+	[SSDP_ST_PROMOTIONS_SKIPPED] = "promotions_skipped",
+	[SSDP_ST_BLOCKS_WRITTEN_BACK] = "blocks_written_back",
 };
-
-/*
- * The class decides everything downstream, so it is fixed once, here, in
- * the submitter's context: a bio with no class of its own takes the
- * submitting task's (ionice -c3 buffered reads arrive that way), and the
- * answer is written back so a bio deferred to a worker keeps it.
- */
-static bool ssdp_classify_idle(struct bio *bio)
-{
-	int prio = bio->bi_ioprio;
-
-	if (IOPRIO_PRIO_CLASS(prio) == IOPRIO_CLASS_NONE) {
-		prio = get_current_ioprio();
-		bio->bi_ioprio = prio;
-	}
-	return IOPRIO_PRIO_CLASS(prio) == IOPRIO_CLASS_IDLE;
-}
 
 static int ssdp_parse_features(struct ssdprio *sp, struct dm_arg_set *as,
 			       char **error)
@@ -69,7 +61,11 @@ static int ssdp_parse_features(struct ssdprio *sp, struct dm_arg_set *as,
 		const char *why;
 
 		argc -= 2;
-		r = ssdp_config_set(&sp->cfg, key, value, SSDP_CFG_CTR, &why);
+		if (!strcmp(key, "idle_cgroup"))
+			r = ssdp_idle_cgroup_add(sp, value, &why);
+		else
+			r = ssdp_config_set(&sp->cfg, key, value,
+					    SSDP_CFG_CTR, &why);
 		if (r) {
 			DMERR("feature %s %s: %s", key, value, why);
 			*error = (char *)why;
@@ -126,14 +122,27 @@ static int ssdp_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	r = ssdp_parse_features(sp, &as, &ti->error);
 	if (r)
 		goto bad;
+	r = ssdp_cache_ctr(sp, &ti->error);
+	if (r)
+		goto bad;
+	r = ssdp_sched_init_dev(sp);
+	if (r) {
+		ti->error = "Cannot initialise the scheduler";
+		goto bad_cache;
+	}
 
 	/* One empty flush per leg; dm_bio_get_target_bio_nr() says which. */
 	ti->num_flush_bios = 2;
 	ti->num_discard_bios = 1;
+	ti->per_io_data_size = sizeof(struct ssdp_bio);
+	ti->accounts_remapped_io = true;
 	ti->private = sp;
 	return 0;
 
+bad_cache:
+	ssdp_cache_dtr(sp);
 bad:
+	ssdp_idle_cgroup_clear(sp);
 	if (sp->cache)
 		dm_put_device(ti, sp->cache);
 	if (sp->origin)
@@ -146,6 +155,9 @@ static void ssdp_dtr(struct dm_target *ti)
 {
 	struct ssdprio *sp = ti->private;
 
+	ssdp_sched_exit_dev(sp);
+	ssdp_cache_dtr(sp);
+	ssdp_idle_cgroup_clear(sp);
 	dm_put_device(ti, sp->cache);
 	dm_put_device(ti, sp->origin);
 	kfree(sp);
@@ -154,9 +166,14 @@ static void ssdp_dtr(struct dm_target *ti)
 static int ssdp_map(struct dm_target *ti, struct bio *bio)
 {
 	struct ssdprio *sp = ti->private;
+	struct ssdp_bio *pb = ssdp_pb(bio);
 
+	memset(pb, 0, sizeof(*pb));
 	if (bio->bi_opf & REQ_PREFLUSH) {
-		/* dm core sends data-less flushes only, one per leg. */
+		/*
+		 * dm core sends data-less flushes only, one per leg.  They are
+		 * never held: journal commits wait on them.
+		 */
 		if (dm_bio_get_target_bio_nr(bio) == 1) {
 			bio_set_dev(bio, sp->cache->bdev);
 			return DM_MAPIO_REMAPPED;
@@ -166,8 +183,8 @@ static int ssdp_map(struct dm_target *ti, struct bio *bio)
 		return DM_MAPIO_REMAPPED;
 	}
 
-	ssdp_count(sp, ssdp_classify_idle(bio) ? SSDP_ST_BIOS_IDLE :
-						  SSDP_ST_BIOS_NORMAL);
+	pb->idle = ssdp_classify_idle(sp, bio);
+	ssdp_count(sp, pb->idle ? SSDP_ST_BIOS_IDLE : SSDP_ST_BIOS_NORMAL);
 	if (bio_op(bio) == REQ_OP_DISCARD)
 		ssdp_count(sp, SSDP_ST_DISCARDS);
 	else if (bio_data_dir(bio) == WRITE)
@@ -175,9 +192,45 @@ static int ssdp_map(struct dm_target *ti, struct bio *bio)
 	else
 		ssdp_count(sp, SSDP_ST_READS);
 
+	if (sp->caching)
+		return ssdp_cache_map(sp, bio);
+
 	bio_set_dev(bio, sp->origin->bdev);
 	bio->bi_iter.bi_sector = dm_target_offset(ti, bio->bi_iter.bi_sector);
-	return DM_MAPIO_REMAPPED;
+	return ssdp_sched_map(sp, bio, pb->idle);
+}
+
+static int ssdp_end_io(struct dm_target *ti, struct bio *bio,
+		       blk_status_t *error)
+{
+	struct ssdprio *sp = ti->private;
+
+	return ssdp_cache_end_io(sp, bio, error);
+}
+
+static void ssdp_presuspend(struct dm_target *ti)
+{
+	struct ssdprio *sp = ti->private;
+
+	/* Held bios count as in flight: release them or suspend hangs. */
+	ssdp_sched_presuspend(sp);
+	ssdp_cache_presuspend(sp);
+}
+
+static void ssdp_postsuspend(struct dm_target *ti)
+{
+	struct ssdprio *sp = ti->private;
+
+	ssdp_cache_postsuspend(sp);
+	ssdp_sched_postsuspend(sp);
+}
+
+static void ssdp_resume(struct dm_target *ti)
+{
+	struct ssdprio *sp = ti->private;
+
+	ssdp_sched_resume(sp);
+	ssdp_cache_resume(sp);
 }
 
 static void ssdp_status(struct dm_target *ti, status_type_t type,
@@ -187,12 +240,15 @@ static void ssdp_status(struct dm_target *ti, status_type_t type,
 	struct ssdprio *sp = ti->private;
 	unsigned int sz = 0, pairs, i;
 	char *features;
+	size_t len;
 
 	switch (type) {
 	case STATUSTYPE_INFO:
 		for (i = 0; i < SSDP_ST_NR; i++)
 			DMEMIT("%s%s %lld", i ? " " : "", ssdp_stat_names[i],
 			       (long long)atomic64_read(&sp->stats[i]));
+		sz = ssdp_cache_status(sp, result, maxlen, sz);
+		sz = ssdp_sched_status(sp, result, maxlen, sz);
 		break;
 	case STATUSTYPE_TABLE:
 		DMEMIT("%s %s", sp->origin->name, sp->cache->name);
@@ -201,6 +257,9 @@ static void ssdp_status(struct dm_target *ti, status_type_t type,
 			break;
 		mutex_lock(&sp->cfg_lock);
 		pairs = ssdp_config_emit(&sp->cfg, features, PAGE_SIZE);
+		len = strlen(features);
+		pairs += ssdp_idle_cgroup_emit(sp, features + len,
+					       PAGE_SIZE - len);
 		mutex_unlock(&sp->cfg_lock);
 		if (pairs)
 			DMEMIT(" %u %s", pairs * 2, features);
@@ -226,6 +285,14 @@ static int ssdp_message(struct dm_target *ti, unsigned int argc, char **argv,
 			atomic64_set(&sp->stats[i], 0);
 		return 0;
 	}
+	if (argc == 1 && !strcmp(argv[0], "flush_dirty"))
+		return ssdp_cache_flush_dirty(sp);
+	if (argc == 2 && !strcmp(argv[0], "idle_cgroup")) {
+		mutex_lock(&sp->cfg_lock);
+		r = ssdp_idle_cgroup_add(sp, argv[1], &why);
+		mutex_unlock(&sp->cfg_lock);
+		goto out;
+	}
 	if (argc != 2 || !ssdp_config_is_key(argv[0])) {
 		DMERR("%s: unknown message \"%s\" (%u words)",
 		      dm_device_name(dm_table_get_md(ti->table)),
@@ -235,7 +302,12 @@ static int ssdp_message(struct dm_target *ti, unsigned int argc, char **argv,
 
 	mutex_lock(&sp->cfg_lock);
 	r = ssdp_config_set(&sp->cfg, argv[0], argv[1], SSDP_CFG_MSG, &why);
+	if (!r) {
+		ssdp_cache_apply_config(sp);
+		ssdp_sched_apply_config(sp);
+	}
 	mutex_unlock(&sp->cfg_lock);
+out:
 	if (r)
 		DMERR("%s: message %s %s: %s",
 		      dm_device_name(dm_table_get_md(ti->table)),
@@ -255,6 +327,16 @@ static int ssdp_iterate_devices(struct dm_target *ti,
 	return fn(ti, sp->cache, 0, bdev_nr_sectors(sp->cache->bdev), data);
 }
 
+static void ssdp_io_hints(struct dm_target *ti, struct queue_limits *limits)
+{
+	struct ssdprio *sp = ti->private;
+	unsigned int block_bytes = sp->cfg.block_sectors << SECTOR_SHIFT;
+
+	/* Writes of whole blocks stay in the cache; tell file systems. */
+	if (sp->caching && limits->io_min < block_bytes)
+		blk_limits_io_min(limits, block_bytes);
+}
+
 static struct target_type ssdp_target = {
 	.name = "ssdprio",
 	.version = {0, 1, 0},
@@ -262,9 +344,15 @@ static struct target_type ssdp_target = {
 	.ctr = ssdp_ctr,
 	.dtr = ssdp_dtr,
 	.map = ssdp_map,
+	.end_io = ssdp_end_io,
+	.presuspend = ssdp_presuspend,
+	.presuspend_undo = ssdp_resume,
+	.postsuspend = ssdp_postsuspend,
+	.resume = ssdp_resume,
 	.status = ssdp_status,
 	.message = ssdp_message,
 	.iterate_devices = ssdp_iterate_devices,
+	.io_hints = ssdp_io_hints,
 };
 
 static int __init dm_ssdprio_init(void)

@@ -1,16 +1,35 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * dm-ssdprio: the per-device context shared by the target glue
- * (dm-ssdprio.c) and the engine units in drivers/.
+ * (dm-ssdprio.c) and the engine units in drivers/:
+ *
+ *   cache.c   cache engine: where each bio goes, per-set exclusion
+ *   evict.c   deferred eviction worker and writeback jobs
+ *   promote.c copies of read misses into the cache
+ *   sched.c   the origin leg's deadline + idle queues
+ *   io.c      page buffers and synchronous internal I/O
+ *
+ * Lock order (outermost first): cfg_lock (mutex) -> cache_lock (spinlock,
+ * irqsave) -> sched lock (spinlock, irqsave).  No lock is held across I/O
+ * submission except where a comment says so.
  */
 #ifndef SSDPRIO_H
 #define SSDPRIO_H
 
 #include <linux/device-mapper.h>
 #include <linux/mutex.h>
+#include <linux/spinlock.h>
 #include <linux/atomic.h>
+#include <linux/bio.h>
+#include <linux/workqueue.h>
+#include <linux/rbtree.h>
+#include <linux/wait.h>
 
 #include "config.h"
+#include "cache_map.h"
+#include "evict_sm.h"
+#include "sched_policy.h"
+#include "ssdprio_format.h"
 
 #define DM_MSG_PREFIX "ssdprio"
 
@@ -25,7 +44,79 @@ enum ssdp_stat {
 	SSDP_ST_WRITES,
 	SSDP_ST_FLUSHES,
 	SSDP_ST_DISCARDS,
+	SSDP_ST_READ_HITS,
+	SSDP_ST_READ_MISSES,
+	SSDP_ST_WRITE_HITS,
+	SSDP_ST_WRITE_MISSES,
+	SSDP_ST_BYPASSED,
+	SSDP_ST_DEFERRED,
+	SSDP_ST_PROMOTIONS,
+	SSDP_ST_PROMOTIONS_SKIPPED,
+	SSDP_ST_BLOCKS_WRITTEN_BACK,
 	SSDP_ST_NR,
+};
+
+/* Queue links of a bio held by the scheduler (sched.c owns them). */
+struct ssdp_qnode {
+	struct rb_node rb;
+	struct list_head fifo;
+	u64 time;			/* arrival, or FIFO deadline */
+	struct bio *bio;
+	u8 flags;			/* SSDP_QN_* (sched.c) */
+};
+
+/* What end_io must do for a bio (struct ssdp_bio.kind). */
+enum ssdp_bio_kind {
+	SSDP_BK_NONE,
+	SSDP_BK_SSD_READ,		/* hit: drop the reader hold */
+	SSDP_BK_ORIGIN_READ,		/* miss; promote if .promote */
+	SSDP_BK_SSD_WRITE,		/* writeback-mode cache write */
+	SSDP_BK_BOTH_WRITE,		/* writethrough: SSD + chained origin */
+	SSDP_BK_ORIGIN_WRITE,		/* bypass, writearound, partial */
+	SSDP_BK_DISCARD,
+};
+
+/* Per-bio data (ti->per_io_data_size). */
+struct ssdp_bio {
+	struct ssdp_qnode qn;
+	struct bvec_iter saved_iter;	/* for the promotion copy */
+	u64 oset;
+	u64 gen;			/* promo_gen when the miss was issued */
+	u32 cset;
+	u16 first;			/* first block in the set */
+	u16 nr;				/* whole blocks covered */
+	u8 kind;			/* enum ssdp_bio_kind */
+	bool idle;
+	bool partial;			/* one block, partly covered */
+	bool promote;
+	bool origin;			/* counted in the scheduler's leg */
+};
+
+/* Per cache set I/O holds, beside the pure map (cache_lock). */
+struct ssdp_set_io {
+	u16 readers;			/* user reads in flight on the SSD */
+	u16 writers;			/* user writes in flight on the SSD */
+	bool excl;			/* promotion or writeback: no writes */
+};
+
+/* The origin leg's scheduler (sched.c). */
+struct ssdp_sched {
+	/*
+	 * lock protects everything below and the policy state; taken
+	 * inside cache_lock, never the other way round.
+	 */
+	spinlock_t lock;
+	struct ssdp_sched_state st;
+	struct rb_root sorted[3];	/* normal read, normal write, idle */
+	struct list_head fifo[3];
+	u32 queued[3];
+	sector_t last_pos[3];		/* end of the last dispatch */
+	u32 normal_inflight;
+	u32 idle_inflight;
+	bool passthrough;		/* suspending: hold nothing */
+	struct hrtimer timer;
+	struct work_struct dispatch_work;
+	u64 timer_at;
 };
 
 struct ssdprio {
@@ -36,11 +127,49 @@ struct ssdprio {
 	/*
 	 * cfg_lock serialises writers of @cfg (ctr, messages).  Readers on
 	 * the I/O path take no lock: each field is a u32 written with
-	 * WRITE_ONCE() and read with READ_ONCE().  Lock order: cfg_lock is
-	 * taken before any engine lock, never inside one.
+	 * WRITE_ONCE() and read with READ_ONCE().
 	 */
 	struct mutex cfg_lock;
 	struct ssdp_config cfg;
+
+	/* Geometry, fixed after ctr. */
+	struct ssdp_layout layout;
+	u32 block_shift;		/* log2(block sectors) */
+	u32 set_shift;			/* log2(set sectors) */
+	bool caching;			/* cfg.cache on and a cache exists */
+
+	/*
+	 * cache_lock protects: cmap, evict, set_io, deferred, promo_gen,
+	 * origin_writes.  Taken with irqsave: end_io may run in hard irq.
+	 */
+	spinlock_t cache_lock;
+	struct ssdp_cmap cmap;
+	struct ssdp_evict_sm evict;
+	struct ssdp_set_io *set_io;
+	struct bio_list deferred;	/* writes waiting for an excl set */
+	/*
+	 * promo_gen moves whenever origin data may have changed under a
+	 * promotion in flight (origin write completion, discard, writeback,
+	 * unmap); origin_writes counts user writes in flight to the origin.
+	 */
+	u64 promo_gen;
+	u32 origin_writes;
+
+	struct workqueue_struct *wq;	/* eviction, promotion, deferred */
+	struct work_struct evict_work;
+	u32 flush_cursor;		/* cache_lock; flush_dirty's scan */
+	struct delayed_work evict_timer;
+	struct work_struct deferred_work;
+	struct list_head promotions;	/* copies waiting for the worker */
+	struct work_struct promote_work;
+	atomic_t promote_bytes;		/* memory held by pending copies */
+	atomic_t bg_jobs;		/* writeback + promotion in flight */
+	wait_queue_head_t bg_wait;
+	bool suspended;			/* cache_lock */
+	struct bio_set bs;		/* writethrough clones, internal bios */
+
+	struct ssdp_sched sched;
+	void *idle_cgroups;		/* classify.c */
 
 	atomic64_t stats[SSDP_ST_NR];
 };
@@ -49,5 +178,92 @@ static inline void ssdp_count(struct ssdprio *sp, enum ssdp_stat st)
 {
 	atomic64_inc(&sp->stats[st]);
 }
+
+static inline void ssdp_count_n(struct ssdprio *sp, enum ssdp_stat st, u64 n)
+{
+	atomic64_add(n, &sp->stats[st]);
+}
+
+static inline struct ssdp_bio *ssdp_pb(struct bio *bio)
+{
+	return dm_per_bio_data(bio, sizeof(struct ssdp_bio));
+}
+
+/* SSD sector of block @blk of cache set @cset. */
+static inline sector_t ssdp_cset_sector(struct ssdprio *sp, u32 cset,
+					u32 blk)
+{
+	return sp->layout.data_start + ((sector_t)cset << sp->set_shift) +
+	       ((sector_t)blk << sp->block_shift);
+}
+
+/* cache.c */
+int ssdp_cache_ctr(struct ssdprio *sp, char **error);
+void ssdp_cache_dtr(struct ssdprio *sp);
+int ssdp_cache_map(struct ssdprio *sp, struct bio *bio);
+int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
+		      blk_status_t *error);
+void ssdp_cache_presuspend(struct ssdprio *sp);
+void ssdp_cache_postsuspend(struct ssdprio *sp);
+void ssdp_cache_resume(struct ssdprio *sp);
+void ssdp_cache_apply_config(struct ssdprio *sp);
+int ssdp_cache_flush_dirty(struct ssdprio *sp);
+unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
+			       unsigned int maxlen, unsigned int sz);
+void ssdp_cache_kick_deferred(struct ssdprio *sp);
+void ssdp_deferred_work_fn(struct work_struct *work);
+
+/* evict.c */
+void ssdp_evict_work_fn(struct work_struct *work);
+void ssdp_evict_timer_fn(struct work_struct *work);
+void ssdp_evict_kick_locked(struct ssdprio *sp);
+int ssdp_writeback_all_sync(struct ssdprio *sp);
+
+/* promote.c */
+void ssdp_promote_capture(struct ssdprio *sp, struct bio *bio,
+			  struct ssdp_bio *pb);
+void ssdp_promote_work_fn(struct work_struct *work);
+void ssdp_promote_drain(struct ssdprio *sp);
+
+/* sched.c: the origin leg.  User bios arrive remapped to the origin. */
+int ssdp_sched_init_dev(struct ssdprio *sp);
+void ssdp_sched_exit_dev(struct ssdprio *sp);
+int ssdp_sched_map(struct ssdprio *sp, struct bio *bio, bool idle);
+void ssdp_sched_end_io(struct ssdprio *sp, struct bio *bio);
+void ssdp_sched_submit_internal(struct ssdprio *sp, struct ssdp_qnode *qn);
+void ssdp_sched_internal_done(struct ssdprio *sp, struct ssdp_qnode *qn);
+void ssdp_sched_presuspend(struct ssdprio *sp);
+void ssdp_sched_postsuspend(struct ssdprio *sp);
+void ssdp_sched_resume(struct ssdprio *sp);
+void ssdp_sched_apply_config(struct ssdprio *sp);
+unsigned int ssdp_sched_status(struct ssdprio *sp, char *result,
+			       unsigned int maxlen, unsigned int sz);
+
+/* classify.c: normal or idle, fixed once per bio in .map. */
+bool ssdp_classify_idle(struct ssdprio *sp, struct bio *bio);
+int ssdp_idle_cgroup_add(struct ssdprio *sp, const char *path,
+			 const char **why);
+unsigned int ssdp_idle_cgroup_emit(struct ssdprio *sp, char *buf,
+				   size_t len);
+void ssdp_idle_cgroup_clear(struct ssdprio *sp);
+
+/* io.c */
+struct ssdp_buf {
+	struct page **pages;
+	unsigned int nr_pages;
+};
+
+int ssdp_buf_alloc(struct ssdp_buf *buf, unsigned int bytes, gfp_t gfp);
+void ssdp_buf_free(struct ssdp_buf *buf);
+struct bio *ssdp_buf_bio(struct ssdprio *sp, struct ssdp_buf *buf,
+			 struct block_device *bdev, sector_t sector,
+			 unsigned int bytes, blk_opf_t opf, gfp_t gfp);
+void ssdp_buf_copy_from_bio(struct ssdp_buf *buf, struct bio *bio,
+			    struct bvec_iter iter);
+int ssdp_io_ssd_sync(struct ssdprio *sp, struct ssdp_buf *buf,
+		     sector_t sector, unsigned int bytes, blk_opf_t opf);
+int ssdp_io_origin_sync(struct ssdprio *sp, struct ssdp_buf *buf,
+			sector_t sector, unsigned int bytes, blk_opf_t opf);
+int ssdp_io_flush_sync(struct ssdprio *sp, struct block_device *bdev);
 
 #endif

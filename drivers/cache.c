@@ -1,0 +1,629 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dm-ssdprio cache engine: where each bio goes.
+ *
+ * A bio is first cut (in .map, the only place dm lets us shorten it) to one
+ * origin set and to either a run of whole blocks or a single partial block;
+ * then routed under cache_lock to the SSD, the origin, both, or deferred.
+ *
+ * Rules that keep data correct (each one is a race a peer got wrong):
+ *  - A block becomes valid only when the write that filled it completes,
+ *    so a read never sees SSD space the block has not been written into.
+ *  - A block is never half valid: a partial write to an invalid block goes
+ *    to the origin; to a valid block it updates the SSD copy in place.
+ *  - A partial write to a dirty block stays in the cache whatever the
+ *    policy: the rest of that block exists nowhere else.
+ *  - Promotion and writeback take a set exclusively (set_io.excl): user
+ *    writes and discards to that set are deferred until they finish, reads
+ *    go on.  Any user I/O on the SSD pins its set, so it is never evicted
+ *    under a reader or writer.
+ *  - A promotion copies the data of a read miss; it is dropped if an
+ *    origin write completed (promo_gen moved) or was still in flight when
+ *    the copy would be committed, so an older origin copy never wins.
+ */
+#include <linux/blkdev.h>
+#include <linux/ktime.h>
+#include <linux/log2.h>
+#include <linux/ioprio.h>
+
+#include "ssdprio.h"
+
+#define SSDP_MIN_CSETS	2
+
+enum ssdp_dest {
+	SSDP_TO_SSD,
+	SSDP_TO_ORIGIN,
+	SSDP_TO_BOTH,
+	SSDP_DEFERRED,
+};
+
+static u32 ssdp_auto_free_floor(u32 nr_csets)
+{
+	u32 floor = max_t(u32, nr_csets / 100, 8);
+
+	/* A small cache still needs sets to map into. */
+	return min_t(u32, floor, max_t(u32, nr_csets / 4, 1));
+}
+
+/* Knobs the eviction machine keeps in its own units; cache_lock held. */
+static void ssdp_evict_knobs_locked(struct ssdprio *sp)
+{
+	u32 floor = READ_ONCE(sp->cfg.free_floor);
+
+	if (!floor)
+		floor = ssdp_auto_free_floor(sp->layout.nr_csets);
+	ssdp_evict_set_knobs(&sp->evict, min_t(u32, floor,
+					       sp->layout.nr_csets),
+			     (u64)READ_ONCE(sp->cfg.evict_wait_ms) *
+			     NSEC_PER_MSEC,
+			     READ_ONCE(sp->cfg.evict_inflight));
+}
+
+int ssdp_cache_ctr(struct ssdprio *sp, char **error)
+{
+	u32 block_bytes = sp->cfg.block_sectors << SECTOR_SHIFT;
+	int r;
+
+	spin_lock_init(&sp->cache_lock);
+	bio_list_init(&sp->deferred);
+	INIT_LIST_HEAD(&sp->promotions);
+	init_waitqueue_head(&sp->bg_wait);
+	INIT_WORK(&sp->evict_work, ssdp_evict_work_fn);
+	INIT_DELAYED_WORK(&sp->evict_timer, ssdp_evict_timer_fn);
+	INIT_WORK(&sp->deferred_work, ssdp_deferred_work_fn);
+	INIT_WORK(&sp->promote_work, ssdp_promote_work_fn);
+
+	if (block_bytes < bdev_logical_block_size(sp->origin->bdev) ||
+	    block_bytes < bdev_logical_block_size(sp->cache->bdev)) {
+		*error = "block_size is smaller than a device's logical block size";
+		return -EINVAL;
+	}
+	sp->caching = sp->cfg.cache;
+	if (!sp->caching)
+		return 0;
+
+	if (ssdp_layout_compute(&sp->layout,
+				bdev_nr_sectors(sp->cache->bdev),
+				sp->cfg.block_sectors, sp->cfg.set_blocks) ||
+	    sp->layout.nr_csets < SSDP_MIN_CSETS) {
+		*error = "Cache device too small for block_size and set_size";
+		return -EINVAL;
+	}
+	if (sp->layout.nr_csets >= SSDP_NONE) {
+		*error = "Too many cache sets: raise set_size";
+		return -EINVAL;
+	}
+	sp->block_shift = ilog2(sp->cfg.block_sectors);
+	sp->set_shift = ilog2(sp->layout.set_sectors);
+
+	r = ssdp_cmap_init(&sp->cmap, sp->layout.nr_csets, sp->cfg.set_blocks);
+	if (r) {
+		*error = "Cannot allocate the cache map";
+		return r;
+	}
+	sp->set_io = kvcalloc(sp->layout.nr_csets, sizeof(*sp->set_io),
+			      GFP_KERNEL);
+	if (!sp->set_io) {
+		*error = "Cannot allocate the cache map";
+		r = -ENOMEM;
+		goto bad_map;
+	}
+	ssdp_evict_init(&sp->evict, 1, 0, 1);
+	ssdp_evict_knobs_locked(sp);
+
+	r = bioset_init(&sp->bs, 64, 0, BIOSET_NEED_BVECS);
+	if (r) {
+		*error = "Cannot allocate the bio set";
+		goto bad_setio;
+	}
+	/* Unbound: writeback jobs block on I/O and run side by side. */
+	sp->wq = alloc_workqueue("ssdprio", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
+	if (!sp->wq) {
+		*error = "Cannot allocate the workqueue";
+		r = -ENOMEM;
+		goto bad_bs;
+	}
+	r = dm_set_target_max_io_len(sp->ti, sp->layout.set_sectors);
+	if (r) {
+		*error = "Cannot set the maximum I/O length";
+		goto bad_wq;
+	}
+	return 0;
+
+bad_wq:
+	destroy_workqueue(sp->wq);
+	sp->wq = NULL;
+bad_bs:
+	bioset_exit(&sp->bs);
+bad_setio:
+	kvfree(sp->set_io);
+	sp->set_io = NULL;
+bad_map:
+	ssdp_cmap_destroy(&sp->cmap);
+	sp->caching = false;
+	return r;
+}
+
+void ssdp_cache_dtr(struct ssdprio *sp)
+{
+	if (!sp->caching)
+		return;
+	/* A table that was never suspended (failed load) has no state. */
+	ssdp_cache_presuspend(sp);
+	ssdp_cache_postsuspend(sp);
+	destroy_workqueue(sp->wq);
+	bioset_exit(&sp->bs);
+	kvfree(sp->set_io);
+	ssdp_cmap_destroy(&sp->cmap);
+}
+
+/* Take a user I/O hold on @cset; cache_lock held. */
+static void ssdp_hold(struct ssdprio *sp, u32 cset, bool writer)
+{
+	struct ssdp_set_io *sio = &sp->set_io[cset];
+
+	if (!sio->readers && !sio->writers)
+		ssdp_cmap_pin(&sp->cmap, cset);
+	if (writer)
+		sio->writers++;
+	else
+		sio->readers++;
+}
+
+static void ssdp_release_locked(struct ssdprio *sp, u32 cset, bool writer)
+{
+	struct ssdp_set_io *sio = &sp->set_io[cset];
+
+	if (writer)
+		sio->writers--;
+	else
+		sio->readers--;
+	if (!sio->readers && !sio->writers) {
+		ssdp_cmap_unpin(&sp->cmap, cset);
+		/* The set may be what eviction was waiting for. */
+		if (ssdp_evict_needs_run(&sp->evict, ssdp_cmap_nr_free(&sp->cmap)))
+			ssdp_evict_kick_locked(sp);
+	}
+}
+
+void ssdp_cache_kick_deferred(struct ssdprio *sp)
+{
+	if (!bio_list_empty(&sp->deferred))
+		queue_work(sp->wq, &sp->deferred_work);
+}
+
+/* Map @oset to a free set, for a write or a read miss; cache_lock held. */
+static u32 ssdp_alloc_set(struct ssdprio *sp, u64 oset)
+{
+	u32 cset = ssdp_cmap_map(&sp->cmap, oset);
+
+	if (cset != SSDP_NONE) {
+		ssdp_evict_kick(&sp->evict);
+		if (ssdp_evict_needs_run(&sp->evict,
+					 ssdp_cmap_nr_free(&sp->cmap)))
+			ssdp_evict_kick_locked(sp);
+	}
+	return cset;
+}
+
+/*
+ * Count the blocks from @first on (at most @nr) that share the validity of
+ * @first, so a read is served from one place.
+ */
+static u32 ssdp_valid_run(struct ssdprio *sp, u32 cset, u32 first, u32 nr,
+			  bool *valid)
+{
+	u32 n;
+
+	*valid = ssdp_cmap_block_valid(&sp->cmap, cset, first);
+	for (n = 1; n < nr; n++)
+		if (ssdp_cmap_block_valid(&sp->cmap, cset, first + n) != *valid)
+			break;
+	return n;
+}
+
+static enum ssdp_dest ssdp_route_read(struct ssdprio *sp, struct bio *bio,
+				      struct ssdp_bio *pb, bool may_split)
+{
+	u32 cset = ssdp_cmap_lookup(&sp->cmap, pb->oset);
+	bool valid = false;
+
+	if (cset != SSDP_NONE) {
+		u32 run = ssdp_valid_run(sp, cset, pb->first, pb->nr, &valid);
+
+		if (run < pb->nr) {
+			/* Reads are never deferred, so this is .map. */
+			if (WARN_ON_ONCE(!may_split))
+				valid = false, run = pb->nr;
+			else
+				dm_accept_partial_bio(bio, run << sp->block_shift);
+			pb->nr = run;
+		}
+		ssdp_cmap_touch(&sp->cmap, cset);
+		if (valid) {
+			ssdp_hold(sp, cset, false);
+			pb->cset = cset;
+			pb->kind = SSDP_BK_SSD_READ;
+			ssdp_count(sp, SSDP_ST_READ_HITS);
+			return SSDP_TO_SSD;
+		}
+	}
+
+	ssdp_count(sp, SSDP_ST_READ_MISSES);
+	pb->kind = SSDP_BK_ORIGIN_READ;
+	if (pb->partial || !READ_ONCE(sp->cfg.read_alloc) ||
+	    (pb->idle && !READ_ONCE(sp->cfg.idle_alloc)) || sp->suspended)
+		return SSDP_TO_ORIGIN;
+	if (cset == SSDP_NONE) {
+		cset = ssdp_alloc_set(sp, pb->oset);
+		if (cset == SSDP_NONE) {
+			ssdp_count(sp, SSDP_ST_BYPASSED);
+			return SSDP_TO_ORIGIN;
+		}
+	}
+	pb->promote = true;
+	pb->cset = cset;
+	pb->gen = sp->promo_gen;
+	pb->saved_iter = bio->bi_iter;
+	return SSDP_TO_ORIGIN;
+}
+
+static enum ssdp_dest ssdp_origin_write(struct ssdprio *sp,
+					struct ssdp_bio *pb)
+{
+	sp->origin_writes++;
+	pb->kind = SSDP_BK_ORIGIN_WRITE;
+	return SSDP_TO_ORIGIN;
+}
+
+static enum ssdp_dest ssdp_route_write(struct ssdprio *sp,
+				       struct ssdp_bio *pb)
+{
+	u32 policy = READ_ONCE(sp->cfg.write_policy);
+	u32 cset = ssdp_cmap_lookup(&sp->cmap, pb->oset);
+
+	if (cset != SSDP_NONE && sp->set_io[cset].excl)
+		return SSDP_DEFERRED;
+
+	if (pb->partial) {
+		bool dirty;
+
+		if (cset == SSDP_NONE ||
+		    !ssdp_cmap_block_valid(&sp->cmap, cset, pb->first)) {
+			ssdp_count(sp, SSDP_ST_WRITE_MISSES);
+			return ssdp_origin_write(sp, pb);
+		}
+		ssdp_count(sp, SSDP_ST_WRITE_HITS);
+		dirty = ssdp_cmap_block_dirty(&sp->cmap, cset, pb->first);
+		if (!dirty && policy == SSDP_WP_WRITEAROUND) {
+			ssdp_cmap_clear_valid(&sp->cmap, cset, pb->first, 1);
+			return ssdp_origin_write(sp, pb);
+		}
+		pb->cset = cset;
+		ssdp_hold(sp, cset, true);
+		ssdp_cmap_touch(&sp->cmap, cset);
+		if (dirty || policy == SSDP_WP_WRITEBACK) {
+			pb->kind = SSDP_BK_SSD_WRITE;
+			return SSDP_TO_SSD;
+		}
+		sp->origin_writes++;
+		pb->kind = SSDP_BK_BOTH_WRITE;
+		return SSDP_TO_BOTH;
+	}
+
+	if (policy == SSDP_WP_WRITEAROUND) {
+		if (cset != SSDP_NONE) {
+			ssdp_count(sp, SSDP_ST_WRITE_HITS);
+			ssdp_cmap_clear_valid(&sp->cmap, cset, pb->first,
+					      pb->nr);
+		} else {
+			ssdp_count(sp, SSDP_ST_WRITE_MISSES);
+		}
+		return ssdp_origin_write(sp, pb);
+	}
+	if (cset == SSDP_NONE) {
+		ssdp_count(sp, SSDP_ST_WRITE_MISSES);
+		cset = ssdp_alloc_set(sp, pb->oset);
+		if (cset == SSDP_NONE) {
+			ssdp_count(sp, SSDP_ST_BYPASSED);
+			return ssdp_origin_write(sp, pb);
+		}
+	} else {
+		ssdp_count(sp, SSDP_ST_WRITE_HITS);
+	}
+	pb->cset = cset;
+	ssdp_hold(sp, cset, true);
+	ssdp_cmap_touch(&sp->cmap, cset);
+	if (policy == SSDP_WP_WRITEBACK) {
+		pb->kind = SSDP_BK_SSD_WRITE;
+		return SSDP_TO_SSD;
+	}
+	sp->origin_writes++;
+	pb->kind = SSDP_BK_BOTH_WRITE;
+	return SSDP_TO_BOTH;
+}
+
+static enum ssdp_dest ssdp_route_discard(struct ssdprio *sp,
+					 struct ssdp_bio *pb)
+{
+	u32 cset = ssdp_cmap_lookup(&sp->cmap, pb->oset);
+
+	if (cset != SSDP_NONE && !pb->partial) {
+		if (sp->set_io[cset].excl)
+			return SSDP_DEFERRED;
+		/* Dirty too: the data is being thrown away. */
+		ssdp_cmap_clear_valid(&sp->cmap, cset, pb->first, pb->nr);
+	}
+	sp->origin_writes++;
+	pb->kind = SSDP_BK_DISCARD;
+	return SSDP_TO_ORIGIN;
+}
+
+/* Send a routed bio on its way; returns a DM_MAPIO_* code. */
+static int ssdp_dispatch(struct ssdprio *sp, struct bio *bio,
+			 struct ssdp_bio *pb, enum ssdp_dest dest)
+{
+	sector_t in_set = bio->bi_iter.bi_sector & (sp->layout.set_sectors - 1);
+	struct bio *clone;
+
+	switch (dest) {
+	case SSDP_DEFERRED:
+		return DM_MAPIO_SUBMITTED;
+	case SSDP_TO_SSD:
+		bio_set_dev(bio, sp->cache->bdev);
+		bio->bi_iter.bi_sector = ssdp_cset_sector(sp, pb->cset, 0) +
+					 in_set;
+		return DM_MAPIO_REMAPPED;
+	case SSDP_TO_BOTH:
+		/*
+		 * The SSD copy rides on a chained clone, so the user's bio
+		 * completes only when both legs have; the bio itself takes
+		 * the origin leg and its scheduler class.
+		 */
+		clone = bio_alloc_clone(sp->cache->bdev, bio, GFP_NOIO,
+					&sp->bs);
+		clone->bi_iter.bi_sector = ssdp_cset_sector(sp, pb->cset, 0) +
+					   in_set;
+		bio_chain(clone, bio);
+		submit_bio_noacct(clone);
+		fallthrough;
+	case SSDP_TO_ORIGIN:
+	default:
+		bio_set_dev(bio, sp->origin->bdev);
+		return ssdp_sched_map(sp, bio, pb->idle);
+	}
+}
+
+static int ssdp_route(struct ssdprio *sp, struct bio *bio, bool may_split)
+{
+	struct ssdp_bio *pb = ssdp_pb(bio);
+	enum ssdp_dest dest;
+	unsigned long flags;
+
+	spin_lock_irqsave(&sp->cache_lock, flags);
+	ssdp_evict_io_arrival(&sp->evict, ktime_get_ns());
+	if (bio_op(bio) == REQ_OP_DISCARD)
+		dest = ssdp_route_discard(sp, pb);
+	else if (bio_data_dir(bio) == WRITE)
+		dest = ssdp_route_write(sp, pb);
+	else
+		dest = ssdp_route_read(sp, bio, pb, may_split);
+	if (dest == SSDP_DEFERRED) {
+		bio_list_add(&sp->deferred, bio);
+		ssdp_count(sp, SSDP_ST_DEFERRED);
+	}
+	spin_unlock_irqrestore(&sp->cache_lock, flags);
+
+	return ssdp_dispatch(sp, bio, pb, dest);
+}
+
+int ssdp_cache_map(struct ssdprio *sp, struct bio *bio)
+{
+	struct ssdp_bio *pb = ssdp_pb(bio);
+	u32 bs = sp->cfg.block_sectors;
+	sector_t sector = dm_target_offset(sp->ti, bio->bi_iter.bi_sector);
+	sector_t in_set = sector & (sp->layout.set_sectors - 1);
+	sector_t len = bio_sectors(bio);
+	u32 off = in_set & (bs - 1);
+
+	/*
+	 * One set at a time (max_io_len already splits reads and writes;
+	 * discards are not), and either whole blocks or one partial block.
+	 */
+	len = min_t(sector_t, len, sp->layout.set_sectors - in_set);
+	if (off) {
+		len = min_t(sector_t, len, bs - off);
+		pb->partial = true;
+	} else if (len < bs) {
+		pb->partial = true;
+	} else {
+		len &= ~(sector_t)(bs - 1);
+	}
+	if (len < bio_sectors(bio))
+		dm_accept_partial_bio(bio, len);
+
+	bio->bi_iter.bi_sector = sector;
+	pb->oset = sector >> sp->set_shift;
+	pb->first = in_set >> sp->block_shift;
+	pb->nr = pb->partial ? 1 : len >> sp->block_shift;
+	return ssdp_route(sp, bio, true);
+}
+
+void ssdp_deferred_work_fn(struct work_struct *work)
+{
+	struct ssdprio *sp = container_of(work, struct ssdprio, deferred_work);
+	struct bio_list list;
+	struct bio *bio;
+	unsigned long flags;
+
+	spin_lock_irqsave(&sp->cache_lock, flags);
+	list = sp->deferred;
+	bio_list_init(&sp->deferred);
+	spin_unlock_irqrestore(&sp->cache_lock, flags);
+
+	while ((bio = bio_list_pop(&list))) {
+		if (ssdp_route(sp, bio, false) == DM_MAPIO_REMAPPED)
+			dm_submit_bio_remap(bio, NULL);
+	}
+}
+
+int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
+		      blk_status_t *error)
+{
+	struct ssdp_bio *pb = ssdp_pb(bio);
+	bool ok = !*error;
+	unsigned long flags;
+
+	if (pb->origin)
+		ssdp_sched_end_io(sp, bio);
+
+	switch (pb->kind) {
+	case SSDP_BK_NONE:
+		return DM_ENDIO_DONE;
+	case SSDP_BK_ORIGIN_READ:
+		if (pb->promote && ok)
+			ssdp_promote_capture(sp, bio, pb);
+		return DM_ENDIO_DONE;
+	default:
+		break;
+	}
+
+	spin_lock_irqsave(&sp->cache_lock, flags);
+	switch (pb->kind) {
+	case SSDP_BK_SSD_READ:
+		ssdp_release_locked(sp, pb->cset, false);
+		break;
+	case SSDP_BK_SSD_WRITE:
+		if (ok)
+			ssdp_cmap_set_dirty(&sp->cmap, pb->cset, pb->first,
+					    pb->nr);
+		else
+			ssdp_cmap_clear_valid(&sp->cmap, pb->cset, pb->first,
+					      pb->nr);
+		ssdp_release_locked(sp, pb->cset, true);
+		break;
+	case SSDP_BK_BOTH_WRITE:
+		if (ok) {
+			ssdp_cmap_set_valid(&sp->cmap, pb->cset, pb->first,
+					    pb->nr);
+			/* A dirty partial block took the SSD-only path. */
+			ssdp_cmap_clear_dirty(&sp->cmap, pb->cset, pb->first,
+					      pb->nr);
+		} else {
+			ssdp_cmap_clear_valid(&sp->cmap, pb->cset, pb->first,
+					      pb->nr);
+		}
+		ssdp_release_locked(sp, pb->cset, true);
+		sp->origin_writes--;
+		sp->promo_gen++;
+		break;
+	case SSDP_BK_ORIGIN_WRITE:
+	case SSDP_BK_DISCARD:
+		sp->origin_writes--;
+		sp->promo_gen++;
+		break;
+	}
+	spin_unlock_irqrestore(&sp->cache_lock, flags);
+	return DM_ENDIO_DONE;
+}
+
+void ssdp_cache_presuspend(struct ssdprio *sp)
+{
+	unsigned long flags;
+
+	if (!sp->caching)
+		return;
+	spin_lock_irqsave(&sp->cache_lock, flags);
+	sp->suspended = true;
+	ssdp_evict_stop(&sp->evict);
+	spin_unlock_irqrestore(&sp->cache_lock, flags);
+}
+
+void ssdp_cache_postsuspend(struct ssdprio *sp)
+{
+	if (!sp->caching)
+		return;
+	cancel_delayed_work_sync(&sp->evict_timer);
+	flush_work(&sp->evict_work);
+	ssdp_promote_drain(sp);
+	wait_event(sp->bg_wait, !atomic_read(&sp->bg_jobs));
+	flush_work(&sp->deferred_work);
+	/*
+	 * Metadata lives in RAM only: the dirty data must reach the origin
+	 * before the table can go away or be replaced.
+	 */
+	ssdp_writeback_all_sync(sp);
+}
+
+void ssdp_cache_resume(struct ssdprio *sp)
+{
+	unsigned long flags;
+
+	if (!sp->caching)
+		return;
+	spin_lock_irqsave(&sp->cache_lock, flags);
+	sp->suspended = false;
+	ssdp_evict_resume(&sp->evict);
+	ssdp_evict_kick_locked(sp);
+	spin_unlock_irqrestore(&sp->cache_lock, flags);
+}
+
+void ssdp_cache_apply_config(struct ssdprio *sp)
+{
+	unsigned long flags;
+
+	if (!sp->caching)
+		return;
+	spin_lock_irqsave(&sp->cache_lock, flags);
+	ssdp_evict_knobs_locked(sp);
+	ssdp_evict_kick(&sp->evict);
+	ssdp_evict_kick_locked(sp);
+	spin_unlock_irqrestore(&sp->cache_lock, flags);
+}
+
+int ssdp_cache_flush_dirty(struct ssdprio *sp)
+{
+	unsigned long flags;
+
+	if (!sp->caching)
+		return 0;
+	spin_lock_irqsave(&sp->cache_lock, flags);
+	ssdp_evict_flush_all(&sp->evict);
+	ssdp_evict_kick_locked(sp);
+	spin_unlock_irqrestore(&sp->cache_lock, flags);
+	return 0;
+}
+
+unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
+			       unsigned int maxlen, unsigned int sz)
+{
+	struct ssdp_cmap *cm = &sp->cmap;
+	unsigned long flags;
+	u64 valid, dirty, evicted, mem;
+	u32 mapped, free, total, state, deferred;
+
+	if (!sp->caching) {
+		DMEMIT(" cache off");
+		return sz;
+	}
+	spin_lock_irqsave(&sp->cache_lock, flags);
+	valid = ssdp_cmap_total_valid(cm);
+	dirty = ssdp_cmap_total_dirty(cm);
+	mapped = ssdp_cmap_nr_mapped(cm);
+	free = ssdp_cmap_nr_free(cm);
+	total = ssdp_cmap_nr_csets(cm);
+	state = ssdp_evict_state(&sp->evict);
+	evicted = sp->evict.sets_evicted;
+	deferred = bio_list_size(&sp->deferred);
+	spin_unlock_irqrestore(&sp->cache_lock, flags);
+	mem = ssdp_cmap_mem_bytes(cm) + total * sizeof(*sp->set_io);
+
+	DMEMIT(" cache on valid_blocks %llu dirty_blocks %llu", valid, dirty);
+	DMEMIT(" mapped_sets %u free_sets %u total_sets %u", mapped, free,
+	       total);
+	DMEMIT(" evict_state %s sets_evicted %llu deferred_now %u",
+	       ssdp_evict_state_name(state), evicted, deferred);
+	DMEMIT(" metadata_bytes %llu block_sectors %u set_blocks %u", mem,
+	       sp->cfg.block_sectors, sp->cfg.set_blocks);
+	return sz;
+}

@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dm-ssdprio deferred eviction: the worker that carries out what the
+ * eviction state machine (evict_sm.c) decides, and the writeback jobs.
+ *
+ * A writeback job owns its set exclusively (set_io.excl + a pin): user
+ * writes to the set wait in the deferred list, reads go on.  It copies
+ * each dirty run SSD -> origin at idle priority (the origin write waits
+ * for a quiet window in the scheduler), flushes the origin, and only then
+ * marks the blocks clean, so a clean block always has a durable origin
+ * copy.
+ */
+#include <linux/blkdev.h>
+#include <linux/ktime.h>
+#include <linux/slab.h>
+
+#include "ssdprio.h"
+
+struct ssdp_wb_job {
+	struct work_struct work;
+	struct ssdprio *sp;
+	u32 cset;
+	enum ssdp_evict_wb_kind kind;
+};
+
+void ssdp_evict_kick_locked(struct ssdprio *sp)
+{
+	if (!sp->suspended)
+		queue_work(sp->wq, &sp->evict_work);
+}
+
+void ssdp_evict_timer_fn(struct work_struct *work)
+{
+	struct ssdprio *sp = container_of(to_delayed_work(work),
+					  struct ssdprio, evict_timer);
+	unsigned long flags;
+
+	spin_lock_irqsave(&sp->cache_lock, flags);
+	ssdp_evict_timer(&sp->evict);
+	ssdp_evict_kick_locked(sp);
+	spin_unlock_irqrestore(&sp->cache_lock, flags);
+}
+
+/*
+ * Write the dirty blocks of @cset back and mark them clean.  The caller
+ * holds the set exclusively, so its dirty bits change only here.
+ */
+static int ssdp_writeback_set(struct ssdprio *sp, u32 cset,
+			      struct ssdp_buf *buf)
+{
+	u32 block_bytes = sp->cfg.block_sectors << SECTOR_SHIFT;
+	u32 from = 0, first, nr, written = 0;
+	sector_t origin_sector;
+	unsigned long flags;
+	bool more;
+	u64 oset;
+	int r = 0;
+
+	for (;;) {
+		spin_lock_irqsave(&sp->cache_lock, flags);
+		more = ssdp_cmap_next_dirty_run(&sp->cmap, cset, from, &first,
+						&nr);
+		oset = ssdp_cmap_oset_of(&sp->cmap, cset);
+		spin_unlock_irqrestore(&sp->cache_lock, flags);
+		if (!more)
+			break;
+
+		r = ssdp_io_ssd_sync(sp, buf, ssdp_cset_sector(sp, cset, first),
+				     nr * block_bytes, REQ_OP_READ);
+		if (r)
+			break;
+		origin_sector = (oset << sp->set_shift) +
+				((sector_t)first << sp->block_shift);
+		r = ssdp_io_origin_sync(sp, buf, origin_sector,
+					nr * block_bytes, REQ_OP_WRITE);
+		if (r)
+			break;
+		written += nr;
+		from = first + nr;
+	}
+	if (!r && written)
+		r = ssdp_io_flush_sync(sp, sp->origin->bdev);
+	if (r) {
+		DMERR_LIMIT("writeback of cache set %u failed: %d", cset, r);
+		return r;
+	}
+
+	spin_lock_irqsave(&sp->cache_lock, flags);
+	ssdp_cmap_clear_dirty(&sp->cmap, cset, 0, sp->cfg.set_blocks);
+	/* Origin data changed under any promotion in flight. */
+	sp->promo_gen++;
+	spin_unlock_irqrestore(&sp->cache_lock, flags);
+	ssdp_count_n(sp, SSDP_ST_BLOCKS_WRITTEN_BACK, written);
+	return 0;
+}
+
+/* Give up exclusive ownership of @cset; cache_lock held. */
+static void ssdp_excl_end_locked(struct ssdprio *sp, u32 cset)
+{
+	sp->set_io[cset].excl = false;
+	ssdp_cmap_unpin(&sp->cmap, cset);
+	ssdp_cache_kick_deferred(sp);
+}
+
+static void ssdp_wb_job_fn(struct work_struct *work)
+{
+	struct ssdp_wb_job *job = container_of(work, struct ssdp_wb_job, work);
+	struct ssdprio *sp = job->sp;
+	struct ssdp_buf buf;
+	unsigned long flags;
+	int r;
+
+	r = ssdp_buf_alloc(&buf, sp->layout.set_sectors << SECTOR_SHIFT,
+			   GFP_NOIO);
+	if (!r) {
+		r = ssdp_writeback_set(sp, job->cset, &buf);
+		ssdp_buf_free(&buf);
+	}
+
+	spin_lock_irqsave(&sp->cache_lock, flags);
+	ssdp_excl_end_locked(sp, job->cset);
+	/* A reader may still hold the set: it stays mapped, clean. */
+	if (!r && job->kind == SSDP_WB_EVICT &&
+	    !ssdp_cmap_pinned(&sp->cmap, job->cset) &&
+	    !ssdp_cmap_unmap(&sp->cmap, job->cset))
+		sp->promo_gen++;
+	ssdp_evict_wb_done(&sp->evict, job->kind);
+	ssdp_evict_kick_locked(sp);
+	spin_unlock_irqrestore(&sp->cache_lock, flags);
+
+	kfree(job);
+	if (atomic_dec_and_test(&sp->bg_jobs))
+		wake_up(&sp->bg_wait);
+}
+
+/* Start a writeback job on @cset; cache_lock held. */
+static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset,
+				 enum ssdp_evict_wb_kind kind)
+{
+	struct ssdp_wb_job *job;
+
+	if (cset == SSDP_NONE || !ssdp_cmap_nr_dirty(&sp->cmap, cset))
+		return false;
+	job = kzalloc(sizeof(*job), GFP_NOWAIT | __GFP_NOWARN);
+	if (!job)
+		return false;
+	job->sp = sp;
+	job->cset = cset;
+	job->kind = kind;
+	INIT_WORK(&job->work, ssdp_wb_job_fn);
+	sp->set_io[cset].excl = true;
+	ssdp_cmap_pin(&sp->cmap, cset);
+	atomic_inc(&sp->bg_jobs);
+	queue_work(sp->wq, &job->work);
+	return true;
+}
+
+static enum ssdp_evict_head ssdp_head_locked(struct ssdprio *sp)
+{
+	u32 head = ssdp_cmap_lru_first_unpinned(&sp->cmap);
+
+	if (head == SSDP_NONE)
+		return SSDP_HEAD_NONE;
+	return ssdp_cmap_nr_dirty(&sp->cmap, head) ? SSDP_HEAD_DIRTY :
+						     SSDP_HEAD_CLEAN;
+}
+
+void ssdp_evict_work_fn(struct work_struct *work)
+{
+	struct ssdprio *sp = container_of(work, struct ssdprio, evict_work);
+	struct ssdp_evict_action act;
+	struct ssdp_evict_view view;
+	unsigned long flags;
+	u64 now;
+	u32 cset;
+
+	spin_lock_irqsave(&sp->cache_lock, flags);
+	for (;;) {
+		now = ktime_get_ns();
+		view.nr_free = ssdp_cmap_nr_free(&sp->cmap);
+		view.nr_dirty_sets = ssdp_cmap_nr_dirty_sets(&sp->cmap);
+		view.head = ssdp_head_locked(sp);
+		act = ssdp_evict_next_action(&sp->evict, now, &view);
+
+		switch (act.type) {
+		case SSDP_EVICT_ACT_FREE_CLEAN_HEAD:
+			cset = ssdp_cmap_lru_first_unpinned(&sp->cmap);
+			if (cset == SSDP_NONE || ssdp_cmap_unmap(&sp->cmap, cset))
+				ssdp_evict_action_failed(&sp->evict, act.type);
+			else
+				sp->promo_gen++;
+			continue;
+		case SSDP_EVICT_ACT_START_WRITEBACK:
+			cset = ssdp_cmap_lru_first_unpinned(&sp->cmap);
+			if (!ssdp_wb_start_locked(sp, cset, SSDP_WB_EVICT))
+				ssdp_evict_action_failed(&sp->evict, act.type);
+			continue;
+		case SSDP_EVICT_ACT_START_FLUSH:
+			cset = ssdp_cmap_next_dirty_set(&sp->cmap,
+							sp->flush_cursor);
+			if (!ssdp_wb_start_locked(sp, cset, SSDP_WB_FLUSH))
+				ssdp_evict_action_failed(&sp->evict, act.type);
+			else
+				sp->flush_cursor = cset + 1;
+			continue;
+		case SSDP_EVICT_ACT_ARM_TIMER:
+			if (!sp->suspended)
+				mod_delayed_work(sp->wq, &sp->evict_timer,
+						 nsecs_to_jiffies(act.deadline -
+								  now) + 1);
+			break;
+		case SSDP_EVICT_ACT_NONE:
+		default:
+			break;
+		}
+		break;
+	}
+	spin_unlock_irqrestore(&sp->cache_lock, flags);
+}
+
+/*
+ * Suspend: write back every dirty set now, in this thread.  The device is
+ * quiet (dm waited for user I/O, background jobs are drained), so no set
+ * is held by anyone else.
+ */
+int ssdp_writeback_all_sync(struct ssdprio *sp)
+{
+	struct ssdp_buf buf;
+	unsigned long flags;
+	u32 cset;
+	int r;
+
+	r = ssdp_buf_alloc(&buf, sp->layout.set_sectors << SECTOR_SHIFT,
+			   GFP_NOIO);
+	if (r)
+		return r;
+	for (;;) {
+		spin_lock_irqsave(&sp->cache_lock, flags);
+		cset = ssdp_cmap_next_dirty_set(&sp->cmap, 0);
+		if (cset != SSDP_NONE) {
+			sp->set_io[cset].excl = true;
+			ssdp_cmap_pin(&sp->cmap, cset);
+		}
+		spin_unlock_irqrestore(&sp->cache_lock, flags);
+		if (cset == SSDP_NONE)
+			break;
+
+		r = ssdp_writeback_set(sp, cset, &buf);
+
+		spin_lock_irqsave(&sp->cache_lock, flags);
+		ssdp_excl_end_locked(sp, cset);
+		spin_unlock_irqrestore(&sp->cache_lock, flags);
+		if (r) {
+			DMERR("%s: dirty data left in the cache",
+			      dm_device_name(dm_table_get_md(sp->ti->table)));
+			break;
+		}
+	}
+	ssdp_buf_free(&buf);
+	return r;
+}

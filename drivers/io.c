@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dm-ssdprio internal I/O: page buffers and the synchronous reads, writes
+ * and flushes that promotion and writeback jobs issue from their workers.
+ *
+ * All of it is background work, so every bio carries the idle class; the
+ * origin leg goes through the scheduler, which holds it for a quiet window.
+ */
+#include <linux/blkdev.h>
+#include <linux/bio.h>
+#include <linux/highmem.h>
+#include <linux/ioprio.h>
+#include <linux/completion.h>
+
+#include "ssdprio.h"
+
+#define SSDP_IDLE_PRIO IOPRIO_PRIO_VALUE(IOPRIO_CLASS_IDLE, 0)
+/* Pages per bio: a bio holds at most BIO_MAX_VECS vectors. */
+#define SSDP_CHUNK_PAGES BIO_MAX_VECS
+
+int ssdp_buf_alloc(struct ssdp_buf *buf, unsigned int bytes, gfp_t gfp)
+{
+	unsigned int i;
+
+	buf->nr_pages = DIV_ROUND_UP(bytes, PAGE_SIZE);
+	buf->pages = kcalloc(buf->nr_pages, sizeof(*buf->pages), gfp);
+	if (!buf->pages)
+		return -ENOMEM;
+	for (i = 0; i < buf->nr_pages; i++) {
+		buf->pages[i] = alloc_page(gfp);
+		if (!buf->pages[i]) {
+			ssdp_buf_free(buf);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+void ssdp_buf_free(struct ssdp_buf *buf)
+{
+	unsigned int i;
+
+	if (!buf->pages)
+		return;
+	for (i = 0; i < buf->nr_pages; i++)
+		if (buf->pages[i])
+			__free_page(buf->pages[i]);
+	kfree(buf->pages);
+	buf->pages = NULL;
+}
+
+/* A bio over @bytes of @buf starting at page @first_page. */
+static struct bio *ssdp_buf_bio_at(struct ssdprio *sp, struct ssdp_buf *buf,
+				   unsigned int first_page,
+				   struct block_device *bdev, sector_t sector,
+				   unsigned int bytes, blk_opf_t opf)
+{
+	unsigned int nr = DIV_ROUND_UP(bytes, PAGE_SIZE), i;
+	struct bio *bio;
+
+	bio = bio_alloc_bioset(bdev, nr, opf, GFP_NOIO, &sp->bs);
+	bio->bi_iter.bi_sector = sector;
+	bio->bi_ioprio = SSDP_IDLE_PRIO;
+	for (i = 0; i < nr; i++) {
+		unsigned int len = min_t(unsigned int, bytes, PAGE_SIZE);
+
+		__bio_add_page(bio, buf->pages[first_page + i], len, 0);
+		bytes -= len;
+	}
+	return bio;
+}
+
+void ssdp_buf_copy_from_bio(struct ssdp_buf *buf, struct bio *bio,
+			    struct bvec_iter iter)
+{
+	unsigned int page = 0, off = 0;
+	struct bio_vec bv;
+	struct bvec_iter it;
+
+	__bio_for_each_segment(bv, bio, it, iter) {
+		while (bv.bv_len) {
+			unsigned int n = min_t(unsigned int, bv.bv_len,
+					       PAGE_SIZE - off);
+			char *src = bvec_kmap_local(&bv);
+
+			memcpy_to_page(buf->pages[page], off, src, n);
+			kunmap_local(src);
+			bv.bv_offset += n;
+			bv.bv_len -= n;
+			off += n;
+			if (off == PAGE_SIZE) {
+				off = 0;
+				page++;
+			}
+		}
+	}
+}
+
+int ssdp_io_ssd_sync(struct ssdprio *sp, struct ssdp_buf *buf,
+		     sector_t sector, unsigned int bytes, blk_opf_t opf)
+{
+	unsigned int page = 0;
+	int r = 0;
+
+	while (bytes && !r) {
+		unsigned int n = min_t(unsigned int, bytes,
+				       SSDP_CHUNK_PAGES * PAGE_SIZE);
+		struct bio *bio = ssdp_buf_bio_at(sp, buf, page,
+						  sp->cache->bdev, sector, n,
+						  opf);
+
+		r = submit_bio_wait(bio);
+		bio_put(bio);
+		page += n / PAGE_SIZE;
+		sector += n >> SECTOR_SHIFT;
+		bytes -= n;
+	}
+	return r;
+}
+
+struct ssdp_origin_wait {
+	struct ssdp_qnode qn;
+	struct ssdprio *sp;
+	struct completion done;
+	blk_status_t status;
+};
+
+static void ssdp_origin_endio(struct bio *bio)
+{
+	struct ssdp_origin_wait *w = bio->bi_private;
+
+	w->status = bio->bi_status;
+	ssdp_sched_internal_done(w->sp, &w->qn);
+	complete(&w->done);
+}
+
+int ssdp_io_origin_sync(struct ssdprio *sp, struct ssdp_buf *buf,
+			sector_t sector, unsigned int bytes, blk_opf_t opf)
+{
+	unsigned int page = 0;
+	int r = 0;
+
+	while (bytes && !r) {
+		unsigned int n = min_t(unsigned int, bytes,
+				       SSDP_CHUNK_PAGES * PAGE_SIZE);
+		struct ssdp_origin_wait w = { .sp = sp };
+		struct bio *bio = ssdp_buf_bio_at(sp, buf, page,
+						  sp->origin->bdev, sector, n,
+						  opf);
+
+		init_completion(&w.done);
+		bio->bi_private = &w;
+		bio->bi_end_io = ssdp_origin_endio;
+		w.qn.bio = bio;
+		ssdp_sched_submit_internal(sp, &w.qn);
+		wait_for_completion_io(&w.done);
+		r = blk_status_to_errno(w.status);
+		bio_put(bio);
+		page += n / PAGE_SIZE;
+		sector += n >> SECTOR_SHIFT;
+		bytes -= n;
+	}
+	return r;
+}
+
+int ssdp_io_flush_sync(struct ssdprio *sp, struct block_device *bdev)
+{
+	return blkdev_issue_flush(bdev);
+}
