@@ -18,8 +18,9 @@ void ssdp_sched_default_knobs(struct ssdp_sched_knobs *k)
 	k->write_expire_ns = 5000 * SSDP_NS_PER_MS;
 	k->fifo_batch = 16;
 	k->writes_starved = 2;
-	k->normal_depth = 64;
+	k->normal_depth = 32;
 	k->idle_interval_ns = 200 * SSDP_NS_PER_MS;
+	k->idle_grace_ns = 10 * SSDP_NS_PER_MS;
 	k->batch_delay_ns = 5000 * SSDP_NS_PER_MS;
 	k->idle_batch_depth = 16;
 	k->idle_max_wait_ns = 0;
@@ -156,11 +157,14 @@ struct ssdp_sched_decision ssdp_sched_decide(struct ssdp_sched_state *st,
 	wake = min(wake, st->last_normal + k->batch_delay_ns);
 	if (v->idle_inflight)
 		return wait_until(wake);
-	if (!st->idle_ever || now >= st->last_idle + k->idle_interval_ns) {
+	/* Throttled: after the grace (anticipation) and the interval. */
+	t = st->last_normal + k->idle_grace_ns;
+	if (st->idle_ever)
+		t = max(t, st->last_idle + k->idle_interval_ns);
+	if (now >= t) {
 		st->idle_ever = true;
 		st->last_idle = now;
 		return dispatch_idle(st, v);
 	}
-	wake = min(wake, st->last_idle + k->idle_interval_ns);
-	return wait_until(wake);
+	return wait_until(min(wake, t));
 }

@@ -22,6 +22,13 @@
  * engine must dispatch what it returns; aged idle bios stay idle bios for
  * the accounting (idle in flight). An idle completion needs no event: the
  * engine drops its idle in-flight count and calls decide() again.
+ *
+ * Anticipation (idle_grace): outside batch mode a throttled idle bio goes
+ * out only once no normal bio has arrived or completed for idle_grace. A
+ * synchronous normal stream (one bio at a time) leaves a gap of a few
+ * microseconds between a completion and its next arrival; an idle bio
+ * dispatched into that gap would cost the normal stream two seeks. The
+ * interval stays the upper bound: at most one idle per interval.
  */
 #ifndef SSDP_SCHED_POLICY_H
 #define SSDP_SCHED_POLICY_H
@@ -76,6 +83,7 @@ struct ssdp_sched_knobs {
 	u32 writes_starved;		/* 2 */
 	u32 normal_depth;		/* normal bios in flight before queueing */
 	u64 idle_interval_ns;		/* idle_dispatch_interval, 200 ms */
+	u64 idle_grace_ns;		/* quiet time before a throttled idle */
 	u64 batch_delay_ns;		/* batch_mode_delay, 5000 ms */
 	u32 idle_batch_depth;		/* idle in flight in batch mode, 16 */
 	u64 idle_max_wait_ns;		/* 0 = idle bios are never promoted */

@@ -4,11 +4,16 @@
 
 #define MS	SSDP_NS_PER_MS
 
+/*
+ * Default knobs, but no anticipation grace: the tests of the other rules
+ * dispatch idle right after a normal event; the grace has its own tests.
+ */
 static void setup(struct ssdp_sched_state *st, u64 now)
 {
 	struct ssdp_sched_knobs k;
 
 	ssdp_sched_default_knobs(&k);
+	k.idle_grace_ns = 0;
 	ssdp_sched_init(st, &k, now);
 }
 
@@ -40,8 +45,9 @@ TEST(sched_defaults_and_fast_path)
 	ASSERT_EQ(ssdp_sched_deadline(&st, SSDP_DIR_WRITE, 10),
 		  10 + 5000 * MS);
 	ASSERT_TRUE(ssdp_sched_fast_path(&st, 0, 0));
-	ASSERT_TRUE(ssdp_sched_fast_path(&st, 0, 63));
-	ASSERT_FALSE(ssdp_sched_fast_path(&st, 0, 64));	/* device full */
+	ASSERT_EQ(st.k.normal_depth, 32);
+	ASSERT_TRUE(ssdp_sched_fast_path(&st, 0, 31));
+	ASSERT_FALSE(ssdp_sched_fast_path(&st, 0, 32));	/* device full */
 	ASSERT_FALSE(ssdp_sched_fast_path(&st, 1, 0));	/* keep order */
 	ASSERT_EQ(ssdp_sched_mode(&st), SSDP_SCHED_MODE_NORMAL);
 	ASSERT_EQ(ssdp_sched_mode_name(SSDP_SCHED_MODE_BATCH)[0], 'b');
@@ -89,12 +95,12 @@ TEST(sched_normal_depth_limit)
 {
 	struct ssdp_sched_state st;
 	struct ssdp_sched_view v = {
-		.nr_read = 1, .read_has_next = true, .normal_inflight = 64,
+		.nr_read = 1, .read_has_next = true, .normal_inflight = 32,
 	};
 
 	setup(&st, 0);
 	ASSERT_EQ(act(&st, 1, &v), SSDP_SCHED_NOTHING);
-	v.normal_inflight = 63;
+	v.normal_inflight = 31;
 	ASSERT_EQ(act(&st, 1, &v), SSDP_SCHED_NORMAL_READ_SORTED);
 }
 
@@ -273,7 +279,7 @@ TEST(sched_batch_mode_entry_and_exit)
 	/* the first normal arrival ends batch mode at once */
 	ssdp_sched_normal_arrival(&st, t + 5007 * MS);
 	ASSERT_EQ(ssdp_sched_mode(&st), SSDP_SCHED_MODE_NORMAL);
-	ASSERT_FALSE(ssdp_sched_fast_path(&st, 0, 64));
+	ASSERT_FALSE(ssdp_sched_fast_path(&st, 0, 32));
 	ASSERT_TRUE(ssdp_sched_fast_path(&st, 0, 0));
 	v.idle_inflight = 0;
 	v.normal_inflight = 1;
@@ -327,7 +333,7 @@ TEST(sched_starvation_bound)
 	ASSERT_EQ(st.idle_promoted, 1);
 	ASSERT_EQ(st.idle_dispatched, 1);
 	/* but only when the device has room */
-	v.normal_inflight = 63;
+	v.normal_inflight = 31;
 	v.idle_inflight = 1;
 	ASSERT_EQ(act(&st, 3001 * MS, &v), SSDP_SCHED_NOTHING);
 	/* 0 = never promoted */
@@ -358,4 +364,106 @@ TEST(sched_throttled_wake_is_earliest_deadline)
 	ASSERT_EQ(d.act, SSDP_SCHED_WAIT_UNTIL);
 	ASSERT_EQ(d.when, 170 * MS);	/* aging before the 210 ms slot */
 	ASSERT_EQ(act(&st, 170 * MS, &v), SSDP_SCHED_IDLE_AS_NORMAL);
+}
+
+TEST(sched_grace_default)
+{
+	struct ssdp_sched_knobs k;
+
+	ssdp_sched_default_knobs(&k);
+	ASSERT_EQ(k.idle_grace_ns, 10 * MS);
+}
+
+/* A synchronous normal reader: idle never slips into its short gaps. */
+TEST(sched_grace_sync_reader_gets_no_idle)
+{
+	struct ssdp_sched_state st;
+	struct ssdp_sched_knobs k;
+	struct ssdp_sched_view v = {
+		.nr_idle = 4, .idle_has_next = true,
+	};
+	struct ssdp_sched_decision d;
+	u64 now = 1000 * MS;
+	int i;
+
+	ssdp_sched_default_knobs(&k);
+	ssdp_sched_init(&st, &k, 0);
+	/* 5 ms reads, 20 us between a completion and the next arrival */
+	for (i = 0; i < 2000; i++) {
+		ssdp_sched_normal_complete(&st, now);
+		v.normal_inflight = 0;
+		d = dec(&st, now, &v);
+		ASSERT_EQ(d.act, SSDP_SCHED_WAIT_UNTIL);
+		ASSERT_EQ(d.when, now + 10 * MS);
+		now += 20000;			/* 20 us */
+		ssdp_sched_normal_arrival(&st, now);
+		v.normal_inflight = 1;
+		ASSERT_EQ(act(&st, now, &v), SSDP_SCHED_NOTHING);
+		/* the timer armed for the grace fires mid-read: nothing */
+		ASSERT_EQ(act(&st, now + 4 * MS, &v), SSDP_SCHED_NOTHING);
+		now += 5 * MS;
+	}
+	ASSERT_EQ(st.idle_dispatched, 0);
+	ASSERT_EQ(ssdp_sched_mode(&st), SSDP_SCHED_MODE_NORMAL);
+}
+
+/* The grace counts from the last normal arrival or completion. */
+TEST(sched_grace_then_interval)
+{
+	struct ssdp_sched_state st;
+	struct ssdp_sched_knobs k;
+	struct ssdp_sched_view v = {
+		.nr_idle = 10, .idle_has_next = true,
+	};
+	struct ssdp_sched_decision d;
+	u64 t = 1000 * MS;
+
+	ssdp_sched_default_knobs(&k);
+	ssdp_sched_init(&st, &k, 0);
+	ssdp_sched_normal_complete(&st, t);
+	d = dec(&st, t + 1 * MS, &v);
+	ASSERT_EQ(d.act, SSDP_SCHED_WAIT_UNTIL);
+	ASSERT_EQ(d.when, t + 10 * MS);
+	ASSERT_EQ(act(&st, t + 10 * MS, &v), SSDP_SCHED_IDLE_SORTED);
+	/* next: the interval (200 ms) bounds, not the grace */
+	d = dec(&st, t + 20 * MS, &v);
+	ASSERT_EQ(d.act, SSDP_SCHED_WAIT_UNTIL);
+	ASSERT_EQ(d.when, t + 210 * MS);
+	/* a normal bio late in the interval pushes the slot past its grace */
+	ssdp_sched_normal_arrival(&st, t + 205 * MS);
+	ssdp_sched_normal_complete(&st, t + 206 * MS);
+	d = dec(&st, t + 210 * MS, &v);
+	ASSERT_EQ(d.act, SSDP_SCHED_WAIT_UNTIL);
+	ASSERT_EQ(d.when, t + 216 * MS);
+	ASSERT_EQ(act(&st, t + 216 * MS, &v), SSDP_SCHED_IDLE_SORTED);
+	ASSERT_EQ(st.idle_dispatched, 2);
+	/* grace 0: the interval alone */
+	k.idle_grace_ns = 0;
+	ssdp_sched_init(&st, &k, 0);
+	ssdp_sched_normal_complete(&st, t);
+	ASSERT_EQ(act(&st, t, &v), SSDP_SCHED_IDLE_SORTED);
+}
+
+/* Aged idle bios and batch mode ignore the grace. */
+TEST(sched_grace_not_for_aged_or_batch)
+{
+	struct ssdp_sched_state st;
+	struct ssdp_sched_knobs k;
+	struct ssdp_sched_view v = {
+		.nr_idle = 3, .idle_has_next = true, .idle_oldest = 0,
+	};
+
+	ssdp_sched_default_knobs(&k);
+	k.idle_max_wait_ns = 100 * MS;
+	k.idle_grace_ns = 50 * MS;
+	ssdp_sched_init(&st, &k, 0);
+	ssdp_sched_normal_complete(&st, 99 * MS);
+	ASSERT_EQ(act(&st, 100 * MS, &v), SSDP_SCHED_IDLE_AS_NORMAL);
+	/* batch mode: the delay already is a longer quiet time */
+	k.idle_max_wait_ns = 0;
+	ssdp_sched_init(&st, &k, 0);
+	ASSERT_EQ(act(&st, 5000 * MS, &v), SSDP_SCHED_IDLE_SORTED);
+	ASSERT_EQ(ssdp_sched_mode(&st), SSDP_SCHED_MODE_BATCH);
+	v.idle_inflight = 1;
+	ASSERT_EQ(act(&st, 5000 * MS, &v), SSDP_SCHED_IDLE_SORTED);
 }
