@@ -262,7 +262,7 @@ static void ssdp_status(struct dm_target *ti, status_type_t type,
 					       PAGE_SIZE - len);
 		mutex_unlock(&sp->cfg_lock);
 		if (pairs)
-			DMEMIT(" %u %s", pairs * 2, features);
+			DMEMIT(" %u %s", pairs * 2, skip_spaces(features));
 		kfree(features);
 		break;
 	case STATUSTYPE_IMA:
@@ -287,6 +287,12 @@ static int ssdp_message(struct dm_target *ti, unsigned int argc, char **argv,
 	}
 	if (argc == 1 && !strcmp(argv[0], "flush_dirty"))
 		return ssdp_cache_flush_dirty(sp);
+	if (argc == 1 && !strcmp(argv[0], "idle_cgroup_clear")) {
+		mutex_lock(&sp->cfg_lock);
+		ssdp_idle_cgroup_clear(sp);
+		mutex_unlock(&sp->cfg_lock);
+		return 0;
+	}
 	if (argc == 2 && !strcmp(argv[0], "idle_cgroup")) {
 		mutex_lock(&sp->cfg_lock);
 		r = ssdp_idle_cgroup_add(sp, argv[1], &why);

@@ -1,10 +1,64 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * dm-ssdprio bio classification: normal or idle.
+ *
+ * Idle = the bio's I/O priority class is IDLE (or the submitting task's,
+ * when the bio has none), or the bio's blkcg is one of the idle_cgroup
+ * directories or below one.  Bios flagged REQ_PREFLUSH, REQ_FUA or REQ_META
+ * are always normal: other tasks wait on them (journal commits, log
+ * writes), so holding them would invert priority.
  */
 #include <linux/ioprio.h>
+#include <linux/cgroup.h>
+#include <linux/blk-cgroup.h>
+#include <linux/namei.h>
+#include <linux/magic.h>
+#include <linux/rcupdate.h>
+#include <linux/slab.h>
+#include <linux/string.h>
 
 #include "ssdprio.h"
+
+#define SSDP_MAX_IDLE_CGROUPS	16
+
+/*
+ * sp->idle_cgroups.  Writers (ctr, messages under cfg_lock) fill an entry,
+ * then publish it by raising @nr with release semantics; readers (.map)
+ * load @nr with acquire under rcu_read_lock().  Clearing unpublishes the
+ * whole set and waits for an RCU grace period before dropping references.
+ */
+struct ssdp_idle_cgroups {
+	unsigned int nr;
+	struct cgroup *cgrp[SSDP_MAX_IDLE_CGROUPS];
+	char *path[SSDP_MAX_IDLE_CGROUPS];
+};
+
+#define SSDP_NEVER_IDLE		(REQ_PREFLUSH | REQ_FUA | REQ_META)
+
+static bool ssdp_idle_cgroup_match(struct ssdprio *sp, struct bio *bio)
+{
+	struct cgroup_subsys_state *css;
+	struct ssdp_idle_cgroups *ic;
+	unsigned int i, nr;
+	bool hit = false;
+
+	if (!READ_ONCE(sp->idle_cgroups))
+		return false;
+	css = bio_blkcg_css(bio);
+	if (!css)
+		return false;
+	rcu_read_lock();
+	/* Pairs with the releases in ssdp_idle_cgroup_add(). */
+	ic = smp_load_acquire(&sp->idle_cgroups);
+	if (ic) {
+		/* Entries below @nr are filled in (release in _add()). */
+		nr = smp_load_acquire(&ic->nr);
+		for (i = 0; i < nr && !hit; i++)
+			hit = cgroup_is_descendant(css->cgroup, ic->cgrp[i]);
+	}
+	rcu_read_unlock();
+	return hit;
+}
 
 /*
  * The class decides everything downstream, so it is fixed once, here, in
@@ -20,21 +74,131 @@ bool ssdp_classify_idle(struct ssdprio *sp, struct bio *bio)
 		prio = get_current_ioprio();
 		bio->bi_ioprio = prio;
 	}
-	return IOPRIO_PRIO_CLASS(prio) == IOPRIO_CLASS_IDLE;
+	if (bio->bi_opf & SSDP_NEVER_IDLE)
+		return false;
+	if (IOPRIO_PRIO_CLASS(prio) == IOPRIO_CLASS_IDLE)
+		return true;
+	return ssdp_idle_cgroup_match(sp, bio);
+}
+
+/*
+ * @path: an absolute path to a cgroup v2 directory (wherever cgroup2 is
+ * mounted, e.g. /sys/fs/cgroup/maint), or a path relative to the cgroup2
+ * root (maint, /maint).
+ */
+static struct cgroup *ssdp_cgroup_lookup(const char *path, const char **why)
+{
+	struct cgroup *cgrp;
+	struct path p;
+
+	if (path[0] == '/' && !kern_path(path, LOOKUP_FOLLOW, &p)) {
+		struct super_block *sb = p.dentry->d_sb;
+		struct inode *inode = d_inode(p.dentry);
+		u64 id = inode->i_ino;
+		bool dir = S_ISDIR(inode->i_mode);
+
+		if (sb->s_magic != CGROUP2_SUPER_MAGIC || !dir) {
+			path_put(&p);
+			*why = "idle_cgroup: path is not a cgroup v2 directory";
+			return ERR_PTR(-EINVAL);
+		}
+		path_put(&p);
+		/* A kernfs directory's inode number is its cgroup id. */
+		cgrp = cgroup_get_from_id(id);
+		if (IS_ERR(cgrp))
+			*why = "idle_cgroup: cgroup not found (or outside this cgroup namespace)";
+		return cgrp;
+	}
+	cgrp = cgroup_get_from_path(path);
+	if (IS_ERR(cgrp))
+		*why = "idle_cgroup: no such cgroup v2 directory (absolute path, or relative to the cgroup2 root)";
+	return cgrp;
 }
 
 int ssdp_idle_cgroup_add(struct ssdprio *sp, const char *path,
 			 const char **why)
 {
-	*why = "idle_cgroup is not supported yet";
-	return -EINVAL;
+	struct ssdp_idle_cgroups *ic = sp->idle_cgroups;
+	struct cgroup *cgrp;
+	unsigned int i;
+	char *copy;
+
+	if (!path || !*path) {
+		*why = "idle_cgroup: empty path";
+		return -EINVAL;
+	}
+	if (ic) {
+		for (i = 0; i < ic->nr; i++)
+			if (!strcmp(ic->path[i], path))
+				return 0;	/* already there */
+		if (ic->nr >= SSDP_MAX_IDLE_CGROUPS) {
+			*why = "idle_cgroup: too many (at most 16)";
+			return -EINVAL;
+		}
+	}
+	cgrp = ssdp_cgroup_lookup(path, why);
+	if (IS_ERR(cgrp))
+		return -EINVAL;
+	copy = kstrdup(path, GFP_KERNEL);
+	if (!ic)
+		ic = kzalloc(sizeof(*ic), GFP_KERNEL);
+	if (!copy || !ic) {
+		kfree(copy);
+		if (ic != sp->idle_cgroups)
+			kfree(ic);
+		cgroup_put(cgrp);
+		*why = "idle_cgroup: out of memory";
+		return -ENOMEM;
+	}
+	ic->cgrp[ic->nr] = cgrp;
+	ic->path[ic->nr] = copy;
+	/* Publish the filled entry to lockless readers (acquire in _match). */
+	smp_store_release(&ic->nr, ic->nr + 1);
+	if (ic != sp->idle_cgroups)
+		/* And a new set only once it is filled in. */
+		smp_store_release(&sp->idle_cgroups, ic);
+	return 0;
 }
 
 unsigned int ssdp_idle_cgroup_emit(struct ssdprio *sp, char *buf, size_t len)
 {
-	return 0;
+	struct ssdp_idle_cgroups *ic = sp->idle_cgroups;
+	unsigned int i, pairs = 0;
+	size_t pos = 0;
+	int n;
+
+	if (!len)
+		return 0;
+	buf[0] = '\0';
+	if (!ic)
+		return 0;
+	/* Each pair starts with a space: @buf follows the config pairs. */
+	for (i = 0; i < ic->nr && pos < len; i++) {
+		n = snprintf(buf + pos, len - pos, " idle_cgroup %s",
+			     ic->path[i]);
+		if (n < 0 || pos + n >= len) {
+			buf[pos] = '\0';
+			break;
+		}
+		pos += n;
+		pairs++;
+	}
+	return pairs;
 }
 
+/* dtr, and the idle_cgroup_clear message (under cfg_lock). */
 void ssdp_idle_cgroup_clear(struct ssdprio *sp)
 {
+	struct ssdp_idle_cgroups *ic = sp->idle_cgroups;
+	unsigned int i;
+
+	if (!ic)
+		return;
+	WRITE_ONCE(sp->idle_cgroups, NULL);
+	synchronize_rcu();
+	for (i = 0; i < ic->nr; i++) {
+		cgroup_put(ic->cgrp[i]);
+		kfree(ic->path[i]);
+	}
+	kfree(ic);
 }

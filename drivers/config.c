@@ -71,6 +71,14 @@ static const struct ssdp_key ssdp_keys[] = {
 	  1, 1024, 16, NULL },
 	{ "writes_starved", CFG_OFF(writes_starved), SSDP_KEY_U32, BOTH,
 	  1, 1024, 2, NULL },
+	/*
+	 * 32 = a SATA disk's NCQ depth: the disk can still reorder, while
+	 * bios beyond it wait in our deadline queues, not the device's.
+	 */
+	{ "normal_depth", CFG_OFF(normal_depth), SSDP_KEY_U32, BOTH,
+	  1, 4096, 32, NULL },
+	{ "idle_grace", CFG_OFF(idle_grace_ms), SSDP_KEY_U32, BOTH,
+	  0, HOUR_MS, 10, NULL },
 };
 
 #define SSDP_NR_KEYS ARRAY_SIZE(ssdp_keys)

@@ -43,6 +43,8 @@ struct ssdp_config {
 	u32 write_expire_ms;
 	u32 fifo_batch;
 	u32 writes_starved;
+	u32 normal_depth;		/* normal in flight before queueing */
+	u32 idle_grace_ms;		/* normal quiet time before an idle */
 };
 
 /* Where a key may be set. */

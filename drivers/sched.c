@@ -1,57 +1,583 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * dm-ssdprio origin-leg scheduler.  Placeholder: passes every bio straight
- * down; the deadline + idle queues replace it.
+ * dm-ssdprio origin-leg scheduler: the bio queues, in-flight accounting,
+ * timer and worker around the pure policy in sched_policy.c.
+ *
+ * Only bios bound for the origin (the HDD) pass through here; SSD bios are
+ * never held (the SSD is deep and fast, and holding them would only add
+ * latency).  Normal bios take a fast path (counted, sent down at once)
+ * while nothing normal is queued and fewer than normal_depth are in flight;
+ * otherwise they wait in mq-deadline-like queues (sector-sorted rbtree +
+ * FIFO with a deadline, one pair per direction).  Idle bios wait in one
+ * sorted + FIFO pair until the policy lets them out.
+ *
+ * Contexts: .map (process context) decides and submits directly; end_io
+ * (maybe hard irq) and internal submissions decide under the lock and put
+ * what must go down on @ready for the worker; the hrtimer only queues the
+ * worker.  Submission never happens under the lock.
  */
+#include <linux/hrtimer.h>
+#include <linux/ktime.h>
+#include <linux/slab.h>
+
 #include "ssdprio.h"
+
+/* struct ssdp_qnode.flags */
+#define SSDP_QN_QUEUED		0x01	/* on one of the queues */
+#define SSDP_QN_INTERNAL	0x02	/* our own bio: submit_bio_noacct */
+#define SSDP_QN_INFLIGHT	0x04	/* counted in flight */
+#define SSDP_QN_IDLE		0x08	/* counted as idle in flight */
+
+enum { SSDP_Q_READ, SSDP_Q_WRITE, SSDP_Q_IDLE, SSDP_Q_NR };
+
+/* Never held as idle: others wait on them (journal commits, log writes). */
+#define SSDP_NEVER_IDLE		(REQ_PREFLUSH | REQ_FUA | REQ_META)
+
+/* Timer slack: wake-ups need no better than this. */
+#define SSDP_TIMER_SLACK_NS	(50 * NSEC_PER_USEC)
+
+static inline sector_t qn_sector(const struct ssdp_qnode *qn)
+{
+	return qn->bio->bi_iter.bi_sector;
+}
+
+static struct ssdp_qnode *qn_of(struct rb_node *n)
+{
+	return rb_entry(n, struct ssdp_qnode, rb);
+}
+
+static void qn_insert(struct ssdp_sched *s, int q, struct ssdp_qnode *qn)
+{
+	struct rb_node **p = &s->sorted[q].rb_node, *parent = NULL;
+	sector_t sec = qn_sector(qn);
+
+	while (*p) {
+		parent = *p;
+		if (sec < qn_sector(qn_of(parent)))
+			p = &parent->rb_left;
+		else
+			p = &parent->rb_right;
+	}
+	rb_link_node(&qn->rb, parent, p);
+	rb_insert_color(&qn->rb, &s->sorted[q]);
+	list_add_tail(&qn->fifo, &s->fifo[q]);
+	s->queued[q]++;
+	qn->flags |= SSDP_QN_QUEUED;
+}
+
+static void qn_remove(struct ssdp_sched *s, int q, struct ssdp_qnode *qn)
+{
+	rb_erase(&qn->rb, &s->sorted[q]);
+	RB_CLEAR_NODE(&qn->rb);
+	list_del_init(&qn->fifo);
+	s->queued[q]--;
+	qn->flags &= ~SSDP_QN_QUEUED;
+}
+
+/* First queued bio at or after the end of the last dispatch. */
+static struct ssdp_qnode *qn_next(struct ssdp_sched *s, int q)
+{
+	struct rb_node *n = s->sorted[q].rb_node;
+	struct ssdp_qnode *best = NULL;
+
+	while (n) {
+		struct ssdp_qnode *qn = qn_of(n);
+
+		if (qn_sector(qn) >= s->last_pos[q]) {
+			best = qn;
+			n = n->rb_left;
+		} else {
+			n = n->rb_right;
+		}
+	}
+	return best;
+}
+
+static struct ssdp_qnode *qn_head(struct ssdp_sched *s, int q)
+{
+	return list_first_entry_or_null(&s->fifo[q], struct ssdp_qnode, fifo);
+}
+
+static void count_inflight(struct ssdp_sched *s, struct ssdp_qnode *qn,
+			   bool idle)
+{
+	qn->flags |= SSDP_QN_INFLIGHT;
+	if (idle) {
+		qn->flags |= SSDP_QN_IDLE;
+		s->idle_inflight++;
+	} else {
+		s->normal_inflight++;
+	}
+}
+
+/* Take @qn off queue @q, count it in flight and add it to @out. */
+static void dispatch_locked(struct ssdp_sched *s, int q,
+			    struct ssdp_qnode *qn, struct list_head *out)
+{
+	qn_remove(s, q, qn);
+	s->last_pos[q] = bio_end_sector(qn->bio);
+	count_inflight(s, qn, q == SSDP_Q_IDLE);
+	list_add_tail(&qn->fifo, out);
+}
+
+/* Everything queued goes to @out: normal reads, writes, then idle. */
+static void release_all_locked(struct ssdp_sched *s, struct list_head *out)
+{
+	struct ssdp_qnode *qn;
+	int q;
+
+	for (q = 0; q < SSDP_Q_NR; q++) {
+		while ((qn = qn_head(s, q))) {
+			if (q == SSDP_Q_IDLE)
+				s->idle_unheld++;
+			dispatch_locked(s, q, qn, out);
+		}
+	}
+}
+
+static void arm_timer_locked(struct ssdp_sched *s, u64 when)
+{
+	if (s->passthrough || s->dead)
+		return;
+	if (s->timer_at == when && hrtimer_is_queued(&s->timer))
+		return;
+	s->timer_at = when;
+	hrtimer_start_range_ns(&s->timer, ns_to_ktime(when),
+			       SSDP_TIMER_SLACK_NS, HRTIMER_MODE_ABS);
+}
+
+/*
+ * Ask the policy until it says wait; what it picks goes to @out (the
+ * caller submits after unlocking).
+ */
+static void run_locked(struct ssdp_sched *s, u64 now, struct list_head *out)
+{
+	struct ssdp_sched_decision d;
+	struct ssdp_sched_view v;
+	struct ssdp_qnode *next[SSDP_Q_NR], *head[SSDP_Q_NR], *qn;
+	int q;
+
+	if (s->passthrough) {
+		release_all_locked(s, out);
+		return;
+	}
+	if (!s->throttle) {
+		while ((qn = qn_head(s, SSDP_Q_IDLE))) {
+			s->idle_unheld++;
+			dispatch_locked(s, SSDP_Q_IDLE, qn, out);
+		}
+	}
+
+	for (;;) {
+		for (q = 0; q < SSDP_Q_NR; q++) {
+			head[q] = qn_head(s, q);
+			next[q] = head[q] ? qn_next(s, q) : NULL;
+		}
+		memset(&v, 0, sizeof(v));
+		v.nr_read = s->queued[SSDP_Q_READ];
+		v.nr_write = s->queued[SSDP_Q_WRITE];
+		v.read_expired = head[SSDP_Q_READ] &&
+				 head[SSDP_Q_READ]->time <= now;
+		v.write_expired = head[SSDP_Q_WRITE] &&
+				  head[SSDP_Q_WRITE]->time <= now;
+		v.read_has_next = !!next[SSDP_Q_READ];
+		v.write_has_next = !!next[SSDP_Q_WRITE];
+		v.nr_idle = s->queued[SSDP_Q_IDLE];
+		v.idle_has_next = !!next[SSDP_Q_IDLE];
+		v.idle_oldest = head[SSDP_Q_IDLE] ? head[SSDP_Q_IDLE]->time : 0;
+		v.normal_inflight = s->normal_inflight;
+		v.idle_inflight = s->idle_inflight;
+
+		d = ssdp_sched_decide(&s->st, now, &v);
+		switch (d.act) {
+		case SSDP_SCHED_NOTHING:
+			return;
+		case SSDP_SCHED_WAIT_UNTIL:
+			arm_timer_locked(s, d.when);
+			return;
+		case SSDP_SCHED_NORMAL_READ_SORTED:
+			q = SSDP_Q_READ;
+			qn = next[q];
+			break;
+		case SSDP_SCHED_NORMAL_READ_FIFO:
+			q = SSDP_Q_READ;
+			qn = head[q];
+			break;
+		case SSDP_SCHED_NORMAL_WRITE_SORTED:
+			q = SSDP_Q_WRITE;
+			qn = next[q];
+			break;
+		case SSDP_SCHED_NORMAL_WRITE_FIFO:
+			q = SSDP_Q_WRITE;
+			qn = head[q];
+			break;
+		case SSDP_SCHED_IDLE_SORTED:
+			q = SSDP_Q_IDLE;
+			qn = next[q];
+			break;
+		default:	/* IDLE_FIFO, IDLE_AS_NORMAL */
+			q = SSDP_Q_IDLE;
+			qn = head[q];
+			break;
+		}
+		if (WARN_ON_ONCE(!qn))
+			return;
+		dispatch_locked(s, q, qn, out);
+	}
+}
+
+/* Submit what run_locked() chose; true if @self was among them. */
+static bool submit_list(struct list_head *list, struct bio *self)
+{
+	struct ssdp_qnode *qn, *tmp;
+	bool found = false;
+
+	list_for_each_entry_safe(qn, tmp, list, fifo) {
+		struct bio *bio = qn->bio;
+
+		/* The bio may complete at once: touch no qn after this. */
+		list_del_init(&qn->fifo);
+		if (bio == self)
+			found = true;
+		else if (qn->flags & SSDP_QN_INTERNAL)
+			submit_bio_noacct(bio);
+		else
+			dm_submit_bio_remap(bio, NULL);
+	}
+	return found;
+}
+
+static void kick(struct ssdp_sched *s)
+{
+	if (!s->dead)
+		queue_work(s->wq, &s->dispatch_work);
+}
+
+static void dispatch_work_fn(struct work_struct *work)
+{
+	struct ssdp_sched *s = container_of(work, struct ssdp_sched,
+					    dispatch_work);
+	unsigned long flags;
+	LIST_HEAD(out);
+
+	spin_lock_irqsave(&s->lock, flags);
+	list_splice_init(&s->ready, &out);
+	run_locked(s, ktime_get_ns(), &out);
+	spin_unlock_irqrestore(&s->lock, flags);
+	submit_list(&out, NULL);
+}
+
+static enum hrtimer_restart timer_fn(struct hrtimer *timer)
+{
+	struct ssdp_sched *s = container_of(timer, struct ssdp_sched, timer);
+
+	kick(s);
+	return HRTIMER_NORESTART;
+}
+
+/* Knobs from the config table (ms there, ns in the policy). */
+static void read_knobs(struct ssdprio *sp, struct ssdp_sched_knobs *k)
+{
+	const struct ssdp_config *c = &sp->cfg;
+
+	ssdp_sched_default_knobs(k);
+	k->read_expire_ns = (u64)READ_ONCE(c->read_expire_ms) * SSDP_NS_PER_MS;
+	k->write_expire_ns = (u64)READ_ONCE(c->write_expire_ms) *
+			     SSDP_NS_PER_MS;
+	k->fifo_batch = READ_ONCE(c->fifo_batch);
+	k->writes_starved = READ_ONCE(c->writes_starved);
+	k->normal_depth = READ_ONCE(c->normal_depth);
+	k->idle_interval_ns = (u64)READ_ONCE(c->idle_dispatch_interval_ms) *
+			      SSDP_NS_PER_MS;
+	k->idle_grace_ns = (u64)READ_ONCE(c->idle_grace_ms) * SSDP_NS_PER_MS;
+	k->batch_delay_ns = (u64)READ_ONCE(c->batch_mode_delay_ms) *
+			    SSDP_NS_PER_MS;
+	k->idle_batch_depth = READ_ONCE(c->idle_batch_depth);
+	k->idle_max_wait_ns = (u64)READ_ONCE(c->idle_max_wait_ms) *
+			      SSDP_NS_PER_MS;
+}
 
 int ssdp_sched_init_dev(struct ssdprio *sp)
 {
-	spin_lock_init(&sp->sched.lock);
+	struct ssdp_sched *s = &sp->sched;
+	struct ssdp_sched_knobs k;
+	int q;
+
+	spin_lock_init(&s->lock);
+	for (q = 0; q < SSDP_Q_NR; q++) {
+		s->sorted[q] = RB_ROOT;
+		INIT_LIST_HEAD(&s->fifo[q]);
+	}
+	INIT_LIST_HEAD(&s->ready);
+	INIT_WORK(&s->dispatch_work, dispatch_work_fn);
+	hrtimer_init(&s->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS);
+	s->timer.function = timer_fn;
+	/* The worker submits I/O: it must make progress under reclaim. */
+	s->wq = alloc_workqueue("kssdp_sched", WQ_MEM_RECLAIM | WQ_HIGHPRI, 1);
+	if (!s->wq)
+		return -ENOMEM;
+	read_knobs(sp, &k);
+	ssdp_sched_init(&s->st, &k, ktime_get_ns());
+	s->throttle = READ_ONCE(sp->cfg.throttle);
 	return 0;
 }
 
+/*
+ * dtr: dm core ran presuspend/postsuspend already, so nothing is queued.
+ * Stop the timer and the worker for good; a late internal bio goes
+ * straight down.
+ */
 void ssdp_sched_exit_dev(struct ssdprio *sp)
 {
+	struct ssdp_sched *s = &sp->sched;
+	unsigned long flags;
+	LIST_HEAD(out);
+
+	spin_lock_irqsave(&s->lock, flags);
+	s->passthrough = true;
+	s->dead = true;
+	spin_unlock_irqrestore(&s->lock, flags);
+	hrtimer_cancel(&s->timer);
+	/* Runs a pending dispatch (it releases everything) before dying. */
+	destroy_workqueue(s->wq);
+	s->wq = NULL;
+	/* Whatever came in between (nothing, normally) goes down now. */
+	spin_lock_irqsave(&s->lock, flags);
+	list_splice_init(&s->ready, &out);
+	release_all_locked(s, &out);
+	spin_unlock_irqrestore(&s->lock, flags);
+	WARN_ON_ONCE(!list_empty(&out));
+	submit_list(&out, NULL);
 }
 
 int ssdp_sched_map(struct ssdprio *sp, struct bio *bio, bool idle)
 {
+	struct ssdp_sched *s = &sp->sched;
+	struct ssdp_qnode *qn = &ssdp_pb(bio)->qn;
+	u64 now = ktime_get_ns();
+	unsigned long flags;
+	LIST_HEAD(out);
+	int q;
+
 	ssdp_pb(bio)->origin = true;
-	return DM_MAPIO_REMAPPED;
+	qn->bio = bio;
+	qn->flags = 0;
+	if (bio->bi_opf & SSDP_NEVER_IDLE)
+		idle = false;
+
+	spin_lock_irqsave(&s->lock, flags);
+	if (!idle) {
+		ssdp_sched_normal_arrival(&s->st, now);
+		if (s->passthrough ||
+		    ssdp_sched_fast_path(&s->st, s->queued[SSDP_Q_READ] +
+					 s->queued[SSDP_Q_WRITE],
+					 s->normal_inflight)) {
+			count_inflight(s, qn, false);
+			spin_unlock_irqrestore(&s->lock, flags);
+			return DM_MAPIO_REMAPPED;
+		}
+		if (op_is_write(bio_op(bio))) {
+			q = SSDP_Q_WRITE;
+			qn->time = ssdp_sched_deadline(&s->st, SSDP_DIR_WRITE,
+						       now);
+		} else {
+			q = SSDP_Q_READ;
+			qn->time = ssdp_sched_deadline(&s->st, SSDP_DIR_READ,
+						       now);
+		}
+	} else {
+		if (s->passthrough || !s->throttle) {
+			count_inflight(s, qn, true);
+			s->idle_unheld++;
+			spin_unlock_irqrestore(&s->lock, flags);
+			return DM_MAPIO_REMAPPED;
+		}
+		q = SSDP_Q_IDLE;
+		qn->time = now;
+	}
+	qn_insert(s, q, qn);
+	run_locked(s, now, &out);
+	spin_unlock_irqrestore(&s->lock, flags);
+
+	/* .map runs in process context: submit here, no worker hop. */
+	return submit_list(&out, bio) ? DM_MAPIO_REMAPPED :
+					DM_MAPIO_SUBMITTED;
+}
+
+/* A bio counted in flight completed (any context). */
+static void complete_qn(struct ssdprio *sp, struct ssdp_qnode *qn)
+{
+	struct ssdp_sched *s = &sp->sched;
+	u64 now = ktime_get_ns();
+	unsigned long flags;
+	bool work;
+
+	spin_lock_irqsave(&s->lock, flags);
+	if (WARN_ON_ONCE(!(qn->flags & SSDP_QN_INFLIGHT))) {
+		spin_unlock_irqrestore(&s->lock, flags);
+		return;
+	}
+	if (qn->flags & SSDP_QN_IDLE) {
+		s->idle_inflight--;
+	} else {
+		s->normal_inflight--;
+		ssdp_sched_normal_complete(&s->st, now);
+	}
+	qn->flags &= ~(SSDP_QN_INFLIGHT | SSDP_QN_IDLE);
+	if (s->queued[SSDP_Q_READ] || s->queued[SSDP_Q_WRITE] ||
+	    s->queued[SSDP_Q_IDLE])
+		run_locked(s, now, &s->ready);
+	work = !list_empty(&s->ready);
+	if (work)
+		kick(s);
+	spin_unlock_irqrestore(&s->lock, flags);
 }
 
 void ssdp_sched_end_io(struct ssdprio *sp, struct bio *bio)
 {
+	complete_qn(sp, &ssdp_pb(bio)->qn);
 }
 
+/*
+ * Background I/O of our own (eviction writeback): always idle class.  Any
+ * context; the worker submits it, so the caller may hold locks.
+ */
 void ssdp_sched_submit_internal(struct ssdprio *sp, struct ssdp_qnode *qn)
 {
-	submit_bio_noacct(qn->bio);
+	struct ssdp_sched *s = &sp->sched;
+	u64 now = ktime_get_ns();
+	unsigned long flags;
+	bool direct = false;
+
+	qn->flags = SSDP_QN_INTERNAL;
+	RB_CLEAR_NODE(&qn->rb);
+	INIT_LIST_HEAD(&qn->fifo);
+
+	spin_lock_irqsave(&s->lock, flags);
+	if (s->dead) {
+		/* After dtr's exit: no worker left, nothing held. */
+		count_inflight(s, qn, true);
+		s->idle_unheld++;
+		direct = true;
+	} else if (s->passthrough || !s->throttle) {
+		count_inflight(s, qn, true);
+		s->idle_unheld++;
+		list_add_tail(&qn->fifo, &s->ready);
+	} else {
+		qn->time = now;
+		qn_insert(s, SSDP_Q_IDLE, qn);
+		run_locked(s, now, &s->ready);
+	}
+	if (!list_empty(&s->ready))
+		kick(s);
+	spin_unlock_irqrestore(&s->lock, flags);
+	if (direct)
+		submit_bio_noacct(qn->bio);
 }
 
 void ssdp_sched_internal_done(struct ssdprio *sp, struct ssdp_qnode *qn)
 {
+	complete_qn(sp, qn);
 }
 
+/*
+ * Held bios count as in flight for dm's suspend: release them all and hold
+ * nothing until resume, or `dmsetup suspend` would wait forever.
+ */
 void ssdp_sched_presuspend(struct ssdprio *sp)
 {
+	struct ssdp_sched *s = &sp->sched;
+	unsigned long flags;
+	LIST_HEAD(out);
+
+	spin_lock_irqsave(&s->lock, flags);
+	s->passthrough = true;
+	list_splice_init(&s->ready, &out);
+	release_all_locked(s, &out);
+	spin_unlock_irqrestore(&s->lock, flags);
+	hrtimer_cancel(&s->timer);
+	submit_list(&out, NULL);
 }
 
+/*
+ * The cache engine's postsuspend ran before this (its writeback passed
+ * straight through).  Leave no timer or worker running while suspended.
+ */
 void ssdp_sched_postsuspend(struct ssdprio *sp)
 {
+	struct ssdp_sched *s = &sp->sched;
+
+	hrtimer_cancel(&s->timer);
+	flush_work(&s->dispatch_work);
 }
 
+/* resume and presuspend_undo: throttle again. */
 void ssdp_sched_resume(struct ssdprio *sp)
 {
+	struct ssdp_sched *s = &sp->sched;
+	unsigned long flags;
+
+	spin_lock_irqsave(&s->lock, flags);
+	s->passthrough = false;
+	spin_unlock_irqrestore(&s->lock, flags);
+	kick(s);
 }
 
+/* Called under cfg_lock after a message changed a knob. */
 void ssdp_sched_apply_config(struct ssdprio *sp)
 {
+	struct ssdp_sched *s = &sp->sched;
+	struct ssdp_sched_knobs k;
+	unsigned long flags;
+
+	read_knobs(sp, &k);
+	spin_lock_irqsave(&s->lock, flags);
+	s->st.k = k;
+	s->throttle = READ_ONCE(sp->cfg.throttle);
+	spin_unlock_irqrestore(&s->lock, flags);
+	/* New intervals or throttle off: decide again now. */
+	kick(s);
 }
 
 unsigned int ssdp_sched_status(struct ssdprio *sp, char *result,
 			       unsigned int maxlen, unsigned int sz)
 {
+	struct ssdp_sched *s = &sp->sched;
+	struct ssdp_sched_view v = { 0 };
+	u32 qr, qw, qi, ni, ii;
+	u64 disp, entries, promoted;
+	enum ssdp_sched_mode mode;
+	unsigned long flags;
+
+	spin_lock_irqsave(&s->lock, flags);
+	/*
+	 * Batch mode is entered when the policy next looks; with nothing
+	 * queued let it look now, so the mode shown is current.  (With
+	 * nothing queued decide() can only change the mode.)
+	 */
+	if (!s->passthrough && !s->queued[SSDP_Q_READ] &&
+	    !s->queued[SSDP_Q_WRITE] && !s->queued[SSDP_Q_IDLE]) {
+		v.normal_inflight = s->normal_inflight;
+		v.idle_inflight = s->idle_inflight;
+		ssdp_sched_decide(&s->st, ktime_get_ns(), &v);
+	}
+	qr = s->queued[SSDP_Q_READ];
+	qw = s->queued[SSDP_Q_WRITE];
+	qi = s->queued[SSDP_Q_IDLE];
+	ni = s->normal_inflight;
+	ii = s->idle_inflight;
+	disp = s->st.idle_dispatched + s->idle_unheld;
+	entries = s->st.batch_entries;
+	promoted = s->st.idle_promoted;
+	mode = ssdp_sched_mode(&s->st);
+	spin_unlock_irqrestore(&s->lock, flags);
+
+	DMEMIT(" sched_mode %s queued_normal_reads %u queued_normal_writes %u",
+	       ssdp_sched_mode_name(mode), qr, qw);
+	DMEMIT(" queued_idle %u idle_inflight %u normal_inflight %u",
+	       qi, ii, ni);
+	DMEMIT(" idle_dispatched %llu batch_entries %llu idle_promoted %llu",
+	       (unsigned long long)disp, (unsigned long long)entries,
+	       (unsigned long long)promoted);
 	return sz;
 }

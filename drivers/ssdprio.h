@@ -114,8 +114,13 @@ struct ssdp_sched {
 	u32 normal_inflight;
 	u32 idle_inflight;
 	bool passthrough;		/* suspending: hold nothing */
-	struct hrtimer timer;
+	bool throttle;			/* cfg.throttle: hold idle bios */
+	bool dead;			/* dtr: no worker any more */
+	u64 idle_unheld;		/* idle sent without being held */
+	struct list_head ready;		/* decided, for the worker to submit */
+	struct hrtimer timer;		/* only queues dispatch_work */
 	struct work_struct dispatch_work;
+	struct workqueue_struct *wq;
 	u64 timer_at;
 };
 
