@@ -1,0 +1,359 @@
+# shellcheck shell=bash
+# Library for guest tests (tests/guest/NN-name.sh), sourced as
+#     . "$(dirname "$0")/lib.sh"        or        . "$REPO/tests/guest/lib.sh"
+# Tests run as `bash tests/guest/NN-name.sh` inside the QEMU guest that
+# tests/vm/run boots; exit 0 = pass, 77 = skip, anything else = fail.
+#
+# fail/skip work from anywhere, including $(...) subshells and pipelines: they
+# signal the test's main shell, which then exits with 1 (fail) or 77 (skip). So
+# `v=$(status_get dev key)` with a missing key fails the test, not just the
+# subshell. (The signals are SIGUSR2 and SIGUSR1; tests should not trap them.)
+#
+# Devices made here:
+#   make_hdd / make_ssd: null_blk devices created through configfs, named after
+#     NAME (/dev/NAME), memory-backed (their pages come out of guest RAM, the data
+#     is lost at power-off), 512-byte logical blocks (so any sector-aligned I/O
+#     works; use bs=4k in fio for 4 KiB I/O), timer completion (irqmode 2) so
+#     completion_nsec is a real per-I/O latency. One hardware queue, so the block
+#     layer's default scheduler for them is mq-deadline.
+#   vdisk NAME: a file-backed virtio disk attached by tests/vm/run --disk NAME:SIZE
+#     or a "# disks: NAME:SIZE" header line; it survives reboots and killed guests.
+
+REPO=${REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)}
+# The runner exports SSDPRIO_MODULE when --module names another dm-ssdprio.ko.
+MODULE=${SSDPRIO_MODULE:-$REPO/dm-ssdprio.ko}
+RESULTS_DIR=${RESULTS_DIR:-$REPO/build/vm/results}
+NULLB_CONFIGFS=/sys/kernel/config/nullb
+
+# fail/skip from a subshell signal the main shell (see the header).
+trap 'exit 77' USR1
+trap 'exit 1' USR2
+
+# --- Reporting ----------------------------------------------------------------------
+log() { printf '[%4ss] %s\n' "$SECONDS" "$*" >&2; }
+
+_lib_exit() {
+	local code=$1
+	if [[ $BASHPID != "$$" ]]; then
+		if [[ $code == 77 ]]; then kill -USR1 "$$"; else kill -USR2 "$$"; fi
+	fi
+	exit "$code"
+}
+
+fail() {
+	echo "FAIL: $*" >&2
+	_lib_exit 1
+}
+
+skip() {
+	echo "SKIP: $*" >&2
+	_lib_exit 77
+}
+
+_is_number() { [[ $1 =~ ^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]+)?$ ]]; }
+
+_num_check() { # _num_check NAME A OP B MSG
+	local what=$1 a=$2 op=$3 b=$4 msg=$5
+	_is_number "$a" || fail "$what: '$a' is not a number${msg:+ ($msg)}"
+	_is_number "$b" || fail "$what: '$b' is not a number${msg:+ ($msg)}"
+	awk -v a="$a" -v b="$b" -v op="$op" \
+		'BEGIN { exit !((op == ">=") ? (a + 0 >= b + 0) : (a + 0 <= b + 0)) }' ||
+		fail "${msg:-$what}: expected $a $op $b"
+}
+
+assert_eq() { # assert_eq ACTUAL EXPECTED [MSG]
+	[[ $1 == "$2" ]] || fail "${3:-assert_eq}: got '$1', expected '$2'"
+}
+assert_ge() { _num_check assert_ge "$1" ">=" "$2" "${3:-}"; } # assert_ge A B [MSG]: A >= B
+assert_le() { _num_check assert_le "$1" "<=" "$2" "${3:-}"; } # assert_le A B [MSG]: A <= B
+
+# --- Modules ------------------------------------------------------------------------
+_module_name() { # kernel name of a .ko path or module name (dm-ssdprio -> dm_ssdprio)
+	local n
+	if [[ $1 == *.ko && -f $1 ]]; then
+		n=$(modinfo -F name "$1" 2>/dev/null)
+	fi
+	[[ -n ${n:-} ]] || n=$(basename "$1" .ko)
+	echo "${n//-/_}"
+}
+
+_module_loaded() { [[ -e /sys/module/$(_module_name "$1")/initstate ]]; }
+
+# load_module [PATH.ko [PARAMS...]]: insmod (default $MODULE) unless loaded, after
+# modprobing what it depends on (dm-mod, dm-bufio, ...).
+load_module() {
+	local ko=${1:-$MODULE} dep err
+	[[ $# -gt 0 ]] && shift
+	_module_loaded "$ko" && return 0
+	[[ -f $ko ]] || fail "load_module: $ko not found (build it first)"
+	# dm-io and dm-kcopyd are part of dm-mod; dm-bufio is a module of its own.
+	modprobe dm-mod || fail "load_module: modprobe dm-mod failed"
+	modprobe dm-bufio || fail "load_module: modprobe dm-bufio failed"
+	for dep in $(modinfo -F depends "$ko" 2>/dev/null | tr ',' ' '); do
+		modprobe "$dep" || fail "load_module: modprobe $dep (needed by $ko) failed"
+	done
+	if ! err=$(insmod "$ko" "$@" 2>&1); then
+		dmesg | tail -5 >&2
+		fail "load_module: insmod $ko failed: $err"
+	fi
+}
+
+_unload() { # _unload NAME-or-PATH: rmmod with retries; 0 if not loaded afterwards
+	local name
+	name=$(_module_name "$1")
+	for _ in $(seq 50); do
+		[[ -e /sys/module/$name/initstate ]] || return 0
+		rmmod "$name" 2>/dev/null && return 0
+		sleep 0.2
+	done
+	rmmod "$name" # once more, to show the error
+}
+
+# unload_module [PATH.ko|NAME]: rmmod (default $MODULE); fails the test if it
+# stays loaded.
+unload_module() {
+	local m=${1:-$MODULE}
+	_unload "$m" || fail "unload_module: cannot unload $(_module_name "$m")"
+}
+
+# --- Emulated disks (null_blk) ------------------------------------------------------
+_nullb_setup() {
+	[[ -d $NULLB_CONFIGFS ]] && return 0
+	grep -qs ' /sys/kernel/config ' /proc/mounts ||
+		mount -t configfs configfs /sys/kernel/config 2>/dev/null
+	[[ -d $NULLB_CONFIGFS ]] || modprobe null_blk nr_devices=0 ||
+		fail "cannot load null_blk"
+}
+
+# _make_nullb NAME SIZE_MB COMPLETION_NSEC QUEUE_DEPTH MBPS
+_make_nullb() {
+	local name=$1 size=$2 nsec=$3 qd=$4 mbps=$5 d avail
+	_nullb_setup
+	d=$NULLB_CONFIGFS/$name
+	[[ $name =~ ^[A-Za-z][A-Za-z0-9_]*$ ]] || fail "null_blk name '$name': letters, digits, _ only"
+	[[ ! -e $d ]] || fail "null_blk $name already exists"
+	[[ ! -e /dev/$name ]] || fail "/dev/$name already exists; choose another name"
+	avail=$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo)
+	if ((size + 256 > avail)); then
+		log "warning: $name is ${size} MiB, guest has ${avail} MiB available; if it fills, use tests/vm/run --mem"
+	fi
+	mkdir "$d" || fail "mkdir $d failed"
+	{
+		echo "$size" >"$d/size" &&
+			echo 512 >"$d/blocksize" &&
+			echo 1 >"$d/memory_backed" &&
+			echo 2 >"$d/irqmode" &&
+			echo "$nsec" >"$d/completion_nsec" &&
+			echo "$qd" >"$d/hw_queue_depth" &&
+			{ [[ $mbps == 0 ]] || echo "$mbps" >"$d/mbps"; } &&
+			echo 1 >"$d/power"
+	} || {
+		rmdir "$d"
+		fail "configuring null_blk $name failed"
+	}
+	for _ in $(seq 100); do
+		[[ -b /dev/$name ]] && break
+		sleep 0.1
+	done
+	[[ -b /dev/$name ]] || fail "/dev/$name did not appear"
+	echo "/dev/$name"
+}
+
+# make_hdd NAME SIZE_MB [completion_nsec=5000000] [queue_depth=1] [mbps=0]
+# A one-head, HDD-like disk: ~5 ms per I/O, one at a time. Echoes /dev/NAME.
+make_hdd() {
+	[[ $# -ge 2 ]] || fail "usage: make_hdd NAME SIZE_MB [completion_nsec] [queue_depth] [mbps]"
+	_make_nullb "$1" "$2" "${3:-5000000}" "${4:-1}" "${5:-0}"
+}
+
+# make_ssd NAME SIZE_MB [completion_nsec=50000]: 50 us, queue depth 64. Echoes /dev/NAME.
+make_ssd() {
+	[[ $# -ge 2 ]] || fail "usage: make_ssd NAME SIZE_MB [completion_nsec]"
+	_make_nullb "$1" "$2" "${3:-50000}" 64 0
+}
+
+_remove_nullb() { # returns non-zero instead of failing (for cleanup_all)
+	local name=${1#/dev/} d
+	d=$NULLB_CONFIGFS/$name
+	[[ -d $d ]] || return 0
+	if [[ -n $(ls -A "/sys/block/$name/holders" 2>/dev/null) ]]; then
+		echo "null_blk $name is still held by: $(ls "/sys/block/$name/holders")" >&2
+		return 1
+	fi
+	echo 0 >"$d/power" 2>/dev/null
+	rmdir "$d"
+}
+
+# remove_nullb NAME: power off and delete a null_blk made by make_hdd/make_ssd.
+remove_nullb() {
+	_remove_nullb "$1" || fail "remove_nullb $1 failed"
+}
+
+# vdisk NAME: the device of the virtio disk with serial NAME (see the header).
+vdisk() {
+	local link=/dev/disk/by-id/virtio-$1 s
+	if [[ -b $link ]]; then
+		readlink -f "$link"
+		return 0
+	fi
+	# Without udev there are no by-id links: match the serial in sysfs.
+	for s in /sys/block/vd*/serial; do
+		[[ -r $s && $(<"$s") == "$1" ]] || continue
+		s=${s%/serial}
+		echo "/dev/${s##*/}"
+		return 0
+	done
+	fail "vdisk: no virtio disk '$1' (tests/vm/run --disk $1:SIZE, or a '# disks: $1:SIZE' header line)"
+}
+
+# sectors DEV: size in 512-byte sectors.
+sectors() { blockdev --getsz "$1"; }
+
+# --- device-mapper --------------------------------------------------------------------
+_udev_running() { [[ -S /run/udev/control ]]; }
+
+_settle() { if _udev_running; then udevadm settle --timeout=30 || true; fi; }
+
+# dm_try_create NAME TABLE: like dm_create but returns dmsetup's status instead
+# of failing the test (for tests that expect a table to be rejected).
+dm_try_create() {
+	local name=$1 table=$2
+	printf '%s\n' "$table" | dmsetup create "$name" || return
+	_settle
+	dmsetup mknodes "$name" 2>/dev/null
+	for _ in $(seq 100); do
+		[[ -b /dev/mapper/$name ]] && break
+		sleep 0.1
+	done
+	[[ -b /dev/mapper/$name ]] || {
+		echo "/dev/mapper/$name did not appear" >&2
+		return 1
+	}
+	echo "/dev/mapper/$name"
+}
+
+# dm_create NAME "TABLE": create a dm device (TABLE may have several lines),
+# wait for /dev/mapper/NAME and echo that path. Fails the test if it cannot.
+dm_create() {
+	[[ $# -eq 2 ]] || fail "usage: dm_create NAME TABLE"
+	dm_try_create "$1" "$2" || fail "dm_create $1 failed; table: $2"
+}
+
+_dm_remove() { # returns non-zero instead of failing
+	local name=${1#/dev/mapper/} err
+	for _ in $(seq 50); do
+		dmsetup info "$name" >/dev/null 2>&1 || return 0
+		err=$(dmsetup remove "$name" 2>&1) && return 0
+		# Usually udev (blkid) has it open for a moment after a change.
+		_settle
+		sleep 0.2
+	done
+	echo "dm_remove $name: $err" >&2
+	dmsetup info "$name" >&2
+	return 1
+}
+
+# dm_remove NAME: remove a dm device, retrying while it is busy.
+dm_remove() {
+	_dm_remove "$1" || fail "dm_remove $1: still busy after 10 s"
+}
+
+# status_get DEV KEY: the value after KEY in `dmsetup status DEV`, whose fields
+# after "start length target" are "key value" pairs. Fails the test if absent.
+status_get() {
+	local name=${1#/dev/mapper/} line val
+	line=$(dmsetup status "$name" | head -1) || fail "status_get: dmsetup status $name failed"
+	val=$(awk -v k="$2" '
+		{ for (i = 4; i < NF; i += 2) if ($i == k) { print $(i + 1); found = 1; exit } }
+		END { exit !found }' <<<"$line") ||
+		fail "status_get: no key '$2' in status of $name: $line"
+	echo "$val"
+}
+
+# --- fio -------------------------------------------------------------------------------
+# fio_run ARGS...: run fio, pass its output through; fail the test if fio exits
+# non-zero or reports a job error (err=N or "error" : N in JSON output). A
+# failed run ends early and looks fast, so never use a result without this check.
+fio_run() {
+	local out rc a file=
+	for a in "$@"; do
+		[[ $a == --output=* ]] && file=${a#--output=}
+	done
+	out=$(fio "$@")
+	rc=$?
+	[[ -n $out ]] && printf '%s\n' "$out"
+	((rc == 0)) || fail "fio exited with status $rc: fio $*"
+	[[ -n $file && -f $file ]] && out+=$'\n'$(<"$file")
+	if grep -Eq 'err= *[1-9]|"error" *: *[1-9]' <<<"$out"; then
+		fail "fio reported an I/O error: $(grep -E -m1 'err= *[1-9]|"error" *: *[1-9]' <<<"$out")"
+	fi
+}
+
+# --- Crash tests -------------------------------------------------------------------------
+# crash_arm: ask the host to kill QEMU with SIGKILL, --crash-after SEC seconds from
+# now (tests/vm/run --crash-after SEC; without it the request is ignored). Use
+# file-backed disks (vdisk) for data that must be checked after the crash, in a
+# second run. Nothing is flushed here: the test decides what is durable.
+crash_arm() {
+	printf '\nssdprio-crash-arm\n' >/dev/console
+}
+
+# --- Cleanup ---------------------------------------------------------------------------
+# cleanup_all: put the guest back to its initial state: unmount everything
+# mounted from a block device, resume and remove every dm device, detach loop
+# devices, delete null_blk devices, unload dm-ssdprio and the runner's extra
+# modules. Tests may `trap cleanup_all EXIT`; the runner calls it after every
+# test anyway. Returns non-zero (and says why) if something could not be undone.
+cleanup_all() {
+	local rc=0 mnt src dev names m
+	# Nested mounts first: /proc/mounts lists parents before children.
+	while read -r src mnt; do
+		mnt=$(printf '%b' "$mnt") # /proc/mounts escapes spaces as \040
+		echo "cleanup: umount $mnt ($src)" >&2
+		umount "$mnt" 2>/dev/null || umount -l "$mnt" || rc=1
+	done < <(awk '$1 ~ "^/dev/" { print $1, $2 }' /proc/mounts | tac)
+
+	# A suspended device cannot finish its I/O; resume before removing.
+	while read -r dev; do
+		[[ -n $dev ]] || continue
+		echo "cleanup: resume $dev" >&2
+		dmsetup resume "$dev" || rc=1
+	done < <(dmsetup info -c --noheadings -o name,suspended --separator ' ' 2>/dev/null |
+		awk '$2 == "Suspended" { print $1 }')
+
+	names=$(dmsetup ls 2>/dev/null | awk '$1 != "No" { print $1 }')
+	if [[ -n $names ]]; then
+		echo "cleanup: remove dm devices:" "$names" >&2
+		for _ in $(seq 20); do
+			dmsetup remove_all >/dev/null 2>&1
+			[[ -z $(dmsetup ls 2>/dev/null | awk '$1 != "No"') ]] && break
+			_settle
+			sleep 0.3
+		done
+		if [[ -n $(dmsetup ls 2>/dev/null | awk '$1 != "No"') ]]; then
+			echo "cleanup: dm devices left:" >&2
+			dmsetup info -c >&2
+			rc=1
+		fi
+	fi
+
+	losetup -D 2>/dev/null
+
+	if [[ -d $NULLB_CONFIGFS ]]; then
+		for dev in "$NULLB_CONFIGFS"/*/; do
+			[[ -d $dev ]] || continue
+			dev=$(basename "$dev")
+			echo "cleanup: remove null_blk $dev" >&2
+			_remove_nullb "$dev" || rc=1
+		done
+	fi
+
+	# dm-ssdprio and the runner's extra modules (later loaded last, unloaded first).
+	# shellcheck disable=SC2086 # a space-separated list of paths
+	for m in "$MODULE" $(printf '%s\n' ${SSDPRIO_MODULES:-} | tac); do
+		_module_loaded "$m" || continue
+		echo "cleanup: rmmod $(_module_name "$m")" >&2
+		_unload "$m" || rc=1
+	done
+	return $rc
+}
