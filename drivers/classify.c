@@ -14,6 +14,8 @@
 #include <linux/namei.h>
 #include <linux/magic.h>
 #include <linux/rcupdate.h>
+#include <linux/memcontrol.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 
@@ -35,26 +37,57 @@ struct ssdp_idle_cgroups {
 
 #define SSDP_NEVER_IDLE		(REQ_PREFLUSH | REQ_FUA | REQ_META)
 
+/*
+ * The cgroup a bio belongs to (under rcu_read_lock).  Its blkcg when it has
+ * one; but the clones dm core hands to .map carry no blkg yet (dm
+ * associates it with the original bio's only at submission), so then: the
+ * submitting task's cgroup, or, for kernel threads (flusher kworkers doing
+ * writeback), the memory cgroup the pages are charged to: the dirtying
+ * cgroup, the one cgroup writeback itself attributes the I/O to.
+ */
+static struct cgroup *ssdp_bio_cgroup(struct bio *bio)
+{
+	struct cgroup_subsys_state *css = bio_blkcg_css(bio);
+#ifdef CONFIG_MEMCG
+	struct mem_cgroup *memcg;
+#endif
+
+	if (css)
+		return css->cgroup;
+	if (!(current->flags & PF_KTHREAD))
+		return task_dfl_cgroup(current);
+#ifdef CONFIG_MEMCG
+	if (bio_has_data(bio) && bio->bi_iter.bi_size) {
+		memcg = page_memcg(bio_page(bio));
+		if (memcg)
+			return memcg->css.cgroup;
+	}
+#endif
+	return NULL;
+}
+
 static bool ssdp_idle_cgroup_match(struct ssdprio *sp, struct bio *bio)
 {
-	struct cgroup_subsys_state *css;
 	struct ssdp_idle_cgroups *ic;
+	struct cgroup *cgrp;
 	unsigned int i, nr;
 	bool hit = false;
 
 	if (!READ_ONCE(sp->idle_cgroups))
 		return false;
-	css = bio_blkcg_css(bio);
-	if (!css)
-		return false;
 	rcu_read_lock();
+	cgrp = ssdp_bio_cgroup(bio);
+	if (!cgrp) {
+		rcu_read_unlock();
+		return false;
+	}
 	/* Pairs with the releases in ssdp_idle_cgroup_add(). */
 	ic = smp_load_acquire(&sp->idle_cgroups);
 	if (ic) {
 		/* Entries below @nr are filled in (release in _add()). */
 		nr = smp_load_acquire(&ic->nr);
 		for (i = 0; i < nr && !hit; i++)
-			hit = cgroup_is_descendant(css->cgroup, ic->cgrp[i]);
+			hit = cgroup_is_descendant(cgrp, ic->cgrp[i]);
 	}
 	rcu_read_unlock();
 	return hit;

@@ -1,0 +1,83 @@
+#!/bin/bash
+# idle_cgroup: buffered writeback of a task in a cgroup v2 directory named
+# idle_cgroup is classified idle (ionice cannot do this: flusher kworkers
+# write the pages back as BE/4). Also: the feature arg shows in the table,
+# bad paths are rejected, the message form adds one, idle_cgroup_clear
+# drops them.
+# timeout: 300
+# shellcheck source=tests/guest/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+CG=/sys/fs/cgroup
+if [[ ! -e $CG/cgroup.controllers ]]; then
+	mkdir -p "$CG"
+	mount -t cgroup2 none "$CG" || skip "cannot mount cgroup2"
+fi
+grep -qw io "$CG/cgroup.controllers" || skip "no io controller in cgroup2"
+# Writeback is attributed to a cgroup only with both memory and io enabled.
+echo "+io +memory" >"$CG/cgroup.subtree_control" ||
+	fail "cannot enable io and memory controllers"
+mkdir -p "$CG/maint" "$CG/other"
+
+load_module
+hdd=$(make_hdd hdd 128)
+ssd=$(make_ssd ssd 64)
+len=$(sectors "$hdd")
+st() { status_get sp "$1"; }
+
+# A bad path is rejected with an error, not accepted.
+if dm_try_create bad "0 $len ssdprio $hdd $ssd 2 idle_cgroup /sys/fs/cgroup/nonexistent" 2>/dev/null; then
+	fail "a table with a nonexistent idle_cgroup was accepted"
+fi
+dmsetup remove bad 2>/dev/null
+if dm_try_create bad "0 $len ssdprio $hdd $ssd 2 idle_cgroup /tmp" 2>/dev/null; then
+	fail "a table with a non-cgroup idle_cgroup path was accepted"
+fi
+dmsetup remove bad 2>/dev/null
+
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 6 cache off batch_mode_delay 500 idle_cgroup $CG/maint")
+table=$(dmsetup table sp)
+log "table: $table"
+[[ $table == *"idle_cgroup $CG/maint"* ]] || fail "idle_cgroup missing from the table: $table"
+# The table line is reloadable as is.
+dmsetup reload sp --table "$table" || fail "reloading the emitted table failed"
+dmsetup resume sp || fail "resume after reload failed"
+
+# Buffered writer in maint: dd to the page cache, then sync (flusher).
+i0=$(st bios_idle)
+bash -c "echo \$\$ >$CG/maint/cgroup.procs && exec dd if=/dev/zero of=$dm bs=1M count=8 status=none" ||
+	fail "dd in maint failed"
+timeout 120 sync || fail "sync hung"
+i1=$(st bios_idle)
+log "maint writer: bios_idle +$((i1 - i0))"
+assert_ge $((i1 - i0)) 4 "writeback of the maint cgroup's pages is idle"
+
+# A writer in another cgroup stays normal.
+i0=$(st bios_idle)
+n0=$(st bios_normal)
+bash -c "echo \$\$ >$CG/other/cgroup.procs && exec dd if=/dev/zero of=$dm bs=1M count=8 seek=16 status=none" ||
+	fail "dd in other failed"
+timeout 120 sync || fail "sync hung"
+i1=$(st bios_idle)
+n1=$(st bios_normal)
+log "other writer: bios_idle +$((i1 - i0)), bios_normal +$((n1 - n0))"
+assert_eq $((i1 - i0)) 0 "writeback of another cgroup is not idle"
+assert_ge $((n1 - n0)) 4 "writeback of another cgroup is normal"
+
+# Messages: clear, bad path rejected, add by path relative to the root.
+dmsetup message sp 0 idle_cgroup_clear || fail "idle_cgroup_clear failed"
+[[ $(dmsetup table sp) != *idle_cgroup* ]] || fail "idle_cgroup still in the table after clear"
+dmsetup message sp 0 idle_cgroup /nonexistent-cg 2>/dev/null &&
+	fail "message with a bad idle_cgroup path accepted"
+dmsetup message sp 0 idle_cgroup other || fail "message idle_cgroup other failed"
+[[ $(dmsetup table sp) == *"idle_cgroup other"* ]] || fail "message-added idle_cgroup not in the table"
+i0=$(st bios_idle)
+bash -c "echo \$\$ >$CG/other/cgroup.procs && exec dd if=/dev/zero of=$dm bs=1M count=8 seek=32 status=none" ||
+	fail "dd in other failed"
+timeout 120 sync || fail "sync hung"
+i1=$(st bios_idle)
+assert_ge $((i1 - i0)) 4 "after the message, the other cgroup's writeback is idle"
+
+dm_remove sp
+rmdir "$CG/maint" "$CG/other" 2>/dev/null
+log "ok"
