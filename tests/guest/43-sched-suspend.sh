@@ -26,7 +26,7 @@ wait_queued() { # wait_queued N: until queued_idle >= N (20 s guard)
 # verifying read pass (also idle).
 ionice -c3 fio --name=idle --filename="$dm" --rw=randwrite --bs=64k \
 	--direct=1 --ioengine=libaio --iodepth=8 --size=8M \
-	--verify=crc32c --verify_fatal=1 --do_verify=1 \
+	--verify=crc32c --verify_fatal=1 --do_verify=1 --verify_state_save=0 \
 	--output=/tmp/idle.out &
 idle=$!
 trap 'kill $idle 2>/dev/null; wait' EXIT
