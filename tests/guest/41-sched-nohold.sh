@@ -46,16 +46,20 @@ done
 (($(st bios_normal) >= n0 + 50)) || fail "the normal load did not start"
 
 # A plain idle direct write is held while the normal load runs.
-ionice -c3 dd if=/dev/zero of="$dm" bs=4k count=1 seek=20000 oflag=direct \
+# (200 writes: at most one per 200 ms gets out, even if a stalled TCG guest
+# gives it a quiet window now and then.)
+ionice -c3 dd if=/dev/zero of="$dm" bs=4k count=200 seek=20000 oflag=direct \
 	status=none &
 plain=$!
-sleep 1
-for _ in $(seq 20); do
-	[[ $(st queued_idle) -ge 1 ]] && break
+q=0
+for _ in $(seq 25); do
+	v=$(st queued_idle)
+	((v > q)) && q=$v
+	((q >= 1)) && break
 	sleep 0.2
 done
-assert_ge "$(st queued_idle)" 1 "a plain idle write waits under normal load"
-kill -0 "$plain" 2>/dev/null || fail "the plain idle write was not held"
+assert_ge "$q" 1 "a plain idle write waits under normal load"
+kill -0 "$plain" 2>/dev/null || fail "the plain idle writes were not held"
 
 n0=$(st bios_normal)
 i0=$(st bios_idle)
@@ -73,7 +77,7 @@ import os, sys
 fd = os.open(sys.argv[1], os.O_WRONLY)
 os.fsync(fd)
 os.close(fd)' "$dm" || fail "idle fsync (flush) did not complete within 60 s"
-assert_ge "$(st queued_idle)" 1 "the plain idle write is still held"
+kill -0 "$plain" 2>/dev/null || fail "the plain idle writes were not held"
 
 kill "$normal"
 wait "$normal" 2>/dev/null
