@@ -45,22 +45,6 @@ for _ in $(seq 150); do
 done
 (($(st bios_normal) >= n0 + 50)) || fail "the normal load did not start"
 
-# A plain idle direct write is held while the normal load runs.
-# (200 writes: at most one per 200 ms gets out, even if a stalled TCG guest
-# gives it a quiet window now and then.)
-ionice -c3 dd if=/dev/zero of="$dm" bs=4k count=200 seek=20000 oflag=direct \
-	status=none &
-plain=$!
-q=0
-for _ in $(seq 25); do
-	v=$(st queued_idle)
-	((v > q)) && q=$v
-	((q >= 1)) && break
-	sleep 0.2
-done
-assert_ge "$q" 1 "a plain idle write waits under normal load"
-kill -0 "$plain" 2>/dev/null || fail "the plain idle writes were not held"
-
 n0=$(st bios_normal)
 i0=$(st bios_idle)
 # FUA: O_DIRECT|O_DSYNC block device writes carry REQ_FUA.
@@ -77,6 +61,22 @@ import os, sys
 fd = os.open(sys.argv[1], os.O_WRONLY)
 os.fsync(fd)
 os.close(fd)' "$dm" || fail "idle fsync (flush) did not complete within 60 s"
+# A plain idle direct write is held while the normal load runs.
+# (200 writes: at most one per 200 ms gets out, even if a stalled TCG guest
+# gives it a quiet window now and then.)
+ionice -c3 dd if=/dev/zero of="$dm" bs=4k count=200 seek=20000 oflag=direct \
+	status=none &
+plain=$!
+q=0
+for _ in $(seq 25); do
+	v=$(st queued_idle)
+	((v > q)) && q=$v
+	((q >= 1)) && break
+	sleep 0.2
+done
+assert_ge "$q" 1 "a plain idle write waits under normal load"
+kill -0 "$plain" 2>/dev/null || fail "the plain idle writes were not held"
+
 kill -0 "$plain" 2>/dev/null || fail "the plain idle writes were not held"
 
 kill "$normal"
