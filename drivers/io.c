@@ -77,16 +77,19 @@ void ssdp_buf_copy_from_bio(struct ssdp_buf *buf, struct bio *bio,
 	struct bio_vec bv;
 	struct bvec_iter it;
 
+	/* The loop advances by bv.bv_len: consume a copy, not bv itself. */
 	__bio_for_each_segment(bv, bio, it, iter) {
-		while (bv.bv_len) {
-			unsigned int n = min_t(unsigned int, bv.bv_len,
-					       PAGE_SIZE - off);
-			char *src = bvec_kmap_local(&bv);
+		unsigned int done = 0;
 
-			memcpy_to_page(buf->pages[page], off, src, n);
+		while (done < bv.bv_len) {
+			unsigned int n = min_t(unsigned int, bv.bv_len - done,
+					       PAGE_SIZE - off);
+			char *src = kmap_local_page(bv.bv_page);
+
+			memcpy_to_page(buf->pages[page], off,
+				       src + bv.bv_offset + done, n);
 			kunmap_local(src);
-			bv.bv_offset += n;
-			bv.bv_len -= n;
+			done += n;
 			off += n;
 			if (off == PAGE_SIZE) {
 				off = 0;

@@ -1,0 +1,64 @@
+#!/bin/bash
+# Data through the target: fio verify, file systems with fsck and checksums,
+# suspend/resume under load; with the cache off (pass-through) and on.
+# timeout: 900
+# shellcheck source=tests/guest/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+load_module
+modprobe ext4; modprobe xfs
+hdd=$(make_hdd hdd 256 200000 4)
+ssd=$(make_ssd ssd 64)
+len=$(sectors "$hdd")
+
+fs_check() { # fs_check DEV MKFS FSCK...
+	local dev=$1 mkfs=$2 mnt=/tmp/mnt
+	shift 2
+	$mkfs "$dev" >/dev/null 2>&1 || fail "$mkfs failed"
+	mkdir -p $mnt
+	mount "$dev" $mnt || fail "mount after $mkfs failed"
+	mkdir $mnt/tree
+	for i in $(seq 40); do
+		head -c $((RANDOM * 8 + 1000)) /dev/urandom >$mnt/tree/f$i
+	done
+	cp -r $mnt/tree $mnt/copy
+	(cd $mnt/tree && sha256sum ./* >/tmp/sums)
+	sync
+	umount $mnt
+	"$@" "$dev" >/tmp/fsck.log 2>&1 || { cat /tmp/fsck.log; fail "$* found errors"; }
+	mount "$dev" $mnt || fail "remount failed"
+	(cd $mnt/tree && sha256sum -c --quiet /tmp/sums) || fail "checksums differ after remount"
+	(cd $mnt/copy && sha256sum -c --quiet /tmp/sums) || fail "copy checksums differ"
+	umount $mnt
+}
+
+for mode in "2 cache off" "" "2 write_policy writethrough" "2 write_policy writearound"; do
+	log "=== table features: '${mode}'"
+	dev=$(dm_create sp "0 $len ssdprio $hdd $ssd $mode")
+	fio_run --name=verify --filename="$dev" --rw=randwrite --bs=4k --direct=1 \
+		--ioengine=libaio --iodepth=8 --size=96M --verify=crc32c \
+		--verify_fatal=1 --randrepeat=0 --randseed=11 >/dev/null
+	fio_run --name=verifyseq --filename="$dev" --rw=write --bs=64k --direct=1 \
+		--ioengine=libaio --iodepth=4 --offset=100M --size=64M --verify=crc32c \
+		--verify_fatal=1 >/dev/null
+	fs_check "$dev" "mkfs.ext4 -q -F" fsck.ext4 -fn
+	fs_check "$dev" "mkfs.xfs -q -f" xfs_repair -n
+	log "status: $(dmsetup status sp)"
+
+	# suspend/resume while fio writes and verifies: no error, no hang
+	fio --name=busy --filename="$dev" --rw=randrw --bs=4k --direct=1 \
+		--ioengine=libaio --iodepth=8 --size=64M --verify=crc32c \
+		--verify_fatal=1 --time_based --runtime=12 --randrepeat=0 \
+		--randseed=5 >/tmp/busy.log 2>&1 &
+	fpid=$!
+	for _ in 1 2 3; do
+		sleep 2
+		timeout 120 dmsetup suspend sp || fail "suspend failed or hung"
+		sleep 0.5
+		timeout 60 dmsetup resume sp || fail "resume failed"
+	done
+	wait $fpid || { cat /tmp/busy.log; fail "fio failed across suspend/resume"; }
+	grep -Eq 'err= *[1-9]' /tmp/busy.log && fail "fio error across suspend/resume"
+	dm_remove sp
+done
+log "ok"

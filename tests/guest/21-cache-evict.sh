@@ -1,0 +1,73 @@
+#!/bin/bash
+# Deferred eviction: dirty sets are written back only after evict_wait of
+# quiet, never while I/O keeps arriving; read hits come from the SSD.
+# timeout: 900
+# shellcheck source=tests/guest/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+load_module
+hdd=$(make_hdd hdd 256 100000 4)
+ssd=$(make_ssd ssd 48)
+len=$(sectors "$hdd")
+dev=$(dm_create sp "0 $len ssdprio $hdd $ssd 2 evict_wait 1500")
+total=$(status_get sp total_sets)
+
+# Fill the cache with dirty data: sequential writes of 2x its size.
+fio_run --name=fill --filename="$dev" --rw=write --bs=256k --direct=1 \
+	--size=96M --ioengine=psync --verify=crc32c --do_verify=0 >/dev/null
+free0=$(status_get sp free_sets)
+wb0=$(status_get sp blocks_written_back)
+assert_ge "$(status_get sp bypassed)" 1 "writes bypassed once the cache was full"
+log "after fill: $(dmsetup status sp)"
+
+# Foreground I/O with gaps shorter than evict_wait: no writeback.
+for _ in $(seq 12); do
+	dd if="$dev" of=/dev/null bs=4k count=4 skip=$((RANDOM)) iflag=direct status=none
+	sleep 0.3
+done
+wb1=$(status_get sp blocks_written_back)
+assert_eq "$wb1" "$wb0" "no writeback while I/O keeps arriving"
+
+# Quiet: eviction writes back and frees sets.
+sleep 6
+for _ in $(seq 60); do
+	[[ $(status_get sp free_sets) -gt $free0 ]] && break
+	sleep 1
+done
+wb2=$(status_get sp blocks_written_back)
+free2=$(status_get sp free_sets)
+log "after quiet: $(dmsetup status sp)"
+assert_ge "$wb2" "$((wb1 + 1))" "writeback happened in the quiet window"
+assert_ge "$free2" "$((free0 + 1))" "sets freed by eviction"
+assert_ge "$(status_get sp sets_evicted)" 1 "sets_evicted counted"
+assert_le "$free2" "$total" "free sets within total"
+
+# Everything written is still there.
+fio_run --name=fill --filename="$dev" --rw=write --bs=256k --direct=1 \
+	--size=96M --ioengine=psync --verify=crc32c --verify_only=1 >/dev/null
+
+# Read hits are served by the SSD: rereads leave the HDD alone.
+dd if="$dev" of=/dev/null bs=64k count=32 skip=1000 iflag=direct status=none
+sleep 1
+hddname=$(basename "$hdd"); ssdname=$(basename "$ssd")
+h_rd0=$(awk '{print $1}' /sys/block/$hddname/stat)
+s_rd0=$(awk '{print $1}' /sys/block/$ssdname/stat)
+hits0=$(status_get sp read_hits)
+dd if="$dev" of=/dev/null bs=64k count=32 skip=1000 iflag=direct status=none
+h_rd1=$(awk '{print $1}' /sys/block/$hddname/stat)
+s_rd1=$(awk '{print $1}' /sys/block/$ssdname/stat)
+hits1=$(status_get sp read_hits)
+log "reread: hdd reads +$((h_rd1 - h_rd0)), ssd reads +$((s_rd1 - s_rd0)), hits +$((hits1 - hits0))"
+assert_ge "$((hits1 - hits0))" 32 "reread counted as hits"
+assert_ge "$((s_rd1 - s_rd0))" 32 "reread served by the SSD"
+assert_le "$((h_rd1 - h_rd0))" 2 "reread left the HDD alone"
+
+# flush_dirty empties the dirty set count without waiting for quiet.
+dmsetup message sp 0 flush_dirty
+for _ in $(seq 300); do
+	[[ $(status_get sp dirty_blocks) == 0 ]] && break
+	sleep 0.5
+done
+assert_eq "$(status_get sp dirty_blocks)" 0 "flush_dirty wrote everything back"
+dm_remove sp
+log "ok"
