@@ -155,8 +155,9 @@ static void ssdp_dtr(struct dm_target *ti)
 {
 	struct ssdprio *sp = ti->private;
 
-	ssdp_sched_exit_dev(sp);
+	/* The cache may still write back through the scheduler. */
 	ssdp_cache_dtr(sp);
+	ssdp_sched_exit_dev(sp);
 	ssdp_idle_cgroup_clear(sp);
 	dm_put_device(ti, sp->cache);
 	dm_put_device(ti, sp->origin);
