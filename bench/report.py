@@ -161,8 +161,10 @@ def main():
     for scen in wanted:
         rows = load(raw, scen)
         if rows is None:
+            # Requested but not measured (guest killed or timed out): say so
+            # rather than leave an older run's figures next to this run's.
             print(f"report: no raw results for {scen}", file=sys.stderr)
-            continue
+            rows = [{"scenario": scen, "failed": True}]
         failed = any(r.get("failed") for r in rows)
         h = HANDLERS.get(scen)
         if h:
@@ -211,7 +213,8 @@ def write_readme(out, meta):
             with open(mdp) as f:
                 lines.append(f.read().rstrip())
         if res.get("failed"):
-            lines.append("\n**This scenario failed in the guest; the figures are partial.**")
+            lines.append("\n**This scenario failed or did not finish in the guest (see bench/run's output); "
+                         "the figures above, if any, are partial.**")
         for c, why in res.get("skipped", {}).items():
             lines.append(f"\n- skipped {c}: {why}")
         if scen in PLOTS and os.path.exists(os.path.join(out, PLOTS[scen])):
