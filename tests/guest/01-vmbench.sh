@@ -86,10 +86,14 @@ assert_eq "$v" 3 "status_get value"
 bash -c '. "$1"; dmsetup() { echo "0 2048 fake hits 12"; }; status_get x nokey' _ "$lib" >/dev/null 2>&1 &&
 	fail "status_get of a missing key succeeded"
 
-# --- fio_run fails on I/O errors (dm "error" target: every I/O fails).
-dm_create vmb-err "0 2048 error" >/dev/null
+# --- fio_run fails on I/O errors. dm-flakey, always "down", failing only writes
+# (failing reads would make udev's blkid probe fill the log with I/O errors).
+make_ssd vmbssd 8 >/dev/null
+dm_create vmb-err "0 $(sectors /dev/vmbssd) flakey /dev/vmbssd 0 0 3600 1 error_writes" >/dev/null
 # shellcheck disable=SC2016
-bash -c '. "$1"; fio_run --name=e --filename=/dev/mapper/vmb-err --rw=read --bs=4k --size=64k --direct=1' \
+bash -c '. "$1"; fio_run --name=e --filename=/dev/mapper/vmb-err --rw=write --bs=4k --size=64k --direct=1' \
 	_ "$lib" >/tmp/out 2>&1 && fail "fio_run on failing I/O did not fail: $(cat /tmp/out)"
+grep -Eq "FAIL: fio (exited|reported)" /tmp/out || fail "fio_run did not report the error: $(cat /tmp/out)"
 dm_remove vmb-err
+remove_nullb vmbssd
 log "vmbench ok"

@@ -69,11 +69,8 @@ assert_le() { _num_check assert_le "$1" "<=" "$2" "${3:-}"; } # assert_le A B [M
 
 # --- Modules ------------------------------------------------------------------------
 _module_name() { # kernel name of a .ko path or module name (dm-ssdprio -> dm_ssdprio)
-	local n
-	if [[ $1 == *.ko && -f $1 ]]; then
-		n=$(modinfo -F name "$1" 2>/dev/null)
-	fi
-	[[ -n ${n:-} ]] || n=$(basename "$1" .ko)
+	local n=${1##*/}
+	n=${n%.ko}
 	echo "${n//-/_}"
 }
 
@@ -299,59 +296,96 @@ crash_arm() {
 }
 
 # --- Cleanup ---------------------------------------------------------------------------
+# Each exec costs tens of milliseconds under TCG and the runner checks after every
+# test, so what is left over is found with shell builtins and sysfs only.
+_dm_present() { compgen -G '/sys/block/dm-*' >/dev/null; }
+_loop_present() { compgen -G '/sys/block/loop*/loop/backing_file' >/dev/null; }
+_nullb_present() { compgen -G "$NULLB_CONFIGFS/*/" >/dev/null; }
+
+# _dev_mounts: "source mountpoint" of mounts from block devices, innermost last.
+_dev_mounts() {
+	local src mnt _rest
+	while read -r src mnt _rest; do
+		[[ $src == /dev/* ]] && echo "$src $mnt"
+	done </proc/mounts
+}
+
+# _our_modules: dm-ssdprio and the runner's extra modules, in unload order
+# (the later in the list, the earlier unloaded).
+_our_modules() {
+	# shellcheck disable=SC2206 # a space-separated list of paths
+	local mods=($MODULE ${SSDPRIO_MODULES:-}) i
+	for ((i = ${#mods[@]} - 1; i >= 0; i--)); do
+		_module_loaded "${mods[i]}" && echo "${mods[i]}"
+	done
+}
+
+# leftovers: say what a test left behind (mounts, dm/loop/null_blk devices, our
+# modules loaded); status 0 if anything. Builtins only (see above).
+leftovers() {
+	local found=1 m
+	[[ -n $(_dev_mounts) ]] && echo "mounts" && found=0
+	_dm_present && echo "dm devices" && found=0
+	_loop_present && echo "loop devices" && found=0
+	_nullb_present && echo "null_blk devices" && found=0
+	m=$(_our_modules)
+	[[ -n $m ]] && echo "modules: $m" && found=0
+	return $found
+}
+
 # cleanup_all: put the guest back to its initial state: unmount everything
 # mounted from a block device, resume and remove every dm device, detach loop
 # devices, delete null_blk devices, unload dm-ssdprio and the runner's extra
 # modules. Tests may `trap cleanup_all EXIT`; the runner calls it after every
-# test anyway. Returns non-zero (and says why) if something could not be undone.
+# test that left something. Returns non-zero (and says why) if something could
+# not be undone.
 cleanup_all() {
-	local rc=0 mnt src dev names m
-	# Nested mounts first: /proc/mounts lists parents before children.
-	while read -r src mnt; do
+	local rc=0 mnt src dev names m lines=()
+	mapfile -t lines < <(_dev_mounts)
+	for ((m = ${#lines[@]} - 1; m >= 0; m--)); do # children before parents
+		src=${lines[m]%% *} mnt=${lines[m]#* }
 		mnt=$(printf '%b' "$mnt") # /proc/mounts escapes spaces as \040
 		echo "cleanup: umount $mnt ($src)" >&2
 		umount "$mnt" 2>/dev/null || umount -l "$mnt" || rc=1
-	done < <(awk '$1 ~ "^/dev/" { print $1, $2 }' /proc/mounts | tac)
+	done
 
-	# A suspended device cannot finish its I/O; resume before removing.
-	while read -r dev; do
-		[[ -n $dev ]] || continue
-		echo "cleanup: resume $dev" >&2
-		dmsetup resume "$dev" || rc=1
-	done < <(dmsetup info -c --noheadings -o name,suspended --separator ' ' 2>/dev/null |
-		awk '$2 == "Suspended" { print $1 }')
-
-	names=$(dmsetup ls 2>/dev/null | awk '$1 != "No" { print $1 }')
-	if [[ -n $names ]]; then
-		echo "cleanup: remove dm devices:" "$names" >&2
+	if _dm_present; then
+		# A suspended device cannot finish its I/O; resume before removing.
+		while read -r dev; do
+			[[ -n $dev ]] || continue
+			echo "cleanup: resume $dev" >&2
+			dmsetup resume "$dev" || rc=1
+		done < <(dmsetup info -c --noheadings -o name,suspended --separator ' ' 2>/dev/null |
+			awk '$2 == "Suspended" { print $1 }')
+		names=$(dmsetup ls 2>/dev/null | awk '$1 != "No" { printf "%s ", $1 }')
+		echo "cleanup: remove dm devices: $names" >&2
 		for _ in $(seq 20); do
 			dmsetup remove_all >/dev/null 2>&1
-			[[ -z $(dmsetup ls 2>/dev/null | awk '$1 != "No"') ]] && break
+			_dm_present || break
 			_settle
 			sleep 0.3
 		done
-		if [[ -n $(dmsetup ls 2>/dev/null | awk '$1 != "No"') ]]; then
+		if _dm_present; then
 			echo "cleanup: dm devices left:" >&2
 			dmsetup info -c >&2
 			rc=1
 		fi
 	fi
 
-	losetup -D 2>/dev/null
-
-	if [[ -d $NULLB_CONFIGFS ]]; then
-		for dev in "$NULLB_CONFIGFS"/*/; do
-			[[ -d $dev ]] || continue
-			dev=$(basename "$dev")
-			echo "cleanup: remove null_blk $dev" >&2
-			_remove_nullb "$dev" || rc=1
-		done
+	if _loop_present; then
+		echo "cleanup: detach loop devices" >&2
+		losetup -D || rc=1
 	fi
 
-	# dm-ssdprio and the runner's extra modules (later loaded last, unloaded first).
-	# shellcheck disable=SC2086 # a space-separated list of paths
-	for m in "$MODULE" $(printf '%s\n' ${SSDPRIO_MODULES:-} | tac); do
-		_module_loaded "$m" || continue
+	for dev in "$NULLB_CONFIGFS"/*/; do
+		[[ -d $dev ]] || continue
+		dev=${dev%/}
+		dev=${dev##*/}
+		echo "cleanup: remove null_blk $dev" >&2
+		_remove_nullb "$dev" || rc=1
+	done
+
+	for m in $(_our_modules); do
 		echo "cleanup: rmmod $(_module_name "$m")" >&2
 		_unload "$m" || rc=1
 	done
