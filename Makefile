@@ -52,6 +52,7 @@ checkpatch:
 	./tools/checkpatch.sh
 
 lint:
+	@mkdir -p build
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
 	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 C=2 modules 2>&1 | tee build/lint.log
 	@! grep -E 'warning:|error:' build/lint.log
