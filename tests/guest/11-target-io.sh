@@ -7,14 +7,14 @@
 
 load_module
 modprobe ext4; modprobe xfs
-hdd=$(make_hdd hdd 256 200000 4)
+hdd=$(make_hdd hdd 400 200000 4)  # mkfs.xfs needs >= 300 MiB
 ssd=$(make_ssd ssd 64)
 len=$(sectors "$hdd")
 
 fs_check() { # fs_check DEV MKFS FSCK...
 	local dev=$1 mkfs=$2 mnt=/tmp/mnt
 	shift 2
-	$mkfs "$dev" >/dev/null 2>&1 || fail "$mkfs failed"
+	$mkfs "$dev" >/tmp/mkfs.log 2>&1 || { cat /tmp/mkfs.log; fail "$mkfs failed"; }
 	mkdir -p $mnt
 	mount "$dev" $mnt || fail "mount after $mkfs failed"
 	mkdir $mnt/tree
