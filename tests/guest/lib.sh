@@ -314,8 +314,10 @@ _dev_mounts() {
 # (the later in the list, the earlier unloaded).
 _our_modules() {
 	# shellcheck disable=SC2206 # a space-separated list of paths
-	local mods=($MODULE ${SSDPRIO_MODULES:-}) i
+	local mods=($MODULE ${SSDPRIO_MODULES:-}) i seen=" "
 	for ((i = ${#mods[@]} - 1; i >= 0; i--)); do
+		[[ $seen == *" ${mods[i]} "* ]] && continue
+		seen+="${mods[i]} "
 		_module_loaded "${mods[i]}" && echo "${mods[i]}"
 	done
 }
