@@ -18,8 +18,9 @@
  *    go on.  Any user I/O on the SSD pins its set, so it is never evicted
  *    under a reader or writer.
  *  - A promotion copies the data of a read miss; it is dropped if an
- *    origin write completed (promo_gen moved) or was still in flight when
- *    the copy would be committed, so an older origin copy never wins.
+ *    origin write completed (promo_gen moved), one is still in flight,
+ *    or the set was unmapped meanwhile (its incarnation moved), so an
+ *    older origin copy never wins.
  */
 #include <linux/blkdev.h>
 #include <linux/ktime.h>
@@ -264,6 +265,7 @@ static enum ssdp_dest ssdp_route_read(struct ssdprio *sp, struct bio *bio,
 	pb->promote = true;
 	pb->cset = cset;
 	pb->gen = sp->promo_gen;
+	pb->incarnation = sp->set_io[cset].incarnation;
 	pb->saved_iter = bio->bi_iter;
 	return SSDP_TO_ORIGIN;
 }

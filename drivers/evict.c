@@ -86,9 +86,11 @@ static int ssdp_writeback_set(struct ssdprio *sp, u32 cset,
 	}
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
+	/*
+	 * The blocks stay valid, so no promotion can land on them; if the
+	 * set is unmapped later, its incarnation moves.
+	 */
 	ssdp_cmap_clear_dirty(&sp->cmap, cset, 0, sp->cfg.set_blocks);
-	/* Origin data changed under any promotion in flight. */
-	sp->promo_gen++;
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 	ssdp_count_n(sp, SSDP_ST_BLOCKS_WRITTEN_BACK, written);
 	return 0;
@@ -123,7 +125,7 @@ static void ssdp_wb_job_fn(struct work_struct *work)
 	if (!r && job->kind == SSDP_WB_EVICT &&
 	    !ssdp_cmap_pinned(&sp->cmap, job->cset) &&
 	    !ssdp_cmap_unmap(&sp->cmap, job->cset))
-		sp->promo_gen++;
+		sp->set_io[job->cset].incarnation++;
 	ssdp_evict_wb_done(&sp->evict, job->kind);
 	ssdp_evict_kick_locked(sp);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
@@ -188,7 +190,7 @@ void ssdp_evict_work_fn(struct work_struct *work)
 			if (cset == SSDP_NONE || ssdp_cmap_unmap(&sp->cmap, cset))
 				ssdp_evict_action_failed(&sp->evict, act.type);
 			else
-				sp->promo_gen++;
+				sp->set_io[cset].incarnation++;
 			continue;
 		case SSDP_EVICT_ACT_START_WRITEBACK:
 			cset = ssdp_cmap_lru_first_unpinned(&sp->cmap);

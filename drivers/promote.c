@@ -22,6 +22,7 @@ struct ssdp_promo {
 	struct ssdp_buf buf;
 	u64 oset;
 	u64 gen;
+	u32 incarnation;
 	u32 cset;
 	u16 first;
 	u16 nr;
@@ -59,6 +60,7 @@ void ssdp_promote_capture(struct ssdprio *sp, struct bio *bio,
 	ssdp_buf_copy_from_bio(&p->buf, bio, pb->saved_iter);
 	p->oset = pb->oset;
 	p->gen = pb->gen;
+	p->incarnation = pb->incarnation;
 	p->cset = pb->cset;
 	p->first = pb->first;
 	p->nr = pb->nr;
@@ -84,6 +86,7 @@ static bool ssdp_promote_begin_locked(struct ssdprio *sp,
 
 	if (sp->suspended || p->gen != sp->promo_gen || sp->origin_writes ||
 	    ssdp_cmap_lookup(&sp->cmap, p->oset) != p->cset ||
+	    sio->incarnation != p->incarnation ||
 	    sio->excl || sio->writers ||
 	    ssdp_cmap_any_valid(&sp->cmap, p->cset, p->first, p->nr))
 		return false;

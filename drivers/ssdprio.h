@@ -82,6 +82,7 @@ struct ssdp_bio {
 	struct bvec_iter saved_iter;	/* for the promotion copy */
 	u64 oset;
 	u64 gen;			/* promo_gen when the miss was issued */
+	u32 incarnation;		/* of @cset when the miss was issued */
 	u32 cset;
 	u16 first;			/* first block in the set */
 	u16 nr;				/* whole blocks covered */
@@ -97,6 +98,7 @@ struct ssdp_set_io {
 	u16 readers;			/* user reads in flight on the SSD */
 	u16 writers;			/* user writes in flight on the SSD */
 	bool excl;			/* promotion or writeback: no writes */
+	u32 incarnation;		/* bumped at every unmap */
 };
 
 /* The origin leg's scheduler (sched.c). */
@@ -153,9 +155,10 @@ struct ssdprio {
 	struct ssdp_set_io *set_io;
 	struct bio_list deferred;	/* writes waiting for an excl set */
 	/*
-	 * promo_gen moves whenever origin data may have changed under a
-	 * promotion in flight (origin write completion, discard, writeback,
-	 * unmap); origin_writes counts user writes in flight to the origin.
+	 * promo_gen moves whenever a user write or discard to the origin
+	 * completes; origin_writes counts those in flight.  Together with
+	 * the set's incarnation they tell a promotion whether its data may
+	 * be older than the origin's.
 	 */
 	u64 promo_gen;
 	u32 origin_writes;
