@@ -41,7 +41,7 @@ bulk() { # bulk FILE EXTRA-FIO-ARGS...
 # Partial and unaligned writes in [192M, 200M), mirrored into a model file.
 partial_writes() {
 	dd if="$dev" of=/tmp/model bs=1M skip=192 count=8 iflag=direct status=none
-	for off in 7 4097 5000 12345 15000 16383; do
+	for off in 7 4097 5000 12345 15000 16377; do
 		head -c 1536 /dev/urandom >/tmp/piece
 		dd if=/tmp/piece of="$dev" bs=512 seek=$((192 * 2048 + off)) oflag=direct conv=notrunc status=none
 		dd if=/tmp/piece of=/tmp/model bs=512 seek=$off conv=notrunc status=none
