@@ -90,11 +90,15 @@ assert_eq "$(status_get hddsim queued)" 0 "nothing queued when idle"
 
 # 5. Suspend and resume with I/O queued, then remove.
 fio --name=bg --filename="$dev" --direct=1 --ioengine=libaio --rw=randread \
-	--bs=4k --iodepth=32 --time_based --runtime=8 --randrepeat=0 --randseed=3 \
+	--bs=4k --iodepth=32 --time_based --runtime=30 --randrepeat=0 --randseed=3 \
 	--output="$tmp/bg.txt" &
 bg=$!
-sleep 2
-q=$(status_get hddsim queued)
+# fio may take a while to start on a loaded host: wait for the queue.
+for _ in $(seq 100); do
+	q=$(status_get hddsim queued)
+	((q >= 8)) && break
+	sleep 0.2
+done
 log "queued before suspend: $q"
 assert_ge "$q" 8 "bios queued in the model"
 timeout 30 dmsetup suspend hddsim || fail "dmsetup suspend hung or failed with I/O queued"
