@@ -99,28 +99,6 @@ void ssdp_buf_copy_from_bio(struct ssdp_buf *buf, struct bio *bio,
 	}
 }
 
-int ssdp_io_ssd_sync(struct ssdprio *sp, struct ssdp_buf *buf,
-		     sector_t sector, unsigned int bytes, blk_opf_t opf)
-{
-	unsigned int page = 0;
-	int r = 0;
-
-	while (bytes && !r) {
-		unsigned int n = min_t(unsigned int, bytes,
-				       SSDP_CHUNK_PAGES * PAGE_SIZE);
-		struct bio *bio = ssdp_buf_bio_at(sp, buf, page,
-						  sp->cache->bdev, sector, n,
-						  opf);
-
-		r = submit_bio_wait(bio);
-		bio_put(bio);
-		page += n / PAGE_SIZE;
-		sector += n >> SECTOR_SHIFT;
-		bytes -= n;
-	}
-	return r;
-}
-
 struct ssdp_origin_wait {
 	struct ssdp_qnode qn;
 	struct ssdprio *sp;
@@ -137,33 +115,55 @@ static void ssdp_origin_endio(struct bio *bio)
 	complete(&w->done);
 }
 
-int ssdp_io_origin_sync(struct ssdprio *sp, struct ssdp_buf *buf,
-			sector_t sector, unsigned int bytes, blk_opf_t opf)
+/* The origin leg waits in the scheduler's idle queue like any idle bio. */
+static int ssdp_submit_origin_wait(struct ssdprio *sp, struct bio *bio)
 {
+	struct ssdp_origin_wait w = { .sp = sp };
+
+	init_completion(&w.done);
+	bio->bi_private = &w;
+	bio->bi_end_io = ssdp_origin_endio;
+	w.qn.bio = bio;
+	ssdp_sched_submit_internal(sp, &w.qn);
+	wait_for_completion_io(&w.done);
+	return blk_status_to_errno(w.status);
+}
+
+/* @bytes of @buf to or from @bdev at @sector, a bio of at most a chunk at a time. */
+static int ssdp_io_sync(struct ssdprio *sp, struct ssdp_buf *buf,
+			struct block_device *bdev, sector_t sector,
+			unsigned int bytes, blk_opf_t opf)
+{
+	bool origin = bdev == sp->origin->bdev;
 	unsigned int page = 0;
 	int r = 0;
 
 	while (bytes && !r) {
 		unsigned int n = min_t(unsigned int, bytes,
 				       SSDP_CHUNK_PAGES * PAGE_SIZE);
-		struct ssdp_origin_wait w = { .sp = sp };
-		struct bio *bio = ssdp_buf_bio_at(sp, buf, page,
-						  sp->origin->bdev, sector, n,
-						  opf);
+		struct bio *bio = ssdp_buf_bio_at(sp, buf, page, bdev, sector,
+						  n, opf);
 
-		init_completion(&w.done);
-		bio->bi_private = &w;
-		bio->bi_end_io = ssdp_origin_endio;
-		w.qn.bio = bio;
-		ssdp_sched_submit_internal(sp, &w.qn);
-		wait_for_completion_io(&w.done);
-		r = blk_status_to_errno(w.status);
+		r = origin ? ssdp_submit_origin_wait(sp, bio) :
+			     submit_bio_wait(bio);
 		bio_put(bio);
 		page += n / PAGE_SIZE;
 		sector += n >> SECTOR_SHIFT;
 		bytes -= n;
 	}
 	return r;
+}
+
+int ssdp_io_ssd_sync(struct ssdprio *sp, struct ssdp_buf *buf,
+		     sector_t sector, unsigned int bytes, blk_opf_t opf)
+{
+	return ssdp_io_sync(sp, buf, sp->cache->bdev, sector, bytes, opf);
+}
+
+int ssdp_io_origin_sync(struct ssdprio *sp, struct ssdp_buf *buf,
+			sector_t sector, unsigned int bytes, blk_opf_t opf)
+{
+	return ssdp_io_sync(sp, buf, sp->origin->bdev, sector, bytes, opf);
 }
 
 int ssdp_io_flush_sync(struct ssdprio *sp, struct block_device *bdev)
