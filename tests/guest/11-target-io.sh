@@ -49,6 +49,7 @@ for mode in "2 cache off" "" "2 write_policy writethrough" "2 write_policy write
 	fio --name=busy --filename="$dev" --rw=randrw --bs=4k --direct=1 \
 		--ioengine=libaio --iodepth=8 --size=64M --verify=crc32c \
 		--verify_fatal=1 --time_based --runtime=12 --randrepeat=0 \
+		--norandommap --serialize_overlap=1 \
 		--randseed=5 >/tmp/busy.log 2>&1 &
 	fpid=$!
 	for _ in 1 2 3; do
