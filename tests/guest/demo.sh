@@ -22,9 +22,12 @@ mkfs.ext4 -q -F "$dev"
 mkdir -p /mnt/demo && mount "$dev" /mnt/demo
 head -c 32M /dev/urandom >/mnt/demo/data && sync
 
-say "normal job (fio random 4k reads+writes on a file, 15 s) beside an idle job (ionice -c3 sequential reader)"
-ionice -c3 fio --name=idle-reader --filename=/mnt/demo/data --rw=read --bs=64k \
-	--direct=1 --time_based --runtime=20 --output=/tmp/idle.txt >/dev/null &
+say "normal job (fio random 4k reads+writes on a file, 15 s) beside an idle job (ionice -c3 sequential reader of uncached HDD space)"
+# The idle reader scans the device's upper half, which only the HDD holds:
+# it is held back while the normal job runs, then runs in batch mode.
+ionice -c3 fio --name=idle-reader --filename="$dev" --offset=256M --size=256M \
+	--rw=read --bs=64k --direct=1 --time_based --runtime=20 \
+	--output=/tmp/idle.txt >/dev/null &
 idle=$!
 fio --name=normal --directory=/mnt/demo --rw=randrw --bs=4k --size=24M \
 	--direct=1 --time_based --runtime=15 --ioengine=psync --group_reporting \
