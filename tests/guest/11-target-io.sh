@@ -46,11 +46,12 @@ for mode in "2 cache off" "" "2 write_policy writethrough" "2 write_policy write
 	log "status: $(dmsetup status sp)"
 
 	# suspend/resume while fio writes and verifies: no error, no hang
-	fio --name=busy --filename="$dev" --rw=randrw --bs=4k --direct=1 \
-		--ioengine=libaio --iodepth=8 --size=64M --verify=crc32c \
-		--verify_fatal=1 --time_based --runtime=12 --randrepeat=0 \
-		--norandommap --serialize_overlap=1 \
-		--randseed=5 >/tmp/busy.log 2>&1 &
+	# Random writes, then a verify pass; rate-limited so suspends land
+	# mid-run, and sized so fio's random map never wraps (no overwrites).
+	fio --name=busy --filename="$dev" --rw=randwrite --bs=4k --direct=1 \
+		--ioengine=libaio --iodepth=8 --size=64M --io_size=40M \
+		--rate_iops=1200 --verify=crc32c --verify_fatal=1 \
+		--randrepeat=0 --randseed=5 >/tmp/busy.log 2>&1 &
 	fpid=$!
 	for _ in 1 2 3; do
 		sleep 2
