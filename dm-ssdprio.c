@@ -51,16 +51,23 @@ static int ssdp_parse_features(struct ssdprio *sp, struct dm_arg_set *as,
 	r = dm_read_arg_group(&feature_count, as, &argc, error);
 	if (r)
 		return r;
-	if (argc % 2) {
-		*error = "Feature arguments must be key value pairs";
-		return -EINVAL;
-	}
 	while (argc) {
 		const char *key = dm_shift_arg(as);
-		const char *value = dm_shift_arg(as);
+		const char *value;
 		const char *why;
 
-		argc -= 2;
+		argc--;
+		/* The one flag without a value: initialise a blank cache. */
+		if (!strcmp(key, "format")) {
+			sp->format = true;
+			continue;
+		}
+		if (!argc) {
+			*error = "Feature arguments must be key value pairs";
+			return -EINVAL;
+		}
+		value = dm_shift_arg(as);
+		argc--;
 		if (!strcmp(key, "idle_cgroup"))
 			r = ssdp_idle_cgroup_add(sp, value, &why);
 		else

@@ -144,6 +144,7 @@ struct ssdprio {
 	u32 block_shift;		/* log2(block sectors) */
 	u32 set_shift;			/* log2(set sectors) */
 	bool caching;			/* cfg.cache on and a cache exists */
+	bool format;			/* table says: initialise a blank cache */
 
 	/*
 	 * cache_lock protects: cmap, evict, set_io, deferred, promo_gen,
