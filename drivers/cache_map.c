@@ -21,6 +21,16 @@ static inline u32 free_sentinel(const struct ssdp_cmap *cm)
 	return cm->nr_csets + 1;
 }
 
+static inline u32 limbo_sentinel(const struct ssdp_cmap *cm)
+{
+	return cm->nr_csets + 2;
+}
+
+static inline void mark_changed(struct ssdp_cmap *cm, u32 cset)
+{
+	__set_bit(cset, cm->changed);
+}
+
 static inline unsigned long blk_bit(const struct ssdp_cmap *cm, u32 cset,
 				    u32 blk)
 {
@@ -81,7 +91,7 @@ int ssdp_cmap_init(struct ssdp_cmap *cm, u32 nr_csets, u32 set_blocks)
 	u32 i, nr_buckets;
 
 	memset(cm, 0, sizeof(*cm));
-	/* Two sentinels and SSDP_NONE must stay out of the index range. */
+	/* Three sentinels and SSDP_NONE must stay out of the index range. */
 	if (!nr_csets || nr_csets > (1U << 31) ||
 	    !is_power_of_2(set_blocks) || set_blocks > SSDP_MAX_SET_BLOCKS)
 		return -EINVAL;
@@ -95,8 +105,8 @@ int ssdp_cmap_init(struct ssdp_cmap *cm, u32 nr_csets, u32 set_blocks)
 	nbits = (size_t)nr_csets << cm->set_shift;
 
 	cm->oset = cmap_alloc(cm, nr_csets, sizeof(*cm->oset));
-	cm->prev = cmap_alloc(cm, nr_csets + 2, sizeof(*cm->prev));
-	cm->next = cmap_alloc(cm, nr_csets + 2, sizeof(*cm->next));
+	cm->prev = cmap_alloc(cm, nr_csets + 3, sizeof(*cm->prev));
+	cm->next = cmap_alloc(cm, nr_csets + 3, sizeof(*cm->next));
 	cm->hnext = cmap_alloc(cm, nr_csets, sizeof(*cm->hnext));
 	cm->nr_valid = cmap_alloc(cm, nr_csets, sizeof(*cm->nr_valid));
 	cm->nr_dirty = cmap_alloc(cm, nr_csets, sizeof(*cm->nr_dirty));
@@ -104,7 +114,8 @@ int ssdp_cmap_init(struct ssdp_cmap *cm, u32 nr_csets, u32 set_blocks)
 	cm->buckets = cmap_alloc(cm, nr_buckets, sizeof(*cm->buckets));
 	cm->valid = cmap_alloc(cm, BITS_TO_LONGS(nbits), sizeof(long));
 	cm->dirty = cmap_alloc(cm, BITS_TO_LONGS(nbits), sizeof(long));
-	if (!cm->oset || !cm->prev || !cm->next || !cm->hnext ||
+	cm->changed = cmap_alloc(cm, BITS_TO_LONGS(nr_csets), sizeof(long));
+	if (!cm->changed || !cm->oset || !cm->prev || !cm->next || !cm->hnext ||
 	    !cm->nr_valid || !cm->nr_dirty || !cm->flags || !cm->buckets ||
 	    !cm->valid || !cm->dirty) {
 		ssdp_cmap_destroy(cm);
@@ -117,6 +128,8 @@ int ssdp_cmap_init(struct ssdp_cmap *cm, u32 nr_csets, u32 set_blocks)
 	cm->next[lru_sentinel(cm)] = lru_sentinel(cm);
 	cm->prev[free_sentinel(cm)] = free_sentinel(cm);
 	cm->next[free_sentinel(cm)] = free_sentinel(cm);
+	cm->prev[limbo_sentinel(cm)] = limbo_sentinel(cm);
+	cm->next[limbo_sentinel(cm)] = limbo_sentinel(cm);
 	for (i = 0; i < nr_csets; i++) {
 		cm->hnext[i] = SSDP_NONE;
 		list_add_before(cm, i, free_sentinel(cm));
@@ -137,6 +150,7 @@ void ssdp_cmap_destroy(struct ssdp_cmap *cm)
 	ssdp_free(cm->buckets);
 	ssdp_free(cm->valid);
 	ssdp_free(cm->dirty);
+	ssdp_free(cm->changed);
 	memset(cm, 0, sizeof(*cm));
 }
 
@@ -183,6 +197,7 @@ static void do_map(struct ssdp_cmap *cm, u32 c, u64 oset)
 	cm->flags[c] = SSDP_CF_MAPPED;
 	cm->nr_free--;
 	cm->nr_mapped++;
+	mark_changed(cm, c);
 }
 
 u32 ssdp_cmap_map(struct ssdp_cmap *cm, u64 oset)
@@ -223,17 +238,19 @@ static void clear_range(struct ssdp_cmap *cm, u32 cset, u32 first, u32 nr,
 		if (__test_and_clear_bit(bit, cm->dirty)) {
 			cm->nr_dirty[cset]--;
 			cm->total_dirty--;
+			mark_changed(cm, cset);
 		}
 		if (valid_too && __test_and_clear_bit(bit, cm->valid)) {
 			cm->nr_valid[cset]--;
 			cm->total_valid--;
+			mark_changed(cm, cset);
 		}
 	}
 	if (was_dirty && !cm->nr_dirty[cset])
 		cm->nr_dirty_sets--;
 }
 
-int ssdp_cmap_unmap(struct ssdp_cmap *cm, u32 cset)
+static int do_unmap(struct ssdp_cmap *cm, u32 cset, u32 to)
 {
 	if (WARN_ON_ONCE(!cset_ok(cm, cset) || !mapped(cm, cset)))
 		return -EINVAL;
@@ -244,11 +261,56 @@ int ssdp_cmap_unmap(struct ssdp_cmap *cm, u32 cset)
 	clear_range(cm, cset, 0, cm->set_blocks, true);
 	hash_remove(cm, cset);
 	list_unlink(cm, cset);
-	list_add_before(cm, cset, free_sentinel(cm));
+	list_add_before(cm, cset, to);
 	cm->flags[cset] = 0;
 	cm->nr_mapped--;
-	cm->nr_free++;
+	if (to == free_sentinel(cm))
+		cm->nr_free++;
+	else
+		cm->nr_limbo++;
+	mark_changed(cm, cset);
 	return 0;
+}
+
+int ssdp_cmap_unmap(struct ssdp_cmap *cm, u32 cset)
+{
+	return do_unmap(cm, cset, free_sentinel(cm));
+}
+
+int ssdp_cmap_unmap_deferred(struct ssdp_cmap *cm, u32 cset)
+{
+	return do_unmap(cm, cset, limbo_sentinel(cm));
+}
+
+void ssdp_cmap_release_limbo(struct ssdp_cmap *cm, u32 n)
+{
+	while (n-- && cm->nr_limbo) {
+		u32 c = cm->next[limbo_sentinel(cm)];
+
+		list_unlink(cm, c);
+		list_add_before(cm, c, free_sentinel(cm));
+		cm->nr_limbo--;
+		cm->nr_free++;
+	}
+}
+
+u32 ssdp_cmap_next_changed(const struct ssdp_cmap *cm, u32 from)
+{
+	unsigned long c = find_next_bit(cm->changed, cm->nr_csets, from);
+
+	return c < cm->nr_csets ? (u32)c : SSDP_NONE;
+}
+
+void ssdp_cmap_clear_changed(struct ssdp_cmap *cm, u32 cset)
+{
+	if (!WARN_ON_ONCE(!cset_ok(cm, cset)))
+		__clear_bit(cset, cm->changed);
+}
+
+void ssdp_cmap_mark_changed(struct ssdp_cmap *cm, u32 cset)
+{
+	if (!WARN_ON_ONCE(!cset_ok(cm, cset)))
+		mark_changed(cm, cset);
 }
 
 bool ssdp_cmap_is_mapped(const struct ssdp_cmap *cm, u32 cset)
@@ -345,6 +407,7 @@ void ssdp_cmap_set_valid(struct ssdp_cmap *cm, u32 cset, u32 first, u32 nr)
 		if (!__test_and_set_bit(blk_bit(cm, cset, i), cm->valid)) {
 			cm->nr_valid[cset]++;
 			cm->total_valid++;
+			mark_changed(cm, cset);
 		}
 	}
 }
@@ -362,6 +425,7 @@ void ssdp_cmap_set_dirty(struct ssdp_cmap *cm, u32 cset, u32 first, u32 nr)
 		if (!__test_and_set_bit(blk_bit(cm, cset, i), cm->dirty)) {
 			cm->nr_dirty[cset]++;
 			cm->total_dirty++;
+			mark_changed(cm, cset);
 		}
 	}
 	if (!was_dirty && cm->nr_dirty[cset])
@@ -556,19 +620,23 @@ static int broken(const char **why, const char *msg)
 
 int ssdp_cmap_check(const struct ssdp_cmap *cm, const char **why)
 {
-	u32 n_lru, n_free, n_hashed = 0, n_dirty_sets = 0, c, b, i;
+	u32 n_lru, n_free, n_limbo, n_hashed = 0, n_dirty_sets = 0, c, b, i;
 	u64 tv = 0, td = 0;
 
 	if (check_list(cm, lru_sentinel(cm), true, &n_lru))
 		return broken(why, "lru list");
 	if (check_list(cm, free_sentinel(cm), false, &n_free))
 		return broken(why, "free list");
+	if (check_list(cm, limbo_sentinel(cm), false, &n_limbo))
+		return broken(why, "limbo list");
+	if (n_limbo != cm->nr_limbo)
+		return broken(why, "nr_limbo vs limbo list length");
 	if (n_lru != cm->nr_mapped)
 		return broken(why, "nr_mapped vs lru length");
 	if (n_free != cm->nr_free)
 		return broken(why, "nr_free vs free list length");
-	if (cm->nr_mapped + cm->nr_free != cm->nr_csets)
-		return broken(why, "free + mapped");
+	if (cm->nr_mapped + cm->nr_free + cm->nr_limbo != cm->nr_csets)
+		return broken(why, "free + limbo + mapped");
 
 	for (b = 0; b < (1U << cm->hash_bits); b++) {
 		for (c = cm->buckets[b]; c != SSDP_NONE; c = cm->hnext[c]) {

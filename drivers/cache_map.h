@@ -31,9 +31,9 @@ struct ssdp_cmap {
 	u32 hash_bits;		/* log2(number of hash buckets) */
 
 	/*
-	 * Per-cset arrays. prev/next hold nr_csets + 2 entries: the last two
-	 * are the sentinels of the circular LRU and free lists, so list code
-	 * has no head/tail special cases.
+	 * Per-cset arrays. prev/next hold nr_csets + 3 entries: the last
+	 * three are the sentinels of the circular LRU, free and limbo lists,
+	 * so list code has no head/tail special cases.
 	 */
 	u64 *oset;		/* origin set of a mapped cset */
 	u32 *prev;
@@ -45,9 +45,15 @@ struct ssdp_cmap {
 	u32 *buckets;		/* oset hash -> first cset, SSDP_NONE if empty */
 	unsigned long *valid;	/* nr_csets * set_blocks bits */
 	unsigned long *dirty;	/* dirty implies valid */
+	/*
+	 * One bit per cset: its persistent state (mapping, valid, dirty)
+	 * changed since the metadata writer last took it.
+	 */
+	unsigned long *changed;
 
 	u32 nr_mapped;
 	u32 nr_free;
+	u32 nr_limbo;		/* unmapped, not yet reusable */
 	u32 nr_dirty_sets;	/* csets with at least one dirty block */
 	u64 total_valid;
 	u64 total_dirty;
@@ -67,6 +73,21 @@ u32 ssdp_cmap_lookup(const struct ssdp_cmap *cm, u64 oset);
 u32 ssdp_cmap_map(struct ssdp_cmap *cm, u64 oset);
 int ssdp_cmap_map_restore(struct ssdp_cmap *cm, u32 cset, u64 oset);
 int ssdp_cmap_unmap(struct ssdp_cmap *cm, u32 cset);
+
+/*
+ * Limbo: a set unmapped with ssdp_cmap_unmap_deferred() is neither mapped
+ * nor free until ssdp_cmap_release_limbo() moves it to the free list, so
+ * the persistent layer can make "free" durable before the set's blocks
+ * are reused for another origin set.  Limbo is FIFO: release(n) frees the
+ * n sets that entered it first.
+ */
+int ssdp_cmap_unmap_deferred(struct ssdp_cmap *cm, u32 cset);
+void ssdp_cmap_release_limbo(struct ssdp_cmap *cm, u32 n);
+
+/* Persistent-state change tracking (see struct ssdp_cmap.changed). */
+u32 ssdp_cmap_next_changed(const struct ssdp_cmap *cm, u32 from);
+void ssdp_cmap_clear_changed(struct ssdp_cmap *cm, u32 cset);
+void ssdp_cmap_mark_changed(struct ssdp_cmap *cm, u32 cset);
 bool ssdp_cmap_is_mapped(const struct ssdp_cmap *cm, u32 cset);
 u64 ssdp_cmap_oset_of(const struct ssdp_cmap *cm, u32 cset);
 
@@ -123,6 +144,11 @@ static inline u32 ssdp_cmap_nr_mapped(const struct ssdp_cmap *cm)
 static inline u32 ssdp_cmap_nr_free(const struct ssdp_cmap *cm)
 {
 	return cm->nr_free;
+}
+
+static inline u32 ssdp_cmap_nr_limbo(const struct ssdp_cmap *cm)
+{
+	return cm->nr_limbo;
 }
 
 static inline u32 ssdp_cmap_nr_dirty_sets(const struct ssdp_cmap *cm)

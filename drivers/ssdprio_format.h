@@ -1,16 +1,38 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * dm-ssdprio on-SSD layout.  The one definition of the format, shared by
- * the kernel module and tools/ (it compiles in both).
+ * dm-ssdprio on-SSD format.  The one definition of it: the kernel module
+ * and tools/ both include this header (it compiles in both), and
+ * drivers/meta_codec.c is the one encoder/decoder.
  *
- *   sector 0                      SSDP_SB_SECTORS        data_start
- *   | superblock (4 KiB) | set records ...   (padding) | cache set 0 | ...
+ * Cache device, in 512-byte sectors:
  *
- * One record per cache set, records of a power-of-two size of at most one
- * 512-byte sector, so a record never straddles a sector and a torn write
- * of the metadata area leaves every record either old or new.  The data
- * area starts on a 1 MiB boundary (or a set boundary, if sets are larger)
- * so SSD erase blocks and set I/O line up.
+ *   0        1          8               8+R             8+2R      data_start
+ *   +--------+----------+---------------+---------------+---------+----------
+ *   | super  | (unused) | record copy 0 | record copy 1 | padding | set 0 ...
+ *   +--------+----------+---------------+---------------+---------+----------
+ *   |<-- SSDP_SB_SECTORS ->|<-- R = rec_sectors each -->|
+ *
+ *   data_start is a multiple of max(1 MiB, set size), so SSD erase blocks
+ *   and set I/O line up; set n's data is at data_start + n * set_sectors.
+ *
+ * Record area: cache set n's record is at byte n * rec_bytes of a copy.
+ * rec_bytes is a power of two <= 512, so a record never straddles a sector:
+ *
+ *   sector k of a copy:  | rec 4k | rec 4k+1 | rec 4k+2 | rec 4k+3 |  (128 B)
+ *
+ *   one record:  0      4      8        16       24      32
+ *                | crc  | cset | oset   | seq    | flags |pad| valid bits |
+ *                  dirty bits | zeroes to rec_bytes
+ *
+ * Each metadata sector is written whole, alternately to copy 0 and copy 1,
+ * so the other copy always holds the sector's previous committed state: a
+ * torn or lost write damages only the copy being written, and its records
+ * fail their checksum or carry an older seq.  Load takes, record by
+ * record, the copy with a good checksum and the higher seq.
+ *
+ * Checksums are crc32c.  The record checksum is seeded with the cache
+ * UUID, so records left on the device by an earlier format (another UUID)
+ * never check out: formatting writes only the superblock.
  */
 #ifndef SSDPRIO_FORMAT_H
 #define SSDPRIO_FORMAT_H
@@ -19,29 +41,96 @@
 #include <linux/types.h>
 #else
 #include <stdint.h>
+#include <linux/types.h>
 #endif
 
 #define SSDP_SECTOR_SHIFT	9
-#define SSDP_SB_SECTORS		8ULL	/* 4 KiB superblock */
-#define SSDP_REC_HDR_BYTES	32U	/* oset, seq, crc, flags */
+#define SSDP_SECTOR_BYTES	512U
+#define SSDP_SB_SECTORS		8ULL	/* 4 KiB superblock area */
+#define SSDP_REC_HDR_BYTES	32U	/* crc, cset, oset, seq, flags */
 #define SSDP_DATA_ALIGN		2048ULL	/* 1 MiB in sectors */
+#define SSDP_META_COPIES	2U
+
+#define SSDP_SB_MAGIC		0x314f495250445353ULL	/* "SSDPRIO1" */
+#define SSDP_FORMAT_VERSION	1U
+
+/* Superblock flags. */
+#define SSDP_SB_CLEAN		0x1U	/* written at clean shutdown */
+
+/* Incompatible features: none yet; a set bit we do not know refuses. */
+#define SSDP_SB_INCOMPAT_KNOWN	0x0U
+
+/* Record oset of a free cache set. */
+#define SSDP_OSET_FREE		(~0ULL)
+
+/* Superblock: sector 0 of the cache device, crc32c over bytes 0..507. */
+struct ssdp_disk_sb {
+	__le64 magic;			/* SSDP_SB_MAGIC */
+	__le32 version;			/* SSDP_FORMAT_VERSION */
+	__le32 flags;			/* SSDP_SB_CLEAN */
+	__le32 compat;			/* features an old reader may ignore */
+	__le32 incompat;		/* features it must understand */
+	__u8 uuid[16];			/* this cache, chosen at format */
+	__u8 origin_id[16];		/* table's origin_id; zero if none */
+	__le64 origin_sectors;		/* origin size at format */
+	__le64 cache_sectors;		/* cache device size at format */
+	__le32 block_sectors;		/* geometry ... */
+	__le32 set_blocks;
+	__le64 nr_csets;
+	__le32 rec_bytes;
+	__le32 rec_sectors;		/* sectors of one record copy */
+	__le64 data_start;		/* sector of cache set 0 */
+	__le64 seq;			/* last commit; grows forever */
+	__le64 format_time;		/* seconds since the epoch */
+	__u8 pad[388];
+	__le32 crc;
+};
+
+_Static_assert(sizeof(struct ssdp_disk_sb) == SSDP_SECTOR_BYTES,
+	       "superblock is one sector");
+
+/* Record header; the bitmaps follow it (bit i = byte i / 8, bit i % 8). */
+struct ssdp_disk_rec {
+	__le32 crc;			/* crc32c(uuid seed, bytes 4..end) */
+	__le32 cset;			/* its own index: catches misplaced writes */
+	__le64 oset;			/* origin set, or SSDP_OSET_FREE */
+	__le64 seq;			/* commit that wrote it */
+	__le32 flags;			/* none yet, must be zero */
+	__le32 pad;
+};
+
+_Static_assert(sizeof(struct ssdp_disk_rec) == SSDP_REC_HDR_BYTES,
+	       "record header size");
 
 struct ssdp_layout {
 	uint64_t nr_csets;
 	uint64_t rec_bytes;
-	uint64_t meta_sectors;		/* superblock + records */
+	uint64_t rec_sectors;		/* one copy of the records */
+	uint64_t meta_sectors;		/* superblock area + both copies */
 	uint64_t data_start;		/* sector of cache set 0 */
 	uint64_t set_sectors;
 };
 
+static inline uint32_t ssdp_bitmap_bytes(uint32_t set_blocks)
+{
+	return (set_blocks + 7) / 8;
+}
+
 static inline uint64_t ssdp_rec_bytes(uint32_t set_blocks)
 {
-	uint64_t need = SSDP_REC_HDR_BYTES + 2 * ((set_blocks + 7) / 8);
+	uint64_t need = SSDP_REC_HDR_BYTES + 2 * ssdp_bitmap_bytes(set_blocks);
 	uint64_t r = 64;
 
 	while (r < need)
 		r <<= 1;
 	return r;
+}
+
+/* Sector of copy @copy holding record sector @k (0-based in the copy). */
+static inline uint64_t ssdp_rec_sector(const struct ssdp_layout *l,
+				       unsigned int copy, uint64_t k)
+{
+	return SSDP_SB_SECTORS + copy * l->rec_sectors + k;
 }
 
 /*
@@ -62,9 +151,10 @@ static inline int ssdp_layout_compute(struct ssdp_layout *l,
 	/* An upper bound first, then shrink until metadata + data fit. */
 	n = cache_sectors / l->set_sectors;
 	for (;;) {
-		uint64_t rec_sectors = (n * l->rec_bytes + 511) >> 9;
-
-		l->meta_sectors = SSDP_SB_SECTORS + rec_sectors;
+		l->rec_sectors = (n * l->rec_bytes + SSDP_SECTOR_BYTES - 1) >>
+				 SSDP_SECTOR_SHIFT;
+		l->meta_sectors = SSDP_SB_SECTORS +
+				  SSDP_META_COPIES * l->rec_sectors;
 		l->data_start = (l->meta_sectors + align - 1) / align * align;
 		if (!n)
 			return -1;

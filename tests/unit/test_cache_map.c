@@ -566,3 +566,72 @@ TEST(cmap_randomized_against_model)
 	compare_model(&cm, &m);
 	ssdp_cmap_destroy(&cm);
 }
+
+TEST(cmap_limbo_holds_unmapped_sets_until_released)
+{
+	struct ssdp_cmap cm;
+	u32 a, b, c;
+
+	ASSERT_EQ(ssdp_cmap_init(&cm, 3, 8), 0);
+	a = ssdp_cmap_map(&cm, 10);
+	b = ssdp_cmap_map(&cm, 11);
+	c = ssdp_cmap_map(&cm, 12);
+	ASSERT_EQ(ssdp_cmap_nr_free(&cm), 0);
+	ASSERT_EQ(ssdp_cmap_unmap_deferred(&cm, b), 0);
+	ASSERT_EQ(ssdp_cmap_unmap_deferred(&cm, a), 0);
+	check_ok(&cm);
+	/* In limbo: neither mapped nor allocatable. */
+	ASSERT_EQ(ssdp_cmap_nr_limbo(&cm), 2);
+	ASSERT_EQ(ssdp_cmap_nr_free(&cm), 0);
+	ASSERT_EQ(ssdp_cmap_lookup(&cm, 11), SSDP_NONE);
+	ASSERT_EQ(ssdp_cmap_map(&cm, 20), SSDP_NONE);
+	/* FIFO: the first to enter is the first released. */
+	ssdp_cmap_release_limbo(&cm, 1);
+	check_ok(&cm);
+	ASSERT_EQ(ssdp_cmap_nr_limbo(&cm), 1);
+	ASSERT_EQ(ssdp_cmap_map(&cm, 20), b);
+	ssdp_cmap_release_limbo(&cm, 5);
+	ASSERT_EQ(ssdp_cmap_nr_limbo(&cm), 0);
+	ASSERT_EQ(ssdp_cmap_map(&cm, 21), a);
+	ASSERT_EQ(ssdp_cmap_lookup(&cm, 12), c);
+	check_ok(&cm);
+	ssdp_cmap_destroy(&cm);
+}
+
+TEST(cmap_changed_bits_track_persistent_state)
+{
+	struct ssdp_cmap cm;
+	u32 a, b;
+
+	ASSERT_EQ(ssdp_cmap_init(&cm, 4, 8), 0);
+	ASSERT_EQ(ssdp_cmap_next_changed(&cm, 0), SSDP_NONE);
+	a = ssdp_cmap_map(&cm, 1);
+	b = ssdp_cmap_map(&cm, 2);
+	ASSERT_EQ(ssdp_cmap_next_changed(&cm, 0), a < b ? a : b);
+	ssdp_cmap_clear_changed(&cm, a);
+	ssdp_cmap_clear_changed(&cm, b);
+	ASSERT_EQ(ssdp_cmap_next_changed(&cm, 0), SSDP_NONE);
+
+	/* LRU moves and no-op bit changes are not persistent changes. */
+	ssdp_cmap_touch(&cm, a);
+	ssdp_cmap_clear_valid(&cm, a, 0, 8);
+	ASSERT_EQ(ssdp_cmap_next_changed(&cm, 0), SSDP_NONE);
+
+	ssdp_cmap_set_valid(&cm, a, 0, 2);
+	ASSERT_EQ(ssdp_cmap_next_changed(&cm, 0), a);
+	ssdp_cmap_clear_changed(&cm, a);
+	ssdp_cmap_set_valid(&cm, a, 0, 2);
+	ASSERT_EQ(ssdp_cmap_next_changed(&cm, 0), SSDP_NONE);
+	ssdp_cmap_set_dirty(&cm, a, 1, 1);
+	ASSERT_EQ(ssdp_cmap_next_changed(&cm, 0), a);
+	ssdp_cmap_clear_changed(&cm, a);
+	ssdp_cmap_clear_dirty(&cm, a, 0, 8);
+	ASSERT_EQ(ssdp_cmap_next_changed(&cm, 0), a);
+	ssdp_cmap_clear_changed(&cm, a);
+	ssdp_cmap_clear_valid(&cm, a, 0, 8);
+	ASSERT_EQ(ssdp_cmap_next_changed(&cm, 0), a);
+	ssdp_cmap_clear_changed(&cm, a);
+	ASSERT_EQ(ssdp_cmap_unmap_deferred(&cm, b), 0);
+	ASSERT_EQ(ssdp_cmap_next_changed(&cm, 0), b);
+	ssdp_cmap_destroy(&cm);
+}

@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dm-ssdprio metadata codec (see meta_codec.h and ssdprio_format.h).
+ */
+#include "meta_codec.h"
+
+#ifdef __KERNEL__
+#include <linux/crc32c.h>
+#include <asm/byteorder.h>
+
+u32 ssdp_crc32c(u32 seed, const void *p, size_t len)
+{
+	return crc32c(seed, p, len);
+}
+
+#else
+#include <endian.h>
+
+#define cpu_to_le32(x)	htole32(x)
+#define cpu_to_le64(x)	htole64(x)
+#define le32_to_cpu(x)	le32toh(x)
+#define le64_to_cpu(x)	le64toh(x)
+
+/* Reflected Castagnoli polynomial, no pre/post inversion (as the kernel). */
+u32 ssdp_crc32c(u32 seed, const void *p, size_t len)
+{
+	static u32 table[256];
+	const u8 *b = p;
+	u32 crc = seed;
+	size_t i;
+	int k;
+
+	if (!table[1]) {
+		for (i = 0; i < 256; i++) {
+			u32 c = i;
+
+			for (k = 0; k < 8; k++)
+				c = (c >> 1) ^ (c & 1 ? 0x82f63b78U : 0);
+			table[i] = c;
+		}
+	}
+	for (i = 0; i < len; i++)
+		crc = table[(crc ^ b[i]) & 0xff] ^ (crc >> 8);
+	return crc;
+}
+#endif
+
+#define SB_CRC_BYTES	offsetof(struct ssdp_disk_sb, crc)
+
+void ssdp_sb_encode(const struct ssdp_sb_info *in, void *sector)
+{
+	struct ssdp_disk_sb *d = sector;
+
+	memset(d, 0, sizeof(*d));
+	d->magic = cpu_to_le64(SSDP_SB_MAGIC);
+	d->version = cpu_to_le32(in->version);
+	d->flags = cpu_to_le32(in->flags);
+	d->compat = cpu_to_le32(in->compat);
+	d->incompat = cpu_to_le32(in->incompat);
+	memcpy(d->uuid, in->uuid, sizeof(d->uuid));
+	memcpy(d->origin_id, in->origin_id, sizeof(d->origin_id));
+	d->origin_sectors = cpu_to_le64(in->origin_sectors);
+	d->cache_sectors = cpu_to_le64(in->cache_sectors);
+	d->block_sectors = cpu_to_le32(in->block_sectors);
+	d->set_blocks = cpu_to_le32(in->set_blocks);
+	d->nr_csets = cpu_to_le64(in->nr_csets);
+	d->rec_bytes = cpu_to_le32(in->rec_bytes);
+	d->rec_sectors = cpu_to_le32(in->rec_sectors);
+	d->data_start = cpu_to_le64(in->data_start);
+	d->seq = cpu_to_le64(in->seq);
+	d->format_time = cpu_to_le64(in->format_time);
+	d->crc = cpu_to_le32(ssdp_crc32c(~0U, d, SB_CRC_BYTES));
+}
+
+static bool all_zero(const void *p, size_t len)
+{
+	const u8 *b = p;
+
+	while (len--)
+		if (*b++)
+			return false;
+	return true;
+}
+
+void ssdp_sb_layout(const struct ssdp_sb_info *sb, struct ssdp_layout *l)
+{
+	l->nr_csets = sb->nr_csets;
+	l->rec_bytes = sb->rec_bytes;
+	l->rec_sectors = sb->rec_sectors;
+	l->meta_sectors = SSDP_SB_SECTORS + SSDP_META_COPIES * sb->rec_sectors;
+	l->data_start = sb->data_start;
+	l->set_sectors = (u64)sb->block_sectors * sb->set_blocks;
+}
+
+enum ssdp_sb_result ssdp_sb_decode(const void *sector,
+				   struct ssdp_sb_info *out)
+{
+	const struct ssdp_disk_sb *d = sector;
+	struct ssdp_layout want;
+
+	if (all_zero(d, sizeof(*d)))
+		return SSDP_SB_BLANK;
+	if (le64_to_cpu(d->magic) != SSDP_SB_MAGIC)
+		return SSDP_SB_FOREIGN;
+	if (le32_to_cpu(d->crc) != ssdp_crc32c(~0U, d, SB_CRC_BYTES))
+		return SSDP_SB_BAD_CRC;
+
+	out->version = le32_to_cpu(d->version);
+	out->flags = le32_to_cpu(d->flags);
+	out->compat = le32_to_cpu(d->compat);
+	out->incompat = le32_to_cpu(d->incompat);
+	memcpy(out->uuid, d->uuid, sizeof(out->uuid));
+	memcpy(out->origin_id, d->origin_id, sizeof(out->origin_id));
+	out->origin_sectors = le64_to_cpu(d->origin_sectors);
+	out->cache_sectors = le64_to_cpu(d->cache_sectors);
+	out->block_sectors = le32_to_cpu(d->block_sectors);
+	out->set_blocks = le32_to_cpu(d->set_blocks);
+	out->nr_csets = le64_to_cpu(d->nr_csets);
+	out->rec_bytes = le32_to_cpu(d->rec_bytes);
+	out->rec_sectors = le32_to_cpu(d->rec_sectors);
+	out->data_start = le64_to_cpu(d->data_start);
+	out->seq = le64_to_cpu(d->seq);
+	out->format_time = le64_to_cpu(d->format_time);
+
+	if (out->version != SSDP_FORMAT_VERSION)
+		return SSDP_SB_BAD_VERSION;
+	if (out->incompat & ~SSDP_SB_INCOMPAT_KNOWN)
+		return SSDP_SB_BAD_FEATURES;
+	/* The geometry must be one that ssdp_layout_compute() gives. */
+	if (!is_power_of_2(out->block_sectors) ||
+	    !is_power_of_2(out->set_blocks) || out->set_blocks > 1024 ||
+	    out->block_sectors > 2048 ||
+	    ssdp_layout_compute(&want, out->cache_sectors, out->block_sectors,
+				out->set_blocks) ||
+	    want.nr_csets != out->nr_csets ||
+	    want.rec_bytes != out->rec_bytes ||
+	    want.rec_sectors != out->rec_sectors ||
+	    want.data_start != out->data_start)
+		return SSDP_SB_BAD_LAYOUT;
+	return SSDP_SB_OK;
+}
+
+const char *ssdp_sb_result_name(enum ssdp_sb_result r)
+{
+	switch (r) {
+	case SSDP_SB_OK:
+		return "ok";
+	case SSDP_SB_BLANK:
+		return "blank";
+	case SSDP_SB_FOREIGN:
+		return "not an ssdprio cache";
+	case SSDP_SB_BAD_CRC:
+		return "superblock checksum mismatch";
+	case SSDP_SB_BAD_VERSION:
+		return "unknown format version";
+	case SSDP_SB_BAD_FEATURES:
+		return "unknown incompatible features";
+	case SSDP_SB_BAD_LAYOUT:
+		return "superblock geometry is inconsistent";
+	}
+	return "?";
+}
+
+u32 ssdp_rec_seed(const u8 uuid[16])
+{
+	return ssdp_crc32c(~0U, uuid, 16);
+}
+
+void ssdp_rec_encode(void *rec, u32 rec_bytes, u32 seed, u32 cset,
+		     u32 set_blocks, u64 oset, u64 seq, const u8 *valid,
+		     const u8 *dirty)
+{
+	struct ssdp_disk_rec *d = rec;
+	u32 bm = ssdp_bitmap_bytes(set_blocks);
+	u8 *bits = (u8 *)rec + SSDP_REC_HDR_BYTES;
+
+	memset(rec, 0, rec_bytes);
+	d->cset = cpu_to_le32(cset);
+	d->oset = cpu_to_le64(oset);
+	d->seq = cpu_to_le64(seq);
+	if (valid)
+		memcpy(bits, valid, bm);
+	if (dirty)
+		memcpy(bits + bm, dirty, bm);
+	d->crc = cpu_to_le32(ssdp_crc32c(seed, (u8 *)rec + 4, rec_bytes - 4));
+}
+
+int ssdp_rec_decode(const void *rec, u32 rec_bytes, u32 seed, u32 cset,
+		    u32 set_blocks, struct ssdp_rec_info *out)
+{
+	const struct ssdp_disk_rec *d = rec;
+	u32 bm = ssdp_bitmap_bytes(set_blocks);
+	const u8 *bits = (const u8 *)rec + SSDP_REC_HDR_BYTES;
+	u32 i;
+
+	if (le32_to_cpu(d->crc) !=
+	    ssdp_crc32c(seed, (const u8 *)rec + 4, rec_bytes - 4))
+		return -EBADMSG;
+	if (le32_to_cpu(d->cset) != cset || d->flags || d->pad)
+		return -EUCLEAN;
+	out->oset = le64_to_cpu(d->oset);
+	out->seq = le64_to_cpu(d->seq);
+	out->valid = bits;
+	out->dirty = bits + bm;
+	for (i = 0; i < bm; i++) {
+		u8 past = set_blocks % 8 && i == bm - 1 ?
+			  (u8)(0xff << (set_blocks % 8)) : 0;
+
+		if ((out->valid[i] & past) || (out->dirty[i] & past) ||
+		    (out->dirty[i] & ~out->valid[i]))
+			return -EUCLEAN;
+		if (out->oset == SSDP_OSET_FREE && out->valid[i])
+			return -EUCLEAN;
+	}
+	return 0;
+}
+
+int ssdp_rec_pick(const void *rec0, const void *rec1, u32 rec_bytes,
+		  u32 seed, u32 cset, u32 set_blocks,
+		  struct ssdp_rec_info *out)
+{
+	struct ssdp_rec_info a, b;
+	bool ok0 = !ssdp_rec_decode(rec0, rec_bytes, seed, cset, set_blocks,
+				    &a);
+	bool ok1 = !ssdp_rec_decode(rec1, rec_bytes, seed, cset, set_blocks,
+				    &b);
+
+	if (ok0 && (!ok1 || a.seq >= b.seq)) {
+		*out = a;
+		return 0;
+	}
+	if (ok1) {
+		*out = b;
+		return 1;
+	}
+	return -1;
+}

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * dm-ssdprio metadata codec: superblock and set records to and from their
+ * on-disk form (drivers/ssdprio_format.h).  Pure logic: the module, tools/
+ * and the unit tests share it, so there is one encoder and one decoder.
+ * No locking, no I/O, no allocation.
+ */
+#ifndef SSDP_META_CODEC_H
+#define SSDP_META_CODEC_H
+
+#include "ssdp_compat.h"
+#include "ssdprio_format.h"
+
+/* The superblock in host order. */
+struct ssdp_sb_info {
+	u32 version;
+	u32 flags;
+	u32 compat;
+	u32 incompat;
+	u8 uuid[16];
+	u8 origin_id[16];
+	u64 origin_sectors;
+	u64 cache_sectors;
+	u32 block_sectors;
+	u32 set_blocks;
+	u64 nr_csets;
+	u32 rec_bytes;
+	u32 rec_sectors;
+	u64 data_start;
+	u64 seq;
+	u64 format_time;
+};
+
+/* What a superblock sector holds (ssdp_sb_decode's result). */
+enum ssdp_sb_result {
+	SSDP_SB_OK = 0,
+	SSDP_SB_BLANK,			/* all zeroes */
+	SSDP_SB_FOREIGN,		/* not our magic */
+	SSDP_SB_BAD_CRC,		/* our magic, checksum fails */
+	SSDP_SB_BAD_VERSION,		/* a format we do not know */
+	SSDP_SB_BAD_FEATURES,		/* incompat bits we do not know */
+	SSDP_SB_BAD_LAYOUT,		/* fields contradict each other */
+};
+
+/* One decoded record; the bitmaps point into the record buffer. */
+struct ssdp_rec_info {
+	u64 oset;			/* SSDP_OSET_FREE for a free set */
+	u64 seq;
+	const u8 *valid;
+	const u8 *dirty;
+};
+
+/* crc32c, same value as the kernel's crc32c(seed, p, len). */
+u32 ssdp_crc32c(u32 seed, const void *p, size_t len);
+
+void ssdp_sb_encode(const struct ssdp_sb_info *in, void *sector);
+enum ssdp_sb_result ssdp_sb_decode(const void *sector,
+				   struct ssdp_sb_info *out);
+const char *ssdp_sb_result_name(enum ssdp_sb_result r);
+
+/* The layout a superblock describes, for comparison with a table's. */
+void ssdp_sb_layout(const struct ssdp_sb_info *sb, struct ssdp_layout *l);
+
+/* Record checksum seed of a cache (from its UUID). */
+u32 ssdp_rec_seed(const u8 uuid[16]);
+
+/*
+ * Encode cache set @cset's record into @rec (@rec_bytes long).  @valid and
+ * @dirty are ssdp_bitmap_bytes(set_blocks) long; NULL for a free set.
+ */
+void ssdp_rec_encode(void *rec, u32 rec_bytes, u32 seed, u32 cset,
+		     u32 set_blocks, u64 oset, u64 seq, const u8 *valid,
+		     const u8 *dirty);
+
+/*
+ * Decode the record of @cset.  Returns 0, -EBADMSG when the checksum
+ * fails (torn, never written, or from another format), or -EUCLEAN when
+ * it checks out but contradicts itself (wrong cset, bits past the set,
+ * dirty without valid, unknown flags).
+ */
+int ssdp_rec_decode(const void *rec, u32 rec_bytes, u32 seed, u32 cset,
+		    u32 set_blocks, struct ssdp_rec_info *out);
+
+/*
+ * Of the two copies of @cset's record, the one to believe: 0 or 1, or -1
+ * when neither decodes (the set is free).  *@out describes it.
+ */
+int ssdp_rec_pick(const void *rec0, const void *rec1, u32 rec_bytes,
+		  u32 seed, u32 cset, u32 set_blocks,
+		  struct ssdp_rec_info *out);
+
+#endif
