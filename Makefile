@@ -13,7 +13,8 @@
 # The engine units, one concern each.
 SSDP_ENGINE_SRCS := drivers/config.c drivers/cache_map.c drivers/evict_sm.c \
 	drivers/sched_policy.c drivers/classify.c drivers/sched.c drivers/cache.c \
-	drivers/evict.c drivers/promote.c drivers/io.c
+	drivers/evict.c drivers/promote.c drivers/io.c \
+	drivers/meta_codec.c drivers/meta.c
 
 ifneq ($(KERNELRELEASE),)
 # ---- Kbuild half -------------------------------------------------------

@@ -6,7 +6,8 @@
  * This file is the device-mapper glue: table parsing, map, status,
  * messages and the suspend hooks.  The engine lives in drivers/.
  *
- * Table: <origin_dev> <cache_dev> [<#feature_args> <key> <value>...]
+ * Table: <origin_dev> <cache_dev> [<#feature_args> <feature_arg>...]
+ * where a feature arg is a <key> <value> pair or the flag "format".
  */
 #include <linux/module.h>
 #include <linux/init.h>
@@ -36,6 +37,21 @@ static const char * const ssdp_stat_names[SSDP_ST_NR] = {
 	[SSDP_ST_PROMOTIONS_SKIPPED] = "promotions_skipped",
 	[SSDP_ST_BLOCKS_WRITTEN_BACK] = "blocks_written_back",
 };
+
+/* origin_id: 32 hex digits, not all zero (zero means "none"). */
+static int ssdp_parse_origin_id(struct ssdprio *sp, const char *value,
+				const char **why)
+{
+	u8 id[sizeof(sp->origin_id)];
+
+	if (strlen(value) != 2 * sizeof(id) ||
+	    hex2bin(id, value, sizeof(id)) || !memchr_inv(id, 0, sizeof(id))) {
+		*why = "origin_id must be 32 hex digits, not all zero";
+		return -EINVAL;
+	}
+	memcpy(sp->origin_id, id, sizeof(id));
+	return 0;
+}
 
 static int ssdp_parse_features(struct ssdprio *sp, struct dm_arg_set *as,
 			       char **error)
@@ -70,6 +86,8 @@ static int ssdp_parse_features(struct ssdprio *sp, struct dm_arg_set *as,
 		argc--;
 		if (!strcmp(key, "idle_cgroup"))
 			r = ssdp_idle_cgroup_add(sp, value, &why);
+		else if (!strcmp(key, "origin_id"))
+			r = ssdp_parse_origin_id(sp, value, &why);
 		else
 			r = ssdp_config_set(&sp->cfg, key, value,
 					    SSDP_CFG_CTR, &why);
@@ -138,8 +156,11 @@ static int ssdp_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 		goto bad_cache;
 	}
 
-	/* One empty flush per leg; dm_bio_get_target_bio_nr() says which. */
-	ti->num_flush_bios = 2;
+	/*
+	 * Caching: one empty flush, answered by a metadata commit.  Off:
+	 * one per leg; dm_bio_get_target_bio_nr() says which.
+	 */
+	ti->num_flush_bios = sp->caching ? 1 : 2;
 	ti->num_discard_bios = 1;
 	ti->per_io_data_size = sizeof(struct ssdp_bio);
 	ti->accounts_remapped_io = true;
@@ -179,9 +200,15 @@ static int ssdp_map(struct dm_target *ti, struct bio *bio)
 	memset(pb, 0, sizeof(*pb));
 	if (bio->bi_opf & REQ_PREFLUSH) {
 		/*
-		 * dm core sends data-less flushes only, one per leg.  They are
-		 * never held: journal commits wait on them.
+		 * dm core sends data-less flushes only.  They are never held:
+		 * journal commits wait on them.
 		 */
+		if (sp->caching) {
+			ssdp_count(sp, SSDP_ST_FLUSHES);
+			pb->kind = SSDP_BK_COMMITTED;
+			ssdp_meta_commit_bio(sp, bio);
+			return DM_MAPIO_SUBMITTED;
+		}
 		if (dm_bio_get_target_bio_nr(bio) == 1) {
 			bio_set_dev(bio, sp->cache->bdev);
 			return DM_MAPIO_REMAPPED;
@@ -233,6 +260,13 @@ static void ssdp_postsuspend(struct dm_target *ti)
 	ssdp_sched_postsuspend(sp);
 }
 
+static int ssdp_preresume(struct dm_target *ti)
+{
+	struct ssdprio *sp = ti->private;
+
+	return ssdp_cache_preresume(sp);
+}
+
 static void ssdp_resume(struct dm_target *ti)
 {
 	struct ssdprio *sp = ti->private;
@@ -268,6 +302,13 @@ static void ssdp_status(struct dm_target *ti, status_type_t type,
 		len = strlen(features);
 		pairs += ssdp_idle_cgroup_emit(sp, features + len,
 					       PAGE_SIZE - len);
+		len = strlen(features);
+		if (memchr_inv(sp->origin_id, 0, sizeof(sp->origin_id))) {
+			snprintf(features + len, PAGE_SIZE - len,
+				 " origin_id %*phN",
+				 (int)sizeof(sp->origin_id), sp->origin_id);
+			pairs++;
+		}
 		mutex_unlock(&sp->cfg_lock);
 		if (pairs)
 			DMEMIT(" %u %s", pairs * 2, skip_spaces(features));
@@ -362,6 +403,7 @@ static struct target_type ssdp_target = {
 	.presuspend = ssdp_presuspend,
 	.presuspend_undo = ssdp_resume,
 	.postsuspend = ssdp_postsuspend,
+	.preresume = ssdp_preresume,
 	.resume = ssdp_resume,
 	.status = ssdp_status,
 	.message = ssdp_message,

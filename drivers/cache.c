@@ -97,10 +97,27 @@ int ssdp_cache_ctr(struct ssdprio *sp, char **error)
 	sp->block_shift = ilog2(sp->cfg.block_sectors);
 	sp->set_shift = ilog2(sp->layout.set_sectors);
 
+	r = bioset_init(&sp->bs, 64, 0, BIOSET_NEED_BVECS);
+	if (r) {
+		*error = "Cannot allocate the bio set";
+		goto bad;
+	}
+	/* Unbound: writeback jobs block on I/O and run side by side. */
+	sp->wq = alloc_workqueue("ssdprio", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
+	if (!sp->wq) {
+		*error = "Cannot allocate the workqueue";
+		r = -ENOMEM;
+		goto bad_bs;
+	}
+	/* May replace the layout by the one the superblock records. */
+	r = ssdp_meta_ctr(sp, error);
+	if (r)
+		goto bad_meta;
+
 	r = ssdp_cmap_init(&sp->cmap, sp->layout.nr_csets, sp->cfg.set_blocks);
 	if (r) {
 		*error = "Cannot allocate the cache map";
-		return r;
+		goto bad_meta;
 	}
 	sp->set_io = kvcalloc(sp->layout.nr_csets, sizeof(*sp->set_io),
 			      GFP_KERNEL);
@@ -112,46 +129,50 @@ int ssdp_cache_ctr(struct ssdprio *sp, char **error)
 	ssdp_evict_init(&sp->evict, 1, 0, 1);
 	ssdp_evict_knobs_locked(sp);
 
-	r = bioset_init(&sp->bs, 64, 0, BIOSET_NEED_BVECS);
-	if (r) {
-		*error = "Cannot allocate the bio set";
-		goto bad_setio;
-	}
-	/* Unbound: writeback jobs block on I/O and run side by side. */
-	sp->wq = alloc_workqueue("ssdprio", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
-	if (!sp->wq) {
-		*error = "Cannot allocate the workqueue";
-		r = -ENOMEM;
-		goto bad_bs;
-	}
 	r = dm_set_target_max_io_len(sp->ti, sp->layout.set_sectors);
 	if (r) {
 		*error = "Cannot set the maximum I/O length";
-		goto bad_wq;
+		goto bad_setio;
 	}
 	return 0;
 
-bad_wq:
-	destroy_workqueue(sp->wq);
-	sp->wq = NULL;
-bad_bs:
-	bioset_exit(&sp->bs);
 bad_setio:
 	kvfree(sp->set_io);
 	sp->set_io = NULL;
 bad_map:
 	ssdp_cmap_destroy(&sp->cmap);
+bad_meta:
+	ssdp_meta_dtr(sp);
+	destroy_workqueue(sp->wq);
+	sp->wq = NULL;
+bad_bs:
+	bioset_exit(&sp->bs);
+bad:
 	sp->caching = false;
 	return r;
+}
+
+/* Wait for every background job; nothing new starts (suspended). */
+static void ssdp_cache_drain(struct ssdprio *sp)
+{
+	cancel_delayed_work_sync(&sp->evict_timer);
+	flush_work(&sp->evict_work);
+	ssdp_promote_drain(sp);
+	wait_event(sp->bg_wait, !atomic_read(&sp->bg_jobs));
+	flush_work(&sp->deferred_work);
 }
 
 void ssdp_cache_dtr(struct ssdprio *sp)
 {
 	if (!sp->caching)
 		return;
-	/* A table that was never suspended (failed load) has no state. */
+	/*
+	 * No metadata I/O here: a live table got its clean shutdown in
+	 * postsuspend, and after a reload the new table owns the SSD.
+	 */
 	ssdp_cache_presuspend(sp);
-	ssdp_cache_postsuspend(sp);
+	ssdp_cache_drain(sp);
+	ssdp_meta_dtr(sp);
 	destroy_workqueue(sp->wq);
 	bioset_exit(&sp->bs);
 	kvfree(sp->set_io);
@@ -182,7 +203,7 @@ static void ssdp_release_locked(struct ssdprio *sp, u32 cset, bool writer)
 	if (!sio->readers && !sio->writers) {
 		ssdp_cmap_unpin(&sp->cmap, cset);
 		/* The set may be what eviction was waiting for. */
-		if (ssdp_evict_needs_run(&sp->evict, ssdp_cmap_nr_free(&sp->cmap)))
+		if (ssdp_evict_needs_run(&sp->evict, ssdp_nr_free_soon(sp)))
 			ssdp_evict_kick_locked(sp);
 	}
 }
@@ -200,8 +221,7 @@ static u32 ssdp_alloc_set(struct ssdprio *sp, u64 oset)
 
 	if (cset != SSDP_NONE) {
 		ssdp_evict_kick(&sp->evict);
-		if (ssdp_evict_needs_run(&sp->evict,
-					 ssdp_cmap_nr_free(&sp->cmap)))
+		if (ssdp_evict_needs_run(&sp->evict, ssdp_nr_free_soon(sp)))
 			ssdp_evict_kick_locked(sp);
 	}
 	return cset;
@@ -313,6 +333,14 @@ static enum ssdp_dest ssdp_route_write(struct ssdprio *sp,
 		return SSDP_TO_BOTH;
 	}
 
+	/*
+	 * A dirty block's data exists only in the cache: a write to it stays
+	 * there whatever the policy, or a crash could leave a durable
+	 * "invalid" before the origin has the new data.
+	 */
+	if (policy == SSDP_WP_WRITEAROUND && cset != SSDP_NONE &&
+	    ssdp_cmap_any_dirty(&sp->cmap, cset, pb->first, pb->nr))
+		policy = SSDP_WP_WRITEBACK;
 	if (policy == SSDP_WP_WRITEAROUND) {
 		if (cset != SSDP_NONE) {
 			ssdp_count(sp, SSDP_ST_WRITE_HITS);
@@ -444,6 +472,14 @@ int ssdp_cache_map(struct ssdprio *sp, struct bio *bio)
 	if (len < bio_sectors(bio))
 		dm_accept_partial_bio(bio, len);
 
+	/*
+	 * FUA is met by the commit that follows the write (end_io), which
+	 * flushes the device holding the data and writes its metadata.
+	 */
+	if (bio->bi_opf & REQ_FUA) {
+		bio->bi_opf &= ~REQ_FUA;
+		pb->commit = true;
+	}
 	bio->bi_iter.bi_sector = sector;
 	pb->oset = sector >> sp->set_shift;
 	pb->first = in_set >> sp->block_shift;
@@ -481,6 +517,7 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 
 	switch (pb->kind) {
 	case SSDP_BK_NONE:
+	case SSDP_BK_COMMITTED:
 		return DM_ENDIO_DONE;
 	case SSDP_BK_ORIGIN_READ:
 		if (pb->promote && ok)
@@ -496,21 +533,25 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 		ssdp_release_locked(sp, pb->cset, false);
 		break;
 	case SSDP_BK_SSD_WRITE:
-		if (ok)
+		if (ok) {
 			ssdp_cmap_set_dirty(&sp->cmap, pb->cset, pb->first,
 					    pb->nr);
-		else
+			sp->ssd_unflushed++;
+		} else
 			ssdp_cmap_clear_valid(&sp->cmap, pb->cset, pb->first,
 					      pb->nr);
 		ssdp_release_locked(sp, pb->cset, true);
 		break;
 	case SSDP_BK_BOTH_WRITE:
 		if (ok) {
+			/*
+			 * A block dirty before stays dirty: clean needs an
+			 * origin flush first (writeback does one).
+			 */
 			ssdp_cmap_set_valid(&sp->cmap, pb->cset, pb->first,
 					    pb->nr);
-			/* A dirty partial block took the SSD-only path. */
-			ssdp_cmap_clear_dirty(&sp->cmap, pb->cset, pb->first,
-					      pb->nr);
+			sp->ssd_unflushed++;
+			sp->origin_unflushed++;
 		} else {
 			ssdp_cmap_clear_valid(&sp->cmap, pb->cset, pb->first,
 					      pb->nr);
@@ -523,9 +564,18 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 	case SSDP_BK_DISCARD:
 		sp->origin_writes--;
 		sp->promo_gen++;
+		sp->origin_unflushed++;
 		break;
 	}
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
+
+	if (pb->commit && ok) {
+		/* FUA: durable only once the metadata that finds it is. */
+		pb->kind = SSDP_BK_COMMITTED;
+		pb->origin = false;
+		ssdp_meta_commit_bio(sp, bio);
+		return DM_ENDIO_INCOMPLETE;
+	}
 	return DM_ENDIO_DONE;
 }
 
@@ -545,16 +595,16 @@ void ssdp_cache_postsuspend(struct ssdprio *sp)
 {
 	if (!sp->caching)
 		return;
-	cancel_delayed_work_sync(&sp->evict_timer);
-	flush_work(&sp->evict_work);
-	ssdp_promote_drain(sp);
-	wait_event(sp->bg_wait, !atomic_read(&sp->bg_jobs));
-	flush_work(&sp->deferred_work);
-	/*
-	 * Metadata lives in RAM only: the dirty data must reach the origin
-	 * before the table can go away or be replaced.
-	 */
-	ssdp_writeback_all_sync(sp);
+	ssdp_cache_drain(sp);
+	/* Clean shutdown: dirty data stays in the cache, all of it durable. */
+	ssdp_meta_postsuspend(sp);
+}
+
+int ssdp_cache_preresume(struct ssdprio *sp)
+{
+	if (!sp->caching)
+		return 0;
+	return ssdp_meta_preresume(sp);
 }
 
 void ssdp_cache_resume(struct ssdprio *sp)
@@ -618,7 +668,8 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 	evicted = sp->evict.sets_evicted;
 	deferred = bio_list_size(&sp->deferred);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
-	mem = ssdp_cmap_mem_bytes(cm) + total * sizeof(*sp->set_io);
+	mem = ssdp_cmap_mem_bytes(cm) + total * sizeof(*sp->set_io) +
+	      2 * BITS_TO_LONGS(sp->layout.rec_sectors) * sizeof(long);
 
 	DMEMIT(" cache on valid_blocks %llu dirty_blocks %llu", valid, dirty);
 	DMEMIT(" mapped_sets %u free_sets %u total_sets %u", mapped, free,
@@ -627,5 +678,5 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 	       ssdp_evict_state_name(state), evicted, deferred);
 	DMEMIT(" metadata_bytes %llu block_sectors %u set_blocks %u", mem,
 	       sp->cfg.block_sectors, sp->cfg.set_blocks);
-	return sz;
+	return ssdp_meta_status(sp, result, maxlen, sz);
 }

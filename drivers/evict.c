@@ -124,8 +124,10 @@ static void ssdp_wb_job_fn(struct work_struct *work)
 	/* A reader may still hold the set: it stays mapped, clean. */
 	if (!r && job->kind == SSDP_WB_EVICT &&
 	    !ssdp_cmap_pinned(&sp->cmap, job->cset) &&
-	    !ssdp_cmap_unmap(&sp->cmap, job->cset))
+	    !ssdp_cmap_unmap_deferred(&sp->cmap, job->cset)) {
 		sp->set_io[job->cset].incarnation++;
+		ssdp_meta_commit_async(sp);
+	}
 	ssdp_evict_wb_done(&sp->evict, job->kind);
 	ssdp_evict_kick_locked(sp);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
@@ -173,13 +175,14 @@ void ssdp_evict_work_fn(struct work_struct *work)
 	struct ssdp_evict_action act;
 	struct ssdp_evict_view view;
 	unsigned long flags;
+	bool freed = false;
 	u64 now;
 	u32 cset;
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	for (;;) {
 		now = ktime_get_ns();
-		view.nr_free = ssdp_cmap_nr_free(&sp->cmap);
+		view.nr_free = ssdp_nr_free_soon(sp);
 		view.nr_dirty_sets = ssdp_cmap_nr_dirty_sets(&sp->cmap);
 		view.head = ssdp_head_locked(sp);
 		act = ssdp_evict_next_action(&sp->evict, now, &view);
@@ -187,10 +190,14 @@ void ssdp_evict_work_fn(struct work_struct *work)
 		switch (act.type) {
 		case SSDP_EVICT_ACT_FREE_CLEAN_HEAD:
 			cset = ssdp_cmap_lru_first_unpinned(&sp->cmap);
-			if (cset == SSDP_NONE || ssdp_cmap_unmap(&sp->cmap, cset))
+			/* Reusable once its "free" record is durable. */
+			if (cset == SSDP_NONE ||
+			    ssdp_cmap_unmap_deferred(&sp->cmap, cset)) {
 				ssdp_evict_action_failed(&sp->evict, act.type);
-			else
+			} else {
 				sp->set_io[cset].incarnation++;
+				freed = true;
+			}
 			continue;
 		case SSDP_EVICT_ACT_START_WRITEBACK:
 			cset = ssdp_cmap_lru_first_unpinned(&sp->cmap);
@@ -218,46 +225,6 @@ void ssdp_evict_work_fn(struct work_struct *work)
 		break;
 	}
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
-}
-
-/*
- * Suspend: write back every dirty set now, in this thread.  The device is
- * quiet (dm waited for user I/O, background jobs are drained), so no set
- * is held by anyone else.
- */
-int ssdp_writeback_all_sync(struct ssdprio *sp)
-{
-	struct ssdp_buf buf;
-	unsigned long flags;
-	u32 cset;
-	int r;
-
-	r = ssdp_buf_alloc(&buf, sp->layout.set_sectors << SECTOR_SHIFT,
-			   GFP_NOIO);
-	if (r)
-		return r;
-	for (;;) {
-		spin_lock_irqsave(&sp->cache_lock, flags);
-		cset = ssdp_cmap_next_dirty_set(&sp->cmap, 0);
-		if (cset != SSDP_NONE) {
-			sp->set_io[cset].excl = true;
-			ssdp_cmap_pin(&sp->cmap, cset);
-		}
-		spin_unlock_irqrestore(&sp->cache_lock, flags);
-		if (cset == SSDP_NONE)
-			break;
-
-		r = ssdp_writeback_set(sp, cset, &buf);
-
-		spin_lock_irqsave(&sp->cache_lock, flags);
-		ssdp_excl_end_locked(sp, cset);
-		spin_unlock_irqrestore(&sp->cache_lock, flags);
-		if (r) {
-			DMERR("%s: dirty data left in the cache",
-			      dm_device_name(dm_table_get_md(sp->ti->table)));
-			break;
-		}
-	}
-	ssdp_buf_free(&buf);
-	return r;
+	if (freed)
+		ssdp_meta_commit_async(sp);
 }

@@ -8,9 +8,10 @@
  *   promote.c copies of read misses into the cache
  *   sched.c   the origin leg's deadline + idle queues
  *   io.c      page buffers and synchronous internal I/O
+ *   meta.c    persistent metadata: format, load, commit
  *
- * Lock order (outermost first): cfg_lock (mutex) -> cache_lock (spinlock,
- * irqsave) -> sched lock (spinlock, irqsave).  No lock is held across I/O
+ * Lock order (outermost first): cfg_lock (mutex) -> meta_lock (mutex) ->
+ * cache_lock (spinlock, irqsave) -> sched lock (spinlock, irqsave).  No lock is held across I/O
  * submission except where a comment says so.
  */
 #ifndef SSDPRIO_H
@@ -30,6 +31,7 @@
 #include "evict_sm.h"
 #include "sched_policy.h"
 #include "ssdprio_format.h"
+#include "meta_codec.h"
 
 #define DM_MSG_PREFIX "ssdprio"
 
@@ -56,6 +58,12 @@ enum ssdp_stat {
 	SSDP_ST_NR,
 };
 
+/* A buffer of whole pages for internal I/O (io.c). */
+struct ssdp_buf {
+	struct page **pages;
+	unsigned int nr_pages;
+};
+
 /* Queue links of a bio held by the scheduler (sched.c owns them). */
 struct ssdp_qnode {
 	struct rb_node rb;
@@ -74,6 +82,16 @@ enum ssdp_bio_kind {
 	SSDP_BK_BOTH_WRITE,		/* writethrough: SSD + chained origin */
 	SSDP_BK_ORIGIN_WRITE,		/* bypass, writearound, partial */
 	SSDP_BK_DISCARD,
+	SSDP_BK_COMMITTED,		/* second end_io after a commit */
+};
+
+/* Where the persistent metadata stands (struct ssdprio.meta_state). */
+enum ssdp_meta_state {
+	SSDP_META_NONE,			/* not resumed yet: nothing loaded */
+	SSDP_META_FORMATTED,		/* initialised by this table */
+	SSDP_META_CLEAN,		/* loaded after a clean shutdown */
+	SSDP_META_RECOVERED,		/* loaded after a crash */
+	SSDP_META_FAILED,		/* a metadata I/O failed */
 };
 
 /* Per-bio data (ti->per_io_data_size). */
@@ -91,6 +109,7 @@ struct ssdp_bio {
 	bool partial;			/* one block, partly covered */
 	bool promote;
 	bool origin;			/* counted in the scheduler's leg */
+	bool commit;			/* FUA: complete after a commit */
 };
 
 /* Per cache set I/O holds, beside the pure map (cache_lock). */
@@ -145,10 +164,12 @@ struct ssdprio {
 	u32 set_shift;			/* log2(set sectors) */
 	bool caching;			/* cfg.cache on and a cache exists */
 	bool format;			/* table says: initialise a blank cache */
+	u8 origin_id[16];		/* table's origin_id, zero if none */
 
 	/*
 	 * cache_lock protects: cmap, evict, set_io, deferred, promo_gen,
-	 * origin_writes.  Taken with irqsave: end_io may run in hard irq.
+	 * origin_writes, origin_unflushed, ssd_unflushed, commit_bios.
+	 * Taken with irqsave: end_io may run in hard irq.
 	 */
 	spinlock_t cache_lock;
 	struct ssdp_cmap cmap;
@@ -163,6 +184,10 @@ struct ssdprio {
 	 */
 	u64 promo_gen;
 	u32 origin_writes;
+	/* User writes completed since the last flush of each device. */
+	u32 origin_unflushed;
+	u32 ssd_unflushed;
+	struct bio_list commit_bios;	/* waiting for the next commit */
 
 	struct workqueue_struct *wq;	/* eviction, promotion, deferred */
 	struct work_struct evict_work;
@@ -176,6 +201,27 @@ struct ssdprio {
 	wait_queue_head_t bg_wait;
 	bool suspended;			/* cache_lock */
 	struct bio_set bs;		/* writethrough clones, internal bios */
+
+	/*
+	 * Persistent metadata (meta.c).  meta_lock serialises metadata I/O
+	 * and protects the fields below up to meta_commits; it is taken
+	 * outside cache_lock.
+	 */
+	struct mutex meta_lock;
+	struct ssdp_sb_info sb;
+	u32 rec_seed;
+	u64 meta_seq;			/* last commit's sequence number */
+	unsigned long *meta_copy;	/* per record sector: newest copy */
+	unsigned long *meta_todo;	/* record sectors of this commit */
+	u32 *meta_list;
+	struct ssdp_buf meta_buf;
+	bool meta_must_format;		/* ctr found a blank cache + format */
+	enum ssdp_meta_state meta_state;
+	u64 meta_commits;
+	u64 meta_sector_writes;
+	u32 load_ms;
+	struct work_struct commit_work;
+	atomic_t commit_wanted;
 
 	struct ssdp_sched sched;
 	void *idle_cgroups;		/* classify.c */
@@ -206,6 +252,36 @@ static inline sector_t ssdp_cset_sector(struct ssdprio *sp, u32 cset,
 	       ((sector_t)blk << sp->block_shift);
 }
 
+static inline const char *ssdp_name(struct ssdprio *sp)
+{
+	return dm_device_name(dm_table_get_md(sp->ti->table));
+}
+
+/* Origin sets the target covers. */
+static inline u64 ssdp_nr_osets(struct ssdprio *sp)
+{
+	return (sp->ti->len + sp->layout.set_sectors - 1) >> sp->set_shift;
+}
+
+/* Free sets, counting those about to be freed (limbo); cache_lock held. */
+static inline u32 ssdp_nr_free_soon(struct ssdprio *sp)
+{
+	return ssdp_cmap_nr_free(&sp->cmap) + ssdp_cmap_nr_limbo(&sp->cmap);
+}
+
+/* meta.c */
+int ssdp_meta_ctr(struct ssdprio *sp, char **error);
+void ssdp_meta_dtr(struct ssdprio *sp);
+int ssdp_meta_preresume(struct ssdprio *sp);
+void ssdp_meta_postsuspend(struct ssdprio *sp);
+int ssdp_meta_commit(struct ssdprio *sp);
+void ssdp_meta_commit_bio(struct ssdprio *sp, struct bio *bio);
+void ssdp_meta_commit_async(struct ssdprio *sp);
+void ssdp_commit_work_fn(struct work_struct *work);
+unsigned int ssdp_meta_status(struct ssdprio *sp, char *result,
+			      unsigned int maxlen, unsigned int sz);
+const char *ssdp_meta_state_name(enum ssdp_meta_state st);
+
 /* cache.c */
 int ssdp_cache_ctr(struct ssdprio *sp, char **error);
 void ssdp_cache_dtr(struct ssdprio *sp);
@@ -214,6 +290,7 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 		      blk_status_t *error);
 void ssdp_cache_presuspend(struct ssdprio *sp);
 void ssdp_cache_postsuspend(struct ssdprio *sp);
+int ssdp_cache_preresume(struct ssdprio *sp);
 void ssdp_cache_resume(struct ssdprio *sp);
 void ssdp_cache_apply_config(struct ssdprio *sp);
 int ssdp_cache_flush_dirty(struct ssdprio *sp);
@@ -226,7 +303,6 @@ void ssdp_deferred_work_fn(struct work_struct *work);
 void ssdp_evict_work_fn(struct work_struct *work);
 void ssdp_evict_timer_fn(struct work_struct *work);
 void ssdp_evict_kick_locked(struct ssdprio *sp);
-int ssdp_writeback_all_sync(struct ssdprio *sp);
 
 /* promote.c */
 void ssdp_promote_capture(struct ssdprio *sp, struct bio *bio,
@@ -257,10 +333,6 @@ unsigned int ssdp_idle_cgroup_emit(struct ssdprio *sp, char *buf,
 void ssdp_idle_cgroup_clear(struct ssdprio *sp);
 
 /* io.c */
-struct ssdp_buf {
-	struct page **pages;
-	unsigned int nr_pages;
-};
 
 int ssdp_buf_alloc(struct ssdp_buf *buf, unsigned int bytes, gfp_t gfp);
 void ssdp_buf_free(struct ssdp_buf *buf);

@@ -32,7 +32,7 @@ fs_check() { # fs_check DEV MKFS FSCK...
 	umount $mnt
 }
 
-for mode in "2 cache off" "" "2 write_policy writethrough" "2 write_policy writearound"; do
+for mode in "2 cache off" "1 format" "3 format write_policy writethrough" "3 format write_policy writearound"; do
 	log "=== table features: '${mode}'"
 	dev=$(dm_create sp "0 $len ssdprio $hdd $ssd $mode")
 	fio_run --name=verify --filename="$dev" --rw=randwrite --bs=4k --direct=1 \

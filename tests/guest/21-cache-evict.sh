@@ -9,7 +9,7 @@ load_module
 hdd=$(make_hdd hdd 256 100000 4)
 ssd=$(make_ssd ssd 48)
 len=$(sectors "$hdd")
-dev=$(dm_create sp "0 $len ssdprio $hdd $ssd 2 evict_wait 3000")
+dev=$(dm_create sp "0 $len ssdprio $hdd $ssd 3 format evict_wait 3000")
 total=$(status_get sp total_sets)
 
 # Fill the cache with dirty data: sequential writes of 2x its size.

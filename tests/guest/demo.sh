@@ -12,7 +12,7 @@ modprobe ext4
 hdd=$(make_hdd hdd 512 5000000 1)
 ssd=$(make_ssd ssd 128)
 len=$(sectors "$hdd")
-table="0 $len ssdprio $hdd $ssd 4 evict_wait 1000 batch_mode_delay 2000"
+table="0 $len ssdprio $hdd $ssd 5 format evict_wait 1000 batch_mode_delay 2000"
 say "dmsetup create demo: $table"
 dev=$(dm_create demo "$table")
 dmsetup table demo

@@ -267,6 +267,28 @@ status_get() {
 	echo "$val"
 }
 
+# wait_status DEV KEY OP VALUE TIMEOUT: poll `dmsetup status` until the integer
+# KEY satisfies `[[ KEY OP VALUE ]]` (OP: -eq -ne -lt -le -gt -ge); fail after
+# TIMEOUT seconds (a hang guard, not a performance bound).
+wait_status() {
+	local dev=$1 key=$2 op=$3 want=$4 timeout=$5 v end
+	end=$((SECONDS + timeout))
+	while :; do
+		v=$(status_get "$dev" "$key")
+		case $op in
+		-eq) ((v == want)) && return 0 ;;
+		-ne) ((v != want)) && return 0 ;;
+		-lt) ((v < want)) && return 0 ;;
+		-le) ((v <= want)) && return 0 ;;
+		-gt) ((v > want)) && return 0 ;;
+		-ge) ((v >= want)) && return 0 ;;
+		*) fail "wait_status: bad operator $op" ;;
+		esac
+		((SECONDS < end)) || fail "wait_status: $dev $key = $v, not $op $want after ${timeout}s"
+		sleep 0.5
+	done
+}
+
 # --- fio -------------------------------------------------------------------------------
 # fio_run ARGS...: run fio, pass its output through; fail the test if fio exits
 # non-zero or reports a job error (err=N or "error" : N in JSON output). A
