@@ -161,6 +161,11 @@ static int ssdp_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	 * one per leg; dm_bio_get_target_bio_nr() says which.
 	 */
 	ti->num_flush_bios = sp->caching ? 1 : 2;
+	/*
+	 * A flush commits our metadata even when neither device has a
+	 * volatile cache, so ask for flushes and FUA whatever they say.
+	 */
+	ti->flush_supported = sp->caching;
 	ti->num_discard_bios = 1;
 	ti->per_io_data_size = sizeof(struct ssdp_bio);
 	ti->accounts_remapped_io = true;

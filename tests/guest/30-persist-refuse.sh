@@ -1,0 +1,93 @@
+#!/bin/bash
+# A cache device is used only when it is ours and fits the table: blank or
+# foreign starts need `format`; another origin, another geometry, a broken
+# superblock checksum or a truncated device are refused with a precise
+# message, and nothing is written to the cache device.
+# timeout: 600
+# shellcheck source=tests/guest/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+load_module
+hdd=$(make_hdd hdd 64 0 32)
+hdd2=$(make_hdd hdd2 80 0 32)
+ssd=$(make_ssd ssd 24)
+len=$(sectors "$hdd")
+META_MB=4 # the metadata area and the first sets: what a refusal must not touch
+
+meta_sum() { dd if="$1" bs=1M count=$META_MB iflag=direct status=none | sha256sum; }
+
+# refused NAME TABLE PATTERN: the table fails, the kernel says PATTERN, and the
+# cache's first MiBs are unchanged.
+refused() {
+	local name=$1 table=$2 pat=$3 before msg
+	before=$(meta_sum "$ssd")
+	dmesg -C
+	if dm_try_create "$name" "$table" 2>/dev/null; then
+		fail "table accepted: $table"
+	fi
+	msg=$(dmesg | grep 'ssdprio' || true)
+	grep -qE "$pat" <<<"$msg" || fail "expected '$pat' for: $table; kernel said: $msg"
+	log "refused: $(grep -E "$pat" <<<"$msg" | tail -1 | sed 's/^\[[^]]*\] //')"
+	[[ $(meta_sum "$ssd") == "$before" ]] || fail "cache device written by a refused table: $table"
+	dmsetup info "$name" >/dev/null 2>&1 && dmsetup remove "$name"
+	return 0
+}
+
+# --- blank and foreign caches need format -------------------------------------------
+refused sp "0 $len ssdprio $hdd $ssd" "blank: add the feature flag 'format'"
+printf 'XFSB-not-a-cache' | dd of="$ssd" bs=512 seek=0 conv=notrunc oflag=direct status=none
+refused sp "0 $len ssdprio $hdd $ssd" "no ssdprio superblock: add the feature flag 'format'"
+refused sp "0 $len ssdprio $hdd $ssd 1 origin_id 00000000000000000000000000000000" \
+	"origin_id must be 32 hex digits"
+
+# --- format, and data that must survive everything below ---------------------------
+dm_create sp "0 $len ssdprio $hdd $ssd 3 format evict_wait 60000" >/dev/null
+assert_eq "$(status_get sp meta_state)" formatted "first table formats"
+fio_run --name=keep --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 \
+	--size=8M --randrepeat=0 --randseed=5 --verify=crc32c --ioengine=psync >/dev/null
+dirty=$(status_get sp dirty_blocks)
+assert_ge "$dirty" 1 "dirty data in the cache"
+dm_remove sp
+
+# --- another geometry, another origin, a truncated cache -----------------------------
+refused sp "0 $len ssdprio $hdd $ssd 2 block_size 16" "another block_size or set_size"
+refused sp "0 $len ssdprio $hdd $ssd 3 format set_size 128" "another block_size or set_size"
+refused sp "0 $(sectors "$hdd2") ssdprio $hdd2 $ssd 1 format" "another origin \(origin size differs\)"
+refused sp "0 $len ssdprio $hdd $ssd 2 origin_id 0123456789abcdef0123456789abcdef" \
+	"another origin \(origin_id differs\)"
+dm_create short "0 $(($(sectors "$ssd") - 2048)) linear $ssd 0" >/dev/null
+refused sp "0 $len ssdprio $hdd /dev/mapper/short 1 format" "smaller than when it was formatted"
+dm_remove short
+
+# --- a damaged superblock: refused, even with format; repaired: loads ----------------
+sb=$(dd if="$ssd" bs=512 count=1 iflag=direct status=none | od -An -tx1 -v | tr -d ' \n')
+byte=${sb:200:2}
+printf "\\x$(printf %02x $((0x$byte ^ 0x10)))" |
+	dd of="$ssd" bs=1 seek=100 conv=notrunc status=none
+sync
+echo 1 >/proc/sys/vm/drop_caches
+refused sp "0 $len ssdprio $hdd $ssd" "checksum mismatch"
+refused sp "0 $len ssdprio $hdd $ssd 1 format" "checksum mismatch"
+printf "\\x$byte" | dd of="$ssd" bs=1 seek=100 conv=notrunc status=none
+sync
+echo 1 >/proc/sys/vm/drop_caches
+
+dm_create sp "0 $len ssdprio $hdd $ssd 2 evict_wait 60000" >/dev/null
+assert_eq "$(status_get sp meta_state)" clean "repaired superblock loads"
+assert_eq "$(status_get sp dirty_blocks)" "$dirty" "dirty blocks kept"
+fio_run --name=keep --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 \
+	--size=8M --randrepeat=0 --randseed=5 --verify=crc32c --ioengine=psync \
+	--verify_only=1 >/dev/null
+dm_remove sp
+
+# --- origin_id: kept in the superblock, required to match -----------------------------
+id=0123456789abcdef0123456789abcdef
+dd if=/dev/zero of="$ssd" bs=1M count=$META_MB oflag=direct status=none
+dm_create sp "0 $len ssdprio $hdd $ssd 3 format origin_id $id" >/dev/null
+dmsetup table sp | grep -q "origin_id $id" || fail "table does not print origin_id: $(dmsetup table sp)"
+dm_remove sp
+refused sp "0 $len ssdprio $hdd $ssd" "another origin \(origin_id differs\)"
+dm_create sp "0 $len ssdprio $hdd $ssd 2 origin_id $id" >/dev/null
+assert_eq "$(status_get sp meta_state)" clean "origin_id matches"
+dm_remove sp
+log "ok"
