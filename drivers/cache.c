@@ -652,7 +652,7 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 	struct ssdp_cmap *cm = &sp->cmap;
 	unsigned long flags;
 	u64 valid, dirty, evicted, mem;
-	u32 mapped, free, total, state, deferred;
+	u32 mapped, free, limbo, total, state, deferred;
 
 	if (!sp->caching) {
 		DMEMIT(" cache off");
@@ -663,6 +663,7 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 	dirty = ssdp_cmap_total_dirty(cm);
 	mapped = ssdp_cmap_nr_mapped(cm);
 	free = ssdp_cmap_nr_free(cm);
+	limbo = ssdp_cmap_nr_limbo(cm);
 	total = ssdp_cmap_nr_csets(cm);
 	state = ssdp_evict_state(&sp->evict);
 	evicted = sp->evict.sets_evicted;
@@ -672,8 +673,8 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 	      2 * BITS_TO_LONGS(sp->layout.rec_sectors) * sizeof(long);
 
 	DMEMIT(" cache on valid_blocks %llu dirty_blocks %llu", valid, dirty);
-	DMEMIT(" mapped_sets %u free_sets %u total_sets %u", mapped, free,
-	       total);
+	DMEMIT(" mapped_sets %u free_sets %u limbo_sets %u total_sets %u",
+	       mapped, free, limbo, total);
 	DMEMIT(" evict_state %s sets_evicted %llu deferred_now %u",
 	       ssdp_evict_state_name(state), evicted, deferred);
 	DMEMIT(" metadata_bytes %llu block_sectors %u set_blocks %u", mem,

@@ -20,7 +20,7 @@ import sys
 f = sys.argv[1].split()[3:]
 d = dict(zip(f[0::2], f[1::2]))
 assert int(d["valid_blocks"]) >= int(d["dirty_blocks"])
-assert int(d["mapped_sets"]) + int(d["free_sets"]) == int(d["total_sets"])
+assert int(d["mapped_sets"]) + int(d["free_sets"]) + int(d["limbo_sets"]) == int(d["total_sets"])
 PY
 }
 
