@@ -670,7 +670,7 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 	deferred = bio_list_size(&sp->deferred);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 	mem = ssdp_cmap_mem_bytes(cm) + total * sizeof(*sp->set_io) +
-	      2 * BITS_TO_LONGS(sp->layout.rec_sectors) * sizeof(long);
+	      2 * BITS_TO_LONGS(ssdp_meta_blocks(&sp->layout)) * sizeof(long);
 
 	DMEMIT(" cache on valid_blocks %llu dirty_blocks %llu", valid, dirty);
 	DMEMIT(" mapped_sets %u free_sets %u limbo_sets %u total_sets %u",

@@ -7,17 +7,17 @@
  * arrived before it started):
  *   1. take the sets whose persistent state changed (cmap "changed"
  *      bits) and note how many sets wait in limbo;
- *   2. per chunk of record sectors: encode them from the cache map, THEN
+ *   2. per chunk of metadata blocks: encode them from the cache map, THEN
  *      flush the origin (if user writes reached it) and the SSD, so every
  *      block a record calls valid has its data durable before the record
  *      is written;
- *   3. write each record sector to its other copy with FUA, and only then
+ *   3. write each metadata block to its other copy with FUA, and only then
  *      call that copy the newest;
  *   4. release the limbo sets counted in 1: their "free" records are now
  *      durable, so their blocks may be reused for another origin set.
  * Cost per flush in steady state: one SSD flush (plus one origin flush
  * when writes went to the origin) and one FUA write per run of changed
- * record sectors; no metadata I/O per data write.
+ * metadata blocks; no metadata I/O per data write.
  *
  * Blocks become clean only after an origin flush (evict.c), and a write
  * to a dirty block never invalidates it (cache.c), so a durable record
@@ -44,10 +44,11 @@
 #include "ssdprio.h"
 #include "meta_codec.h"
 
-/* Record sectors encoded and written per round of a commit. */
-#define SSDP_META_CHUNK_SECTORS	256U	/* 128 KiB */
-/* Record sectors read per round of a load (per copy). */
-#define SSDP_LOAD_CHUNK_SECTORS	2048U	/* 1 MiB */
+/* Metadata blocks encoded and written per round of a commit. */
+#define SSDP_META_CHUNK_BLOCKS	32U	/* 128 KiB */
+/* Metadata blocks read per round of a load (per copy). */
+#define SSDP_LOAD_CHUNK_BLOCKS	256U	/* 1 MiB */
+#define SSDP_MB_SHIFT		12	/* log2(SSDP_META_BLOCK_BYTES) */
 
 static const char * const ssdp_meta_state_names[] = {
 	[SSDP_META_NONE] = "none",
@@ -63,9 +64,9 @@ const char *ssdp_meta_state_name(enum ssdp_meta_state st)
 	       ssdp_meta_state_names[st] : "?";
 }
 
-static inline u32 ssdp_recs_per_sector(struct ssdprio *sp)
+static inline u32 ssdp_recs_per_block(struct ssdprio *sp)
 {
-	return SSDP_SECTOR_BYTES / sp->layout.rec_bytes;
+	return SSDP_META_BLOCK_BYTES / sp->layout.rec_bytes;
 }
 
 static void *ssdp_buf_addr(struct ssdp_buf *buf, size_t off)
@@ -107,13 +108,15 @@ static int ssdp_meta_rw(struct ssdprio *sp, struct ssdp_buf *buf, size_t off,
 
 static int ssdp_meta_write_sb(struct ssdprio *sp, bool clean)
 {
+	void *block = ssdp_buf_addr(&sp->meta_buf, 0);
 	int r;
 
 	sp->sb.flags = clean ? SSDP_SB_CLEAN : 0;
 	sp->sb.seq = sp->meta_seq;
-	ssdp_sb_encode(&sp->sb, ssdp_buf_addr(&sp->meta_buf, 0));
+	memset(block, 0, SSDP_META_BLOCK_BYTES);
+	ssdp_sb_encode(&sp->sb, block);
 	/* PREFLUSH: what the superblock vouches for is durable first. */
-	r = ssdp_meta_rw(sp, &sp->meta_buf, 0, 0, 1,
+	r = ssdp_meta_rw(sp, &sp->meta_buf, 0, 0, SSDP_META_BLOCK_SECTORS,
 			 REQ_OP_WRITE | REQ_SYNC | REQ_PREFLUSH | REQ_FUA);
 	if (r)
 		DMERR("%s: superblock write failed: %d", ssdp_name(sp), r);
@@ -132,17 +135,22 @@ int ssdp_meta_ctr(struct ssdprio *sp, char **error)
 	mutex_init(&sp->meta_lock);
 	INIT_WORK(&sp->commit_work, ssdp_commit_work_fn);
 	bio_list_init(&sp->commit_bios);
+	if (bdev_logical_block_size(sp->cache->bdev) > SSDP_META_BLOCK_BYTES) {
+		*error = "Cache device logical block size is above 4096";
+		return -EINVAL;
+	}
 	r = ssdp_buf_alloc(&sp->meta_buf,
-			   max_t(u32, SSDP_META_CHUNK_SECTORS << SECTOR_SHIFT,
-				 PAGE_SIZE), GFP_KERNEL);
-	sp->meta_list = kcalloc(SSDP_META_CHUNK_SECTORS,
+			   SSDP_META_CHUNK_BLOCKS * SSDP_META_BLOCK_BYTES,
+			   GFP_KERNEL);
+	sp->meta_list = kcalloc(SSDP_META_CHUNK_BLOCKS,
 				sizeof(*sp->meta_list), GFP_KERNEL);
 	if (r || !sp->meta_list) {
 		r = -ENOMEM;
 		*error = "Cannot allocate the metadata buffer";
 		return r;
 	}
-	r = ssdp_meta_rw(sp, &sp->meta_buf, 0, 0, 1, REQ_OP_READ);
+	r = ssdp_meta_rw(sp, &sp->meta_buf, 0, 0, SSDP_META_BLOCK_SECTORS,
+			 REQ_OP_READ);
 	if (r) {
 		*error = "Cannot read the cache superblock";
 		return r;
@@ -208,7 +216,7 @@ int ssdp_meta_ctr(struct ssdprio *sp, char **error)
 
 static int ssdp_meta_alloc_bitmaps(struct ssdprio *sp)
 {
-	size_t longs = BITS_TO_LONGS(sp->layout.rec_sectors);
+	size_t longs = BITS_TO_LONGS(ssdp_meta_blocks(&sp->layout));
 
 	sp->meta_copy = kvcalloc(longs, sizeof(long), GFP_KERNEL);
 	sp->meta_todo = kvcalloc(longs, sizeof(long), GFP_KERNEL);
@@ -291,7 +299,8 @@ static int ssdp_meta_restore(struct ssdprio *sp, u32 cset,
 static int ssdp_meta_load(struct ssdprio *sp)
 {
 	struct ssdp_layout *l = &sp->layout;
-	u32 rps = ssdp_recs_per_sector(sp), rb = l->rec_bytes;
+	u32 rpb = ssdp_recs_per_block(sp), rb = l->rec_bytes;
+	u64 nr_blocks = ssdp_meta_blocks(l);
 	u32 set_blocks = sp->cfg.set_blocks;
 	bool recovering = !(sp->sb.flags & SSDP_SB_CLEAN);
 	struct ssdp_buf bufs[SSDP_META_COPIES] = {};
@@ -306,17 +315,18 @@ static int ssdp_meta_load(struct ssdprio *sp)
 	if (!seqs)
 		return r;
 	for (c = 0; c < SSDP_META_COPIES; c++)
-		if (ssdp_buf_alloc(&bufs[c], SSDP_LOAD_CHUNK_SECTORS <<
-				   SECTOR_SHIFT, GFP_KERNEL))
+		if (ssdp_buf_alloc(&bufs[c], SSDP_LOAD_CHUNK_BLOCKS *
+				   SSDP_META_BLOCK_BYTES, GFP_KERNEL))
 			goto out;
 
-	for (k = 0; k < l->rec_sectors; k += SSDP_LOAD_CHUNK_SECTORS) {
-		u32 n = min_t(u64, SSDP_LOAD_CHUNK_SECTORS, l->rec_sectors - k);
+	for (k = 0; k < nr_blocks; k += SSDP_LOAD_CHUNK_BLOCKS) {
+		u32 n = min_t(u64, SSDP_LOAD_CHUNK_BLOCKS, nr_blocks - k);
 		u32 s;
 
 		for (c = 0; c < SSDP_META_COPIES; c++) {
 			r = ssdp_meta_rw(sp, &bufs[c], 0,
-					 ssdp_rec_sector(l, c, k), n,
+					 ssdp_rec_sector(l, c, k),
+					 n * SSDP_META_BLOCK_SECTORS,
 					 REQ_OP_READ);
 			if (r) {
 				DMERR("%s: reading the metadata failed: %d",
@@ -325,13 +335,13 @@ static int ssdp_meta_load(struct ssdprio *sp)
 			}
 		}
 		for (s = 0; s < n && !r; s++) {
-			u64 first = (k + s) * rps;
-			int sector_pick = -1;
+			u64 first = (k + s) * rpb;
+			int block_pick = -1;
 			u32 j;
 
 			spin_lock_irqsave(&sp->cache_lock, flags);
-			for (j = 0; j < rps && first + j < l->nr_csets; j++) {
-				size_t off = ((size_t)s << SECTOR_SHIFT) + j * rb;
+			for (j = 0; j < rpb && first + j < l->nr_csets; j++) {
+				size_t off = ((size_t)s << SSDP_MB_SHIFT) + j * rb;
 				struct ssdp_rec_info ri;
 				int pick;
 
@@ -341,7 +351,7 @@ static int ssdp_meta_load(struct ssdprio *sp)
 						     first + j, set_blocks,
 						     &ri);
 				if (j == 0)
-					sector_pick = pick;
+					block_pick = pick;
 				if (pick < 0)
 					continue;
 				max_seq = max(max_seq, ri.seq);
@@ -352,8 +362,8 @@ static int ssdp_meta_load(struct ssdprio *sp)
 				loaded++;
 			}
 			spin_unlock_irqrestore(&sp->cache_lock, flags);
-			/* The next write of this sector goes to the other copy. */
-			if (sector_pick == 1)
+			/* The next write of this block goes to the other copy. */
+			if (block_pick == 1)
 				__set_bit(k + s, sp->meta_copy);
 		}
 		if (r) {
@@ -420,14 +430,15 @@ out:
 	return r;
 }
 
-/* Gather up to @max record sectors to write from meta_todo, from @k on. */
+/* Gather up to @max metadata blocks to write from meta_todo, from @k on. */
 static u32 ssdp_meta_gather(struct ssdprio *sp, u64 *k, u32 *list, u32 max)
 {
+	u64 nr_blocks = ssdp_meta_blocks(&sp->layout);
 	u32 n = 0;
 
 	while (n < max) {
-		*k = find_next_bit(sp->meta_todo, sp->layout.rec_sectors, *k);
-		if (*k >= sp->layout.rec_sectors)
+		*k = find_next_bit(sp->meta_todo, nr_blocks, *k);
+		if (*k >= nr_blocks)
 			break;
 		__clear_bit(*k, sp->meta_todo);
 		list[n++] = *k;
@@ -436,17 +447,17 @@ static u32 ssdp_meta_gather(struct ssdprio *sp, u64 *k, u32 *list, u32 max)
 	return n;
 }
 
-/* Encode record sector @s into @dst from the cache map; cache_lock held. */
-static void ssdp_meta_encode_sector(struct ssdprio *sp, u64 s, u8 *dst)
+/* Encode metadata block @s into @dst from the cache map; cache_lock held. */
+static void ssdp_meta_encode_block(struct ssdprio *sp, u64 s, u8 *dst)
 {
 	struct ssdp_cmap *cm = &sp->cmap;
-	u32 rps = ssdp_recs_per_sector(sp), rb = sp->layout.rec_bytes;
+	u32 rpb = ssdp_recs_per_block(sp), rb = sp->layout.rec_bytes;
 	u8 valid[SSDP_MAX_SET_BLOCKS / 8], dirty[SSDP_MAX_SET_BLOCKS / 8];
 	u32 j;
 
-	memset(dst, 0, SSDP_SECTOR_BYTES);
-	for (j = 0; j < rps; j++) {
-		u64 cset = s * rps + j;
+	memset(dst, 0, SSDP_META_BLOCK_BYTES);
+	for (j = 0; j < rpb; j++) {
+		u64 cset = s * rpb + j;
 
 		if (cset >= sp->layout.nr_csets)
 			break;
@@ -464,7 +475,7 @@ static void ssdp_meta_encode_sector(struct ssdprio *sp, u64 s, u8 *dst)
 	}
 }
 
-/* Write the gathered sectors, runs of neighbours in one bio each. */
+/* Write the gathered blocks, runs of neighbours in one bio each. */
 static int ssdp_meta_write_list(struct ssdprio *sp, const u32 *list, u32 n)
 {
 	u32 i = 0;
@@ -479,9 +490,10 @@ static int ssdp_meta_write_list(struct ssdprio *sp, const u32 *list, u32 n)
 		       copy)
 			run++;
 		r = ssdp_meta_rw(sp, &sp->meta_buf,
-				 (size_t)i << SECTOR_SHIFT,
+				 (size_t)i << SSDP_MB_SHIFT,
 				 ssdp_rec_sector(&sp->layout, copy, list[i]),
-				 run, REQ_OP_WRITE | REQ_SYNC | REQ_FUA);
+				 run * SSDP_META_BLOCK_SECTORS,
+				 REQ_OP_WRITE | REQ_SYNC | REQ_FUA);
 		if (!r) {
 			u32 j;
 
@@ -491,7 +503,7 @@ static int ssdp_meta_write_list(struct ssdprio *sp, const u32 *list, u32 n)
 				else
 					__clear_bit(list[j], sp->meta_copy);
 			}
-			sp->meta_sector_writes += run;
+			sp->meta_block_writes += run;
 		}
 		i += run;
 	}
@@ -502,7 +514,7 @@ static int ssdp_meta_write_list(struct ssdprio *sp, const u32 *list, u32 n)
 int ssdp_meta_commit(struct ssdprio *sp)
 {
 	u32 *list = sp->meta_list;
-	u32 rps, limbo, origin_dirty, ssd_dirty, n, i;
+	u32 rpb, limbo, origin_dirty, ssd_dirty, n, i;
 	unsigned long flags;
 	u64 k = 0;
 	u32 cset;
@@ -515,13 +527,13 @@ int ssdp_meta_commit(struct ssdprio *sp)
 	}
 	if (sp->meta_state == SSDP_META_NONE)
 		goto out;	/* never resumed: nothing to make durable */
-	rps = ssdp_recs_per_sector(sp);
+	rpb = ssdp_recs_per_block(sp);
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	for (cset = ssdp_cmap_next_changed(&sp->cmap, 0); cset != SSDP_NONE;
 	     cset = ssdp_cmap_next_changed(&sp->cmap, cset + 1)) {
 		ssdp_cmap_clear_changed(&sp->cmap, cset);
-		__set_bit(cset / rps, sp->meta_todo);
+		__set_bit(cset / rpb, sp->meta_todo);
 	}
 	limbo = ssdp_cmap_nr_limbo(&sp->cmap);
 	origin_dirty = sp->origin_unflushed;
@@ -532,14 +544,14 @@ int ssdp_meta_commit(struct ssdprio *sp)
 
 	sp->meta_seq++;
 	for (;;) {
-		n = ssdp_meta_gather(sp, &k, list, SSDP_META_CHUNK_SECTORS);
+		n = ssdp_meta_gather(sp, &k, list, SSDP_META_CHUNK_BLOCKS);
 		if (!n)
 			break;
 		spin_lock_irqsave(&sp->cache_lock, flags);
 		for (i = 0; i < n; i++)
-			ssdp_meta_encode_sector(sp, list[i],
+			ssdp_meta_encode_block(sp, list[i],
 				ssdp_buf_addr(&sp->meta_buf,
-					      (size_t)i << SECTOR_SHIFT));
+					      (size_t)i << SSDP_MB_SHIFT));
 		spin_unlock_irqrestore(&sp->cache_lock, flags);
 		/* Data first: the records just encoded may vouch for it. */
 		if (origin_dirty) {
@@ -649,9 +661,9 @@ void ssdp_commit_work_fn(struct work_struct *work)
 unsigned int ssdp_meta_status(struct ssdprio *sp, char *result,
 			      unsigned int maxlen, unsigned int sz)
 {
-	DMEMIT(" meta_state %s meta_commits %llu meta_sector_writes %llu meta_load_ms %u",
+	DMEMIT(" meta_state %s meta_commits %llu meta_block_writes %llu meta_load_ms %u",
 	       ssdp_meta_state_name(READ_ONCE(sp->meta_state)),
-	       READ_ONCE(sp->meta_commits), READ_ONCE(sp->meta_sector_writes),
+	       READ_ONCE(sp->meta_commits), READ_ONCE(sp->meta_block_writes),
 	       sp->load_ms);
 	return sz;
 }

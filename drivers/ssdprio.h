@@ -211,14 +211,14 @@ struct ssdprio {
 	struct ssdp_sb_info sb;
 	u32 rec_seed;
 	u64 meta_seq;			/* last commit's sequence number */
-	unsigned long *meta_copy;	/* per record sector: newest copy */
-	unsigned long *meta_todo;	/* record sectors of this commit */
+	unsigned long *meta_copy;	/* per metadata block: newest copy */
+	unsigned long *meta_todo;	/* metadata blocks of this commit */
 	u32 *meta_list;
 	struct ssdp_buf meta_buf;
 	bool meta_must_format;		/* ctr found a blank cache + format */
 	enum ssdp_meta_state meta_state;
 	u64 meta_commits;
-	u64 meta_sector_writes;
+	u64 meta_block_writes;
 	u32 load_ms;
 	struct work_struct commit_work;
 	atomic_t commit_wanted;

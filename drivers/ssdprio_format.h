@@ -8,24 +8,28 @@
  *
  *   0        1          8               8+R             8+2R      data_start
  *   +--------+----------+---------------+---------------+---------+----------
- *   | super  | (unused) | record copy 0 | record copy 1 | padding | set 0 ...
+ *   | super  | (zeroes) | record copy 0 | record copy 1 | padding | set 0 ...
  *   +--------+----------+---------------+---------------+---------+----------
  *   |<-- SSDP_SB_SECTORS ->|<-- R = rec_sectors each -->|
+ *
+ *   Metadata is read and written in 4 KiB blocks (the superblock block, and
+ *   R is a multiple of 8), so caches with 4 KiB logical blocks work too.
  *
  *   data_start is a multiple of max(1 MiB, set size), so SSD erase blocks
  *   and set I/O line up; set n's data is at data_start + n * set_sectors.
  *
  * Record area: cache set n's record is at byte n * rec_bytes of a copy.
- * rec_bytes is a power of two <= 512, so a record never straddles a sector:
+ * rec_bytes is a power of two <= 512, so a record never straddles a sector
+ * (nor a 4 KiB metadata block):
  *
- *   sector k of a copy:  | rec 4k | rec 4k+1 | rec 4k+2 | rec 4k+3 |  (128 B)
+ *   block k of a copy:  | rec 32k | rec 32k+1 | ... | rec 32k+31 |  (128 B)
  *
  *   one record:  0      4      8        16       24      32
  *                | crc  | cset | oset   | seq    | flags |pad| valid bits |
  *                  dirty bits | zeroes to rec_bytes
  *
- * Each metadata sector is written whole, alternately to copy 0 and copy 1,
- * so the other copy always holds the sector's previous committed state: a
+ * Each metadata block is written whole, alternately to copy 0 and copy 1,
+ * so the other copy always holds the block's previous committed state: a
  * torn or lost write damages only the copy being written, and its records
  * fail their checksum or carry an older seq.  Load takes, record by
  * record, the copy with a good checksum and the higher seq.
@@ -50,6 +54,8 @@
 #define SSDP_REC_HDR_BYTES	32U	/* crc, cset, oset, seq, flags */
 #define SSDP_DATA_ALIGN		2048ULL	/* 1 MiB in sectors */
 #define SSDP_META_COPIES	2U
+#define SSDP_META_BLOCK_BYTES	4096U	/* unit of metadata I/O */
+#define SSDP_META_BLOCK_SECTORS	8U
 
 #define SSDP_SB_MAGIC		0x314f495250445353ULL	/* "SSDPRIO1" */
 #define SSDP_FORMAT_VERSION	1U
@@ -105,7 +111,7 @@ _Static_assert(sizeof(struct ssdp_disk_rec) == SSDP_REC_HDR_BYTES,
 struct ssdp_layout {
 	uint64_t nr_csets;
 	uint64_t rec_bytes;
-	uint64_t rec_sectors;		/* one copy of the records */
+	uint64_t rec_sectors;		/* one copy of the records, 4 KiB multiple */
 	uint64_t meta_sectors;		/* superblock area + both copies */
 	uint64_t data_start;		/* sector of cache set 0 */
 	uint64_t set_sectors;
@@ -126,11 +132,18 @@ static inline uint64_t ssdp_rec_bytes(uint32_t set_blocks)
 	return r;
 }
 
-/* Sector of copy @copy holding record sector @k (0-based in the copy). */
+/* First sector of metadata block @k (0-based) of copy @copy. */
 static inline uint64_t ssdp_rec_sector(const struct ssdp_layout *l,
 				       unsigned int copy, uint64_t k)
 {
-	return SSDP_SB_SECTORS + copy * l->rec_sectors + k;
+	return SSDP_SB_SECTORS + copy * l->rec_sectors +
+	       k * SSDP_META_BLOCK_SECTORS;
+}
+
+/* Metadata blocks in one copy of the records. */
+static inline uint64_t ssdp_meta_blocks(const struct ssdp_layout *l)
+{
+	return l->rec_sectors / SSDP_META_BLOCK_SECTORS;
 }
 
 /*
@@ -151,8 +164,8 @@ static inline int ssdp_layout_compute(struct ssdp_layout *l,
 	/* An upper bound first, then shrink until metadata + data fit. */
 	n = cache_sectors / l->set_sectors;
 	for (;;) {
-		l->rec_sectors = (n * l->rec_bytes + SSDP_SECTOR_BYTES - 1) >>
-				 SSDP_SECTOR_SHIFT;
+		l->rec_sectors = (n * l->rec_bytes + SSDP_META_BLOCK_BYTES - 1) /
+				 SSDP_META_BLOCK_BYTES * SSDP_META_BLOCK_SECTORS;
 		l->meta_sectors = SSDP_SB_SECTORS +
 				  SSDP_META_COPIES * l->rec_sectors;
 		l->data_start = (l->meta_sectors + align - 1) / align * align;

@@ -56,7 +56,7 @@ assert_eq "$(status_get sp dirty_blocks)" "$dirty" "dirty blocks after suspend/r
 
 # --- flushes and FUA writes commit, batched -----------------------------------------
 c0=$(status_get sp meta_commits)
-w0=$(status_get sp meta_sector_writes)
+w0=$(status_get sp meta_block_writes)
 fio_run --name=fs --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 \
 	--offset=32M --size=4M --fsync=16 --ioengine=psync >/dev/null
 c1=$(status_get sp meta_commits)
@@ -66,7 +66,7 @@ fio_run --name=fua --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 \
 	--offset=40M --size=1M --sync=1 --ioengine=psync >/dev/null
 c2=$(status_get sp meta_commits)
 assert_ge "$((c2 - c1))" 256 "O_SYNC (FUA) writes commit"
-log "commits: $((c1 - c0)) for 64 fsyncs, $((c2 - c1)) for 256 O_SYNC writes; record sector writes $(($(status_get sp meta_sector_writes) - w0))"
+log "commits: $((c1 - c0)) for 64 fsyncs, $((c2 - c1)) for 256 O_SYNC writes; metadata block writes $(($(status_get sp meta_block_writes) - w0))"
 dmsetup message sp 0 flush_dirty || fail "flush_dirty"
 wait_status sp dirty_blocks -eq 0 300
 dm_remove sp

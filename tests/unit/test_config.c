@@ -87,10 +87,13 @@ TEST(layout_fits_and_aligns)
 		ASSERT_TRUE(l.nr_csets > 0);
 		ASSERT_EQ(l.data_start % 2048, 0);
 		ASSERT_TRUE(l.data_start >= l.meta_sectors);
-		ASSERT_EQ(l.rec_sectors, (l.nr_csets * l.rec_bytes + 511) / 512);
+		ASSERT_EQ(l.rec_sectors,
+			  (l.nr_csets * l.rec_bytes + 4095) / 4096 * 8);
 		ASSERT_EQ(l.meta_sectors, SSDP_SB_SECTORS + 2 * l.rec_sectors);
 		ASSERT_EQ(ssdp_rec_sector(&l, 1, 0),
 			  SSDP_SB_SECTORS + l.rec_sectors);
+		ASSERT_EQ(ssdp_rec_sector(&l, 0, 2), SSDP_SB_SECTORS + 16);
+		ASSERT_EQ(ssdp_meta_blocks(&l) * 8, l.rec_sectors);
 		ASSERT_TRUE(l.data_start + l.nr_csets * l.set_sectors <=
 			    sizes[i]);
 		/* Metadata is small: at least 95% of a large device is data. */
