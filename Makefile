@@ -4,7 +4,8 @@
 #
 #   make            build dm-ssdprio.ko against KDIR
 #   make lint       W=1 build, sparse (C=1) and checkpatch
-#   make unit       user-space unit tests of the pure engine logic
+#   make unit       user-space unit tests of the pure engine logic (and tools)
+#   make tools      user-space tools into build/tools (replay-log, stampio)
 #   make check      unit tests, then the guest suite under QEMU
 #   make demo       boot the bench and show the target at work
 #   make bench      benchmarks (S=<scenario>, BENCH_QUICK=1)
@@ -37,7 +38,8 @@ CHECKPATCH ?= $(firstword $(wildcard /opt/linux-src/scripts/checkpatch.pl \
 VM_ARGS ?=
 T ?=
 
-.PHONY: all modules lint unit check demo bench install clean deps checkpatch
+.PHONY: all modules lint unit check demo bench install clean deps checkpatch \
+	tools tools-test
 
 all: modules
 
@@ -59,11 +61,28 @@ lint:
 	@! grep -E 'warning:|error:' build/lint.log
 	./tools/checkpatch.sh
 
-unit:
+unit: tools-test
 	$(MAKE) -C tests/unit run
 
+# User-space tools, also run by guest tests (the guest uses the host's root).
+TOOLS_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -O2 -g
+TOOLS := build/tools/replay-log build/tools/stampio
+
+tools: $(TOOLS)
+
+build/tools/replay-log: tools/replay-log.c
+	@mkdir -p $(@D)
+	$(CC) $(TOOLS_CFLAGS) -o $@ $<
+
+build/tools/stampio: tests/logwrites/stampio.c
+	@mkdir -p $(@D)
+	$(CC) $(TOOLS_CFLAGS) -o $@ $<
+
+tools-test: tools
+	python3 tests/logwrites/test-replay-log.py build/tools/replay-log
+
 # `make check T=name` runs one guest test.
-check: deps modules unit
+check: deps modules unit tools
 	./tests/vm/run $(VM_ARGS) $(T)
 
 demo: deps modules

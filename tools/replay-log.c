@@ -1,0 +1,599 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * replay-log: list and replay a dm-log-writes log.
+ *
+ * The log format (Documentation/admin-guide/device-mapper/log-writes.rst,
+ * drivers/md/dm-log-writes.c) in units of the logged device's logical
+ * sector size S (the super records it):
+ *
+ *   offset 0      super: le64 magic, le64 version, le64 nr_entries,
+ *                 le32 sectorsize (padded to S)
+ *   offset S      entry 0: le64 sector, le64 nr_sectors, le64 flags,
+ *                 le64 data_len, then for a MARK the mark text (data_len
+ *                 bytes, not NUL terminated), padded to S
+ *                 followed by nr_sectors * S bytes of data, unless the
+ *                 entry is a DISCARD (which carries no data)
+ *   ...           entry 1, ...
+ *
+ * sector and nr_sectors count S-sized sectors of the logged device.
+ * Entries appear in the order the writes reached stable storage: plain
+ * writes are logged just before the FLUSH that made them durable, FUA
+ * writes as soon as they complete, marks when the message arrives.
+ *
+ * Entries are numbered from 0, as --list prints them.  --limit N and
+ * --end-mark NAME stop after that entry (inclusive); --start-entry N
+ * skips the entries before N, so a replay can continue where the last
+ * one stopped.  The replay target is a block device or a regular file.
+ */
+#define _GNU_SOURCE
+#include <endian.h>
+#include <err.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <linux/falloc.h>
+#include <linux/fs.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define LOG_FLUSH_FLAG		((uint64_t)1 << 0)
+#define LOG_FUA_FLAG		((uint64_t)1 << 1)
+#define LOG_DISCARD_FLAG	((uint64_t)1 << 2)
+#define LOG_MARK_FLAG		((uint64_t)1 << 3)
+#define LOG_METADATA_FLAG	((uint64_t)1 << 4)
+#define LOG_KNOWN_FLAGS		(LOG_FLUSH_FLAG | LOG_FUA_FLAG | \
+				 LOG_DISCARD_FLAG | LOG_MARK_FLAG | \
+				 LOG_METADATA_FLAG)
+
+#define WRITE_LOG_VERSION	1ULL
+#define WRITE_LOG_MAGIC		0x6a736677736872ULL
+
+/* On-disk byte offsets (the kernel's structs are not packed: decode by hand). */
+#define SUPER_MAGIC_OFF		0
+#define SUPER_VERSION_OFF	8
+#define SUPER_NR_ENTRIES_OFF	16
+#define SUPER_SECTORSIZE_OFF	24
+#define SUPER_MIN_BYTES		28
+
+#define ENTRY_SECTOR_OFF	0
+#define ENTRY_NR_SECTORS_OFF	8
+#define ENTRY_FLAGS_OFF		16
+#define ENTRY_DATA_LEN_OFF	24
+#define ENTRY_HDR_BYTES		32
+
+#define ARRAY_SIZE(a)		(sizeof(a) / sizeof((a)[0]))
+
+#define MAX_SECTORSIZE		65536U
+#define IO_CHUNK		(4U << 20)	/* bytes per read/write call */
+
+struct entry {
+	uint64_t off;		/* byte offset of the entry in the log */
+	uint64_t sector;	/* in log sectors */
+	uint64_t nr_sectors;
+	uint64_t flags;
+	char *mark;		/* MARK entries only, NUL terminated */
+};
+
+struct log {
+	int fd;
+	const char *path;
+	uint64_t size;		/* bytes */
+	uint32_t sectorsize;
+	uint64_t nr_entries;
+	struct entry *e;
+};
+
+static const char *prog = "replay-log";
+static int verbose;
+
+static uint64_t get_le64(const unsigned char *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return le64toh(v);
+}
+
+static uint32_t get_le32(const unsigned char *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return le32toh(v);
+}
+
+static void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (!p)
+		errx(1, "out of memory (%zu bytes)", n);
+	return p;
+}
+
+/* pread/pwrite the whole range or die. */
+static void read_full(int fd, const char *path, void *buf, size_t len,
+		      uint64_t off)
+{
+	char *p = buf;
+
+	while (len) {
+		ssize_t n = pread(fd, p, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			errx(1, "read %s at byte %" PRIu64 ": %s", path, off,
+			    strerror(errno));
+		if (n == 0)
+			errx(1, "read %s at byte %" PRIu64 ": unexpected end",
+			    path, off);
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+}
+
+static void write_full(int fd, const char *path, const void *buf, size_t len,
+		       uint64_t off)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			errx(1, "write %s at byte %" PRIu64 ": %s", path, off,
+			    n < 0 ? strerror(errno) : "no progress");
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+}
+
+/* Size in bytes of a block device or a regular file. */
+static uint64_t fd_size(int fd, const char *path, bool *is_blk)
+{
+	struct stat st;
+	uint64_t sz;
+
+	if (fstat(fd, &st))
+		errx(1, "stat %s: %s", path, strerror(errno));
+	if (S_ISBLK(st.st_mode)) {
+		if (ioctl(fd, BLKGETSIZE64, &sz))
+			errx(1, "BLKGETSIZE64 %s: %s", path, strerror(errno));
+		if (is_blk)
+			*is_blk = true;
+		return sz;
+	}
+	if (!S_ISREG(st.st_mode))
+		errx(1, "%s: not a block device or regular file", path);
+	if (is_blk)
+		*is_blk = false;
+	return (uint64_t)st.st_size;
+}
+
+static bool mul_overflows(uint64_t a, uint64_t b, uint64_t *res)
+{
+	return __builtin_mul_overflow(a, b, res);
+}
+
+/*
+ * Read the super and every entry header (not the data) into an index, so
+ * that --end-mark is resolved and the whole log is known to be well formed
+ * before anything is written.
+ */
+static void log_open(struct log *lg, const char *path)
+{
+	unsigned char *buf;
+	unsigned char super[SUPER_MIN_BYTES];
+	uint64_t magic, version, off, i;
+	uint32_t ss;
+
+	lg->path = path;
+	lg->fd = open(path, O_RDONLY);
+	if (lg->fd < 0)
+		errx(1, "open %s: %s", path, strerror(errno));
+	/* Drop cached pages: the log may have been written below them. */
+	posix_fadvise(lg->fd, 0, 0, POSIX_FADV_DONTNEED);
+	lg->size = fd_size(lg->fd, path, NULL);
+	if (lg->size < SUPER_MIN_BYTES)
+		errx(1, "%s: too small for a log super", path);
+
+	read_full(lg->fd, path, super, sizeof(super), 0);
+	magic = get_le64(super + SUPER_MAGIC_OFF);
+	version = get_le64(super + SUPER_VERSION_OFF);
+	lg->nr_entries = get_le64(super + SUPER_NR_ENTRIES_OFF);
+	ss = get_le32(super + SUPER_SECTORSIZE_OFF);
+	if (magic != WRITE_LOG_MAGIC)
+		errx(1, "%s: bad magic 0x%" PRIx64 " (not a dm-log-writes log)",
+		    path, magic);
+	if (version != WRITE_LOG_VERSION)
+		errx(1, "%s: unsupported log version %" PRIu64, path, version);
+	if (ss < 512 || ss > MAX_SECTORSIZE || (ss & (ss - 1)))
+		errx(1, "%s: bad sector size %u", path, ss);
+	lg->sectorsize = ss;
+	if (lg->nr_entries > lg->size / ss)
+		errx(1, "%s: super claims %" PRIu64 " entries, the log holds at most %" PRIu64,
+		    path, lg->nr_entries, lg->size / ss);
+
+	lg->e = xmalloc(sizeof(*lg->e) * lg->nr_entries);
+	buf = xmalloc(ss);
+	off = ss;
+	for (i = 0; i < lg->nr_entries; i++) {
+		struct entry *e = &lg->e[i];
+		uint64_t data_len, data_bytes = 0;
+
+		if (off > lg->size || lg->size - off < ss)
+			errx(1, "%s: entry %" PRIu64 " at byte %" PRIu64 " is past the end of the log",
+			    path, i, off);
+		read_full(lg->fd, path, buf, ss, off);
+		e->off = off;
+		e->sector = get_le64(buf + ENTRY_SECTOR_OFF);
+		e->nr_sectors = get_le64(buf + ENTRY_NR_SECTORS_OFF);
+		e->flags = get_le64(buf + ENTRY_FLAGS_OFF);
+		data_len = get_le64(buf + ENTRY_DATA_LEN_OFF);
+		e->mark = NULL;
+
+		if (e->flags & LOG_MARK_FLAG) {
+			if (data_len > ss - ENTRY_HDR_BYTES)
+				errx(1, "%s: entry %" PRIu64 ": mark of %" PRIu64 " bytes does not fit a sector",
+				    path, i, data_len);
+			e->mark = xmalloc(data_len + 1);
+			memcpy(e->mark, buf + ENTRY_HDR_BYTES, data_len);
+			e->mark[data_len] = '\0';
+		} else if (!(e->flags & LOG_DISCARD_FLAG) &&
+			   mul_overflows(e->nr_sectors, ss, &data_bytes)) {
+			errx(1, "%s: entry %" PRIu64 ": absurd length %" PRIu64,
+			    path, i, e->nr_sectors);
+		}
+		/* The sector range must be addressable in bytes. */
+		if (e->sector > UINT64_MAX / ss ||
+		    e->nr_sectors > UINT64_MAX / ss ||
+		    e->sector * ss > UINT64_MAX - e->nr_sectors * ss)
+			errx(1, "%s: entry %" PRIu64 ": absurd range %" PRIu64 "+%" PRIu64,
+			    path, i, e->sector, e->nr_sectors);
+
+		off += ss;
+		if (data_bytes > lg->size - off)
+			errx(1, "%s: entry %" PRIu64 ": data runs past the end of the log",
+			    path, i);
+		off += data_bytes;
+	}
+	free(buf);
+}
+
+static void log_close(struct log *lg)
+{
+	uint64_t i;
+
+	for (i = 0; i < lg->nr_entries; i++)
+		free(lg->e[i].mark);
+	free(lg->e);
+	close(lg->fd);
+}
+
+static const char *flags_str(uint64_t flags, char *buf, size_t len)
+{
+	static const struct {
+		uint64_t bit;
+		const char *name;
+	} names[] = {
+		{ LOG_FLUSH_FLAG, "FLUSH" },
+		{ LOG_FUA_FLAG, "FUA" },
+		{ LOG_DISCARD_FLAG, "DISCARD" },
+		{ LOG_MARK_FLAG, "MARK" },
+		{ LOG_METADATA_FLAG, "METADATA" },
+	};
+	size_t i, n = 0;
+
+	if (!flags) {
+		snprintf(buf, len, "WRITE");
+		return buf;
+	}
+	buf[0] = '\0';
+	for (i = 0; i < ARRAY_SIZE(names); i++) {
+		if (!(flags & names[i].bit))
+			continue;
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "|" : "",
+				      names[i].name);
+		if (n >= len)
+			return buf;
+	}
+	if (flags & ~LOG_KNOWN_FLAGS)
+		snprintf(buf + n, len - n, "%s0x%" PRIx64, n ? "|" : "",
+			 flags & ~LOG_KNOWN_FLAGS);
+	return buf;
+}
+
+/* Print a mark with anything unprintable (and blanks) escaped. */
+static void print_mark(FILE *f, const char *m)
+{
+	for (; *m; m++) {
+		unsigned char c = (unsigned char)*m;
+
+		if (c > ' ' && c < 0x7f && c != '\\')
+			fputc(c, f);
+		else
+			fprintf(f, "\\x%02x", c);
+	}
+}
+
+static void print_entry(FILE *f, const struct log *lg, uint64_t i)
+{
+	const struct entry *e = &lg->e[i];
+	char fl[96];
+
+	fprintf(f, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %s", i, e->sector,
+		e->nr_sectors, flags_str(e->flags, fl, sizeof(fl)));
+	if (e->mark) {
+		fputc(' ', f);
+		print_mark(f, e->mark);
+	}
+	fputc('\n', f);
+}
+
+struct target {
+	int fd;
+	const char *path;
+	uint64_t size;
+	bool is_blk;
+	bool discard_zeroes;
+	bool discard_warned;
+	unsigned char *buf;	/* IO_CHUNK bytes */
+};
+
+static void zero_range(struct target *t, uint64_t off, uint64_t len)
+{
+	memset(t->buf, 0, IO_CHUNK);
+	while (len) {
+		size_t n = len < IO_CHUNK ? (size_t)len : IO_CHUNK;
+
+		write_full(t->fd, t->path, t->buf, n, off);
+		off += n;
+		len -= n;
+	}
+}
+
+/*
+ * A discard leaves the range undefined; by default it is passed on
+ * (BLKDISCARD, or a punched hole in a file), else left as it was.
+ * --discard-zeroes writes zeroes instead, for a deterministic result.
+ */
+static void discard_range(struct target *t, uint64_t i, uint64_t off,
+			  uint64_t len)
+{
+	int r;
+
+	if (!len)
+		return;
+	if (t->discard_zeroes) {
+		zero_range(t, off, len);
+		return;
+	}
+	if (t->is_blk) {
+		uint64_t range[2] = { off, len };
+
+		r = ioctl(t->fd, BLKDISCARD, range);
+	} else {
+		r = fallocate(t->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			      (off_t)off, (off_t)len);
+	}
+	if (r && !t->discard_warned) {
+		fprintf(stderr, "%s: entry %" PRIu64 ": discard on %s failed (%s); discards are not replayed (--discard-zeroes writes zeroes)\n",
+			prog, i, t->path, strerror(errno));
+		t->discard_warned = true;
+	}
+}
+
+static void replay_entry(struct log *lg, struct target *t, uint64_t i)
+{
+	const struct entry *e = &lg->e[i];
+	uint64_t ss = lg->sectorsize;
+	uint64_t dst = e->sector * ss, len = e->nr_sectors * ss;
+	uint64_t src = e->off + ss;
+
+	if (verbose)
+		print_entry(stderr, lg, i);
+	if (e->flags & LOG_MARK_FLAG)
+		return;
+	if (dst > t->size || len > t->size - dst)
+		errx(1, "entry %" PRIu64 ": sectors %" PRIu64 "+%" PRIu64 " lie beyond the end of %s (%" PRIu64 " bytes)",
+		    i, e->sector, e->nr_sectors, t->path, t->size);
+	if (e->flags & LOG_DISCARD_FLAG) {
+		discard_range(t, i, dst, len);
+		return;
+	}
+	while (len) {
+		size_t n = len < IO_CHUNK ? (size_t)len : IO_CHUNK;
+
+		read_full(lg->fd, lg->path, t->buf, n, src);
+		write_full(t->fd, t->path, t->buf, n, dst);
+		src += n;
+		dst += n;
+		len -= n;
+	}
+}
+
+static void print_help_text(FILE *f)
+{
+	fprintf(f,
+		"usage: %s --log LOG [--replay DEV] [options]\n"
+		"Replay (or list) a dm-log-writes log; entries are numbered from 0.\n"
+		"\n"
+		"  --log LOG          the log device or file (required)\n"
+		"  --replay DEV       write the entries to DEV (device or file)\n"
+		"  --start-entry N    begin at entry N (continue an earlier replay)\n"
+		"  --limit N          stop after entry N\n"
+		"  --end-mark NAME    stop after the mark NAME (its first occurrence\n"
+		"                     at or after the start entry)\n"
+		"  --discard-zeroes   replay discards as writes of zeroes\n"
+		"  --list             print each entry in range: number, sector,\n"
+		"                     nr_sectors (in log sectors), flags, mark text\n"
+		"  --find-flushes     print the number of each FLUSH or FUA entry\n"
+		"                     in range\n"
+		"  -v, --verbose      print each replayed entry on stderr\n"
+		"  -h, --help         this text\n"
+		"\n"
+		"Exit status: 0 ok, 1 error (bad log, I/O, mark not found), 2 usage.\n",
+		prog);
+}
+
+static uint64_t parse_u64(const char *opt, const char *s)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s || *end || *s == '-') {
+		fprintf(stderr, "%s: %s: not a number: '%s'\n", prog, opt, s);
+		exit(2);
+	}
+	return v;
+}
+
+enum {
+	OPT_LOG = 256, OPT_REPLAY, OPT_LIMIT, OPT_END_MARK, OPT_START,
+	OPT_LIST, OPT_FIND_FLUSHES, OPT_DISCARD_ZEROES,
+};
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "log", required_argument, NULL, OPT_LOG },
+		{ "replay", required_argument, NULL, OPT_REPLAY },
+		{ "limit", required_argument, NULL, OPT_LIMIT },
+		{ "end-mark", required_argument, NULL, OPT_END_MARK },
+		{ "start-entry", required_argument, NULL, OPT_START },
+		{ "list", no_argument, NULL, OPT_LIST },
+		{ "find-flushes", no_argument, NULL, OPT_FIND_FLUSHES },
+		{ "discard-zeroes", no_argument, NULL, OPT_DISCARD_ZEROES },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *log_path = NULL, *replay_path = NULL, *end_mark = NULL;
+	uint64_t start = 0, limit = UINT64_MAX, stop, i;
+	bool list = false, find_flushes = false, discard_zeroes = false;
+	struct log lg;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_LOG:
+			log_path = optarg;
+			break;
+		case OPT_REPLAY:
+			replay_path = optarg;
+			break;
+		case OPT_LIMIT:
+			limit = parse_u64("--limit", optarg);
+			break;
+		case OPT_END_MARK:
+			end_mark = optarg;
+			break;
+		case OPT_START:
+			start = parse_u64("--start-entry", optarg);
+			break;
+		case OPT_LIST:
+			list = true;
+			break;
+		case OPT_FIND_FLUSHES:
+			find_flushes = true;
+			break;
+		case OPT_DISCARD_ZEROES:
+			discard_zeroes = true;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		case 'h':
+			print_help_text(stdout);
+			return 0;
+		default:
+			print_help_text(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "%s: unexpected argument '%s'\n", prog,
+			argv[optind]);
+		print_help_text(stderr);
+		return 2;
+	}
+	if (!log_path || (!replay_path && !list && !find_flushes)) {
+		fprintf(stderr, "%s: need --log, and --replay, --list or --find-flushes\n",
+			prog);
+		print_help_text(stderr);
+		return 2;
+	}
+	if (list && find_flushes) {
+		fprintf(stderr, "%s: --list and --find-flushes exclude each other\n",
+			prog);
+		return 2;
+	}
+
+	log_open(&lg, log_path);
+
+	/* Entries [start, stop) are processed. */
+	stop = lg.nr_entries;
+	if (limit != UINT64_MAX && limit < stop)
+		stop = limit + 1;
+	if (end_mark) {
+		for (i = start; i < stop; i++)
+			if (lg.e[i].mark && !strcmp(lg.e[i].mark, end_mark))
+				break;
+		if (i == stop)
+			errx(1, "mark '%s' not found in entries %" PRIu64 "..%" PRIu64,
+			    end_mark, start, stop ? stop - 1 : 0);
+		stop = i + 1;
+	}
+
+	if (list) {
+		printf("# log %s: sectorsize %u, %" PRIu64 " entries; entry sector nr_sectors flags [mark]\n",
+		       log_path, lg.sectorsize, lg.nr_entries);
+		for (i = start; i < stop; i++)
+			print_entry(stdout, &lg, i);
+	} else if (find_flushes) {
+		for (i = start; i < stop; i++)
+			if (lg.e[i].flags & (LOG_FLUSH_FLAG | LOG_FUA_FLAG))
+				printf("%" PRIu64 "\n", i);
+	}
+	if (fflush(stdout))
+		errx(1, "write to stdout: %s", strerror(errno));
+
+	if (replay_path) {
+		struct target t = {
+			.path = replay_path,
+			.discard_zeroes = discard_zeroes,
+		};
+
+		t.fd = open(replay_path, O_WRONLY);
+		if (t.fd < 0)
+			errx(1, "open %s: %s", replay_path, strerror(errno));
+		t.size = fd_size(t.fd, replay_path, &t.is_blk);
+		t.buf = xmalloc(IO_CHUNK);
+		for (i = start; i < stop; i++)
+			replay_entry(&lg, &t, i);
+		if (fsync(t.fd))
+			errx(1, "fsync %s: %s", replay_path, strerror(errno));
+		if (close(t.fd))
+			errx(1, "close %s: %s", replay_path, strerror(errno));
+		free(t.buf);
+		if (verbose)
+			fprintf(stderr, "%s: replayed entries %" PRIu64 "..%" PRIu64 " onto %s\n",
+				prog, start, stop ? stop - 1 : 0, replay_path);
+	}
+	log_close(&lg);
+	return 0;
+}
