@@ -123,8 +123,11 @@ static int ssdp_meta_write_sb(struct ssdprio *sp, bool clean)
 	return r;
 }
 
-/* ctr: check what the cache device holds against the table; no writes. */
-int ssdp_meta_ctr(struct ssdprio *sp, char **error)
+/*
+ * Read the superblock and check it against the table: decides between
+ * format and load, and takes the superblock's layout.  No writes.
+ */
+static int ssdp_meta_check(struct ssdprio *sp, char **error)
 {
 	struct ssdp_sb_info *sb = &sp->sb;
 	sector_t cache_sectors = bdev_nr_sectors(sp->cache->bdev);
@@ -132,23 +135,7 @@ int ssdp_meta_ctr(struct ssdprio *sp, char **error)
 	enum ssdp_sb_result res;
 	int r;
 
-	mutex_init(&sp->meta_lock);
-	INIT_WORK(&sp->commit_work, ssdp_commit_work_fn);
-	bio_list_init(&sp->commit_bios);
-	if (bdev_logical_block_size(sp->cache->bdev) > SSDP_META_BLOCK_BYTES) {
-		*error = "Cache device logical block size is above 4096";
-		return -EINVAL;
-	}
-	r = ssdp_buf_alloc(&sp->meta_buf,
-			   SSDP_META_CHUNK_BLOCKS * SSDP_META_BLOCK_BYTES,
-			   GFP_KERNEL);
-	sp->meta_list = kcalloc(SSDP_META_CHUNK_BLOCKS,
-				sizeof(*sp->meta_list), GFP_KERNEL);
-	if (r || !sp->meta_list) {
-		r = -ENOMEM;
-		*error = "Cannot allocate the metadata buffer";
-		return r;
-	}
+	sp->meta_must_format = false;
 	r = ssdp_meta_rw(sp, &sp->meta_buf, 0, 0, SSDP_META_BLOCK_SECTORS,
 			 REQ_OP_READ);
 	if (r) {
@@ -212,6 +199,51 @@ int ssdp_meta_ctr(struct ssdprio *sp, char **error)
 	/* The superblock's layout rules, even if the device has grown. */
 	ssdp_sb_layout(sb, &sp->layout);
 	return 0;
+}
+
+/* ctr: check what the cache device holds against the table; no writes. */
+int ssdp_meta_ctr(struct ssdprio *sp, char **error)
+{
+	int r;
+
+	mutex_init(&sp->meta_lock);
+	INIT_WORK(&sp->commit_work, ssdp_commit_work_fn);
+	bio_list_init(&sp->commit_bios);
+	if (bdev_logical_block_size(sp->cache->bdev) > SSDP_META_BLOCK_BYTES) {
+		*error = "Cache device logical block size is above 4096";
+		return -EINVAL;
+	}
+	r = ssdp_buf_alloc(&sp->meta_buf,
+			   SSDP_META_CHUNK_BLOCKS * SSDP_META_BLOCK_BYTES,
+			   GFP_KERNEL);
+	sp->meta_list = kcalloc(SSDP_META_CHUNK_BLOCKS,
+				sizeof(*sp->meta_list), GFP_KERNEL);
+	if (r || !sp->meta_list) {
+		*error = "Cannot allocate the metadata buffer";
+		return -ENOMEM;
+	}
+	return ssdp_meta_check(sp, error);
+}
+
+/*
+ * First resume: check again.  On a reload the new table's ctr read the
+ * superblock while the old table was live; the old table's postsuspend
+ * has written its final state (and clean flag) since.
+ */
+static int ssdp_meta_recheck(struct ssdprio *sp)
+{
+	struct ssdp_layout was = sp->layout;
+	char *error = NULL;
+	int r;
+
+	r = ssdp_meta_check(sp, &error);
+	if (!r && memcmp(&was, &sp->layout, sizeof(was))) {
+		error = "Cache superblock changed since the table was loaded";
+		r = -EINVAL;
+	}
+	if (r)
+		DMERR("%s: %s", ssdp_name(sp), error ? error : "cannot check the cache");
+	return r;
 }
 
 static int ssdp_meta_alloc_bitmaps(struct ssdprio *sp)
@@ -407,7 +439,9 @@ int ssdp_meta_preresume(struct ssdprio *sp)
 		goto out;
 	}
 	if (sp->meta_state == SSDP_META_NONE) {
-		r = ssdp_meta_alloc_bitmaps(sp);
+		r = ssdp_meta_recheck(sp);
+		if (!r)
+			r = ssdp_meta_alloc_bitmaps(sp);
 		if (!r && sp->meta_must_format) {
 			r = ssdp_meta_format(sp);
 			sp->meta_state = SSDP_META_FORMATTED;

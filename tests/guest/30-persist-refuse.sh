@@ -37,7 +37,7 @@ refused() {
 refused sp "0 $len ssdprio $hdd $ssd" "blank: add the feature flag 'format'"
 printf 'XFSB-not-a-cache' | dd of="$ssd" bs=512 seek=0 conv=notrunc oflag=direct status=none
 refused sp "0 $len ssdprio $hdd $ssd" "no ssdprio superblock: add the feature flag 'format'"
-refused sp "0 $len ssdprio $hdd $ssd 1 origin_id 00000000000000000000000000000000" \
+refused sp "0 $len ssdprio $hdd $ssd 2 origin_id 00000000000000000000000000000000" \
 	"origin_id must be 32 hex digits"
 
 # --- format, and data that must survive everything below ---------------------------
