@@ -652,7 +652,7 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 	struct ssdp_cmap *cm = &sp->cmap;
 	unsigned long flags;
 	u64 valid, dirty, evicted, mem;
-	u32 mapped, free, limbo, total, state, deferred;
+	u32 mapped, free, limbo, total, state, deferred, wb;
 
 	if (!sp->caching) {
 		DMEMIT(" cache off");
@@ -666,6 +666,7 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 	limbo = ssdp_cmap_nr_limbo(cm);
 	total = ssdp_cmap_nr_csets(cm);
 	state = ssdp_evict_state(&sp->evict);
+	wb = ssdp_evict_inflight(&sp->evict);
 	evicted = sp->evict.sets_evicted;
 	deferred = bio_list_size(&sp->deferred);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
@@ -675,8 +676,8 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 	DMEMIT(" cache on valid_blocks %llu dirty_blocks %llu", valid, dirty);
 	DMEMIT(" mapped_sets %u free_sets %u limbo_sets %u total_sets %u",
 	       mapped, free, limbo, total);
-	DMEMIT(" evict_state %s sets_evicted %llu deferred_now %u",
-	       ssdp_evict_state_name(state), evicted, deferred);
+	DMEMIT(" evict_state %s writeback_sets %u sets_evicted %llu deferred_now %u",
+	       ssdp_evict_state_name(state), wb, evicted, deferred);
 	DMEMIT(" metadata_bytes %llu block_sectors %u set_blocks %u", mem,
 	       sp->cfg.block_sectors, sp->cfg.set_blocks);
 	return ssdp_meta_status(sp, result, maxlen, sz);

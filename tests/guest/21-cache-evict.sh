@@ -21,13 +21,13 @@ log "after fill: $(dmsetup status sp)"
 
 # Foreground I/O with gaps shorter than evict_wait: no writeback starts.
 # Writeback begun before the loop (a slow host can stall fio for evict_wait)
-# finishes first: sample once the machine has left the writeback state.
+# finishes first: sample once no set is under writeback any more.
 wb0=
 n=0
 for i in $(seq 400); do
 	dd if="$dev" of=/dev/null bs=4k count=4 skip=$((RANDOM)) iflag=direct status=none
 	if [[ -z $wb0 ]]; then
-		[[ $(status_get sp evict_state) != writeback ]] &&
+		[[ $(status_get sp writeback_sets) == 0 ]] &&
 			wb0=$(status_get sp blocks_written_back)
 	else
 		n=$((n + 1))
