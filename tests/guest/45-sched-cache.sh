@@ -1,0 +1,72 @@
+#!/bin/bash
+# Scheduler and cache together: idle-class read misses do not allocate cache
+# sets unless idle_alloc is on (a backup scan must not flush the hot set);
+# an ionice -c3 reader of uncached data is throttled with the cache on as
+# with it off; and the cache's own writeback goes down as idle bios.
+# timeout: 500
+# shellcheck source=tests/guest/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+load_module
+hdd=$(make_hdd hdd 256)
+ssd=$(make_ssd ssd 64)
+len=$(sectors "$hdd")
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 5 format batch_mode_delay 2000 evict_wait 500")
+st() { status_get sp "$1"; }
+
+# --- idle_alloc off (default): idle misses leave the cache alone ----------------------
+m0=$(st mapped_sets)
+ionice -c3 dd if="$dm" of=/dev/null bs=64k count=64 skip=100 iflag=direct status=none
+assert_ge "$(st read_misses)" 64 "idle reads missed"
+assert_eq "$(st mapped_sets)" "$m0" "idle read misses allocated sets with idle_alloc off"
+assert_eq "$(st promotions)" 0 "idle read misses promoted with idle_alloc off"
+# a normal reader of the same range allocates
+dd if="$dm" of=/dev/null bs=64k count=16 skip=100 iflag=direct status=none
+wait_status sp promotions -ge 1 60
+assert_ge "$(st mapped_sets)" "$((m0 + 1))" "normal read misses allocate"
+
+# --- idle_alloc on: idle misses allocate too -----------------------------------------
+dmsetup message sp 0 idle_alloc on || fail "idle_alloc message"
+m1=$(st mapped_sets)
+ionice -c3 dd if="$dm" of=/dev/null bs=64k count=32 skip=400 iflag=direct status=none
+wait_status sp mapped_sets -ge "$((m1 + 1))" 60
+dmsetup message sp 0 idle_alloc off || fail "idle_alloc message"
+
+# --- throttling with the cache on: uncached idle reads trickle ---------------------------
+fio --name=normal --filename="$dm" --rw=randread --bs=4k --direct=1 \
+	--ioengine=psync --thinktime=30000 --size=64M --offset=0 \
+	--runtime=600 --time_based --output=/tmp/normal.out &
+normal=$!
+ionice -c3 fio --name=idle --filename="$dm" --rw=read --bs=4k --direct=1 \
+	--ioengine=libaio --iodepth=4 --offset=160M --size=64M \
+	--runtime=60 --time_based --output=/tmp/idle.out &
+idle=$!
+trap 'kill $normal $idle 2>/dev/null; wait' EXIT
+for _ in $(seq 100); do
+	[[ $(st bios_idle) -ge 100 && $(st bios_normal) -ge 10 ]] && break
+	sleep 0.2
+done
+sleep 1
+d0=$(st idle_dispatched)
+t0=$(date +%s.%N)
+sleep 6
+d1=$(st idle_dispatched)
+t1=$(date +%s.%N)
+max=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print int((b - a) / 0.2) + 10 }')
+log "cache on, normal running: $((d1 - d0)) idle bios dispatched (bound $max)"
+assert_le "$((d1 - d0))" "$max" "idle bios dispatched while normal I/O runs (cache on)"
+kill $normal $idle 2>/dev/null
+wait 2>/dev/null || true
+trap - EXIT
+
+# --- writeback is idle I/O --------------------------------------------------------------
+i0=$(st idle_dispatched)
+fio_run --name=dirty --filename="$dm" --rw=write --bs=64k --direct=1 --offset=0 \
+	--size=16M --ioengine=psync >/dev/null
+dmsetup message sp 0 flush_dirty || fail "flush_dirty"
+wait_status sp dirty_blocks -eq 0 300
+wb=$(st blocks_written_back)
+assert_ge "$wb" 4096 "blocks written back"
+# one idle origin write per dirty run of a set at least
+assert_ge "$(($(st idle_dispatched) - i0))" 16 "writeback went through the idle queue"
+log "ok"
