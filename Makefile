@@ -5,10 +5,11 @@
 #   make            build dm-ssdprio.ko against KDIR
 #   make lint       W=1 build, sparse (C=1) and checkpatch
 #   make unit       user-space unit tests of the pure engine logic
+#   make tools      build/ssdprio-tool (inspect, check, activate caches)
 #   make check      unit tests, then the guest suite under QEMU
 #   make demo       boot the bench and show the target at work
 #   make bench      benchmarks (S=<scenario>, BENCH_QUICK=1)
-#   make install    modules_install + depmod on this host
+#   make install    modules_install + depmod, the tool and its udev rule
 
 # The engine units, one concern each.
 SSDP_ENGINE_SRCS := drivers/config.c drivers/cache_map.c drivers/evict_sm.c \
@@ -37,7 +38,19 @@ CHECKPATCH ?= $(firstword $(wildcard /opt/linux-src/scripts/checkpatch.pl \
 VM_ARGS ?=
 T ?=
 
-.PHONY: all modules lint unit check demo bench install clean deps checkpatch
+# ssdprio-tool: user space, shares the on-SSD codec with the module.
+TOOL := build/ssdprio-tool
+TOOL_SRCS := tools/ssdprio-tool.c tools/cache_scan.c drivers/meta_codec.c \
+	drivers/config.c
+TOOL_HDRS := tools/cache_scan.h drivers/meta_codec.h drivers/ssdprio_format.h \
+	drivers/ssdp_compat.h drivers/config.h
+TOOL_CFLAGS ?= -O2 -g
+PREFIX ?= /usr/local
+SBINDIR ?= $(PREFIX)/sbin
+UDEVRULESDIR ?= /etc/udev/rules.d
+
+.PHONY: all modules lint unit check demo bench install install-tools clean \
+	deps checkpatch tools
 
 all: modules
 
@@ -62,8 +75,15 @@ lint:
 unit:
 	$(MAKE) -C tests/unit run
 
+tools: $(TOOL)
+
+$(TOOL): $(TOOL_SRCS) $(TOOL_HDRS) Makefile
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -Wall -Wextra $(TOOL_CFLAGS) -Idrivers -Itools \
+		-o $@ $(TOOL_SRCS)
+
 # `make check T=name` runs one guest test.
-check: deps modules unit
+check: deps modules tools unit
 	./tests/vm/run $(VM_ARGS) $(T)
 
 demo: deps modules
@@ -72,9 +92,17 @@ demo: deps modules
 bench: deps modules
 	./bench/run $(if $(S),$(S))
 
-install: modules
+install: modules install-tools
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules_install
 	depmod -a $(notdir $(patsubst %/build,%,$(KDIR)))
+
+# The rule names the tool by absolute path: point it at SBINDIR.
+install-tools: tools
+	install -D -m 0755 $(TOOL) $(DESTDIR)$(SBINDIR)/ssdprio-tool
+	install -d $(DESTDIR)$(UDEVRULESDIR)
+	sed 's|/usr/local/sbin/ssdprio-tool|$(SBINDIR)/ssdprio-tool|' \
+		tools/udev/60-ssdprio.rules >$(DESTDIR)$(UDEVRULESDIR)/60-ssdprio.rules
+	chmod 0644 $(DESTDIR)$(UDEVRULESDIR)/60-ssdprio.rules
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
