@@ -26,7 +26,7 @@ static const struct {
 	[SCAN_PAST_ORIGIN] = { "past_origin",
 		"records mapping an origin set past the end of the origin (dropped at load)" },
 	[SCAN_DUP_AMBIGUOUS] = { "duplicate_same_seq",
-		"origin sets mapped by two cache sets with the same seq (load keeps the lower cache set)" },
+		"origin sets mapped by two cache sets with the same seq (a torn commit: load keeps the lower cache set)" },
 	[SCAN_DUP] = { "duplicate",
 		"origin sets mapped by two cache sets (a torn commit: load keeps the newer record)" },
 	[SCAN_NEWER_THAN_SB] = { "newer_than_superblock",
@@ -83,9 +83,12 @@ enum scan_severity scan_severity(const struct ssdp_scan *s, enum scan_kind k)
 	case SCAN_UNREADABLE:
 		return SCAN_WARN;
 	case SCAN_DUP:
+	case SCAN_DUP_AMBIGUOUS:
 		/*
 		 * Only a commit cut short leaves two records of one origin
-		 * set; after a clean shutdown every commit completed.
+		 * set (the same seq too: a commit encodes its chunks of
+		 * record sectors one after the other, and a set may move in
+		 * between); after a clean shutdown every commit completed.
 		 */
 		return s->clean ? SCAN_ERROR : SCAN_WARN;
 	default:

@@ -169,6 +169,8 @@ TEST(scan_unclean_loads_valid_as_dirty_and_tolerates_a_torn_move)
 	/* A torn commit: oset 5 moved to cset 4, cset 0 not yet rewritten. */
 	put_rec(&im, 0, 4, 4, 5, 12, 8, 8);
 	put_rec(&im, 0, 6, 6, 6, 12, 16, 0);
+	/* The same seq: a set moved between two chunks of one commit. */
+	put_rec(&im, 1, 8, 8, 6, 12, 4, 4);
 
 	scan(&im, &s);
 	ASSERT_FALSE(s.clean);
@@ -179,6 +181,9 @@ TEST(scan_unclean_loads_valid_as_dirty_and_tolerates_a_torn_move)
 	ASSERT_EQ(s.found[SCAN_DUP].count, 1);
 	ASSERT_EQ(s.found[SCAN_DUP].first, 0);
 	ASSERT_EQ(scan_severity(&s, SCAN_DUP), SCAN_WARN);
+	ASSERT_EQ(s.found[SCAN_DUP_AMBIGUOUS].count, 1);
+	ASSERT_EQ(s.found[SCAN_DUP_AMBIGUOUS].first, 8);
+	ASSERT_EQ(scan_severity(&s, SCAN_DUP_AMBIGUOUS), SCAN_WARN);
 	ASSERT_EQ(scan_errors(&s), 0);	/* newer than sb: fine when unclean */
 	ASSERT_TRUE(s.sets[0].lost);
 	scan_free(&s);
