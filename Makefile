@@ -5,11 +5,12 @@
 #   make            build dm-ssdprio.ko against KDIR
 #   make lint       W=1 build, sparse (C=1) and checkpatch
 #   make unit       user-space unit tests of the pure engine logic (and tools)
-#   make tools      user-space tools into build/tools (replay-log, stampio)
+#   make tools      build/ssdprio-tool (inspect, check, activate caches) and the
+#                   test tools in build/tools (replay-log, stampio)
 #   make check      unit tests, then the guest suite under QEMU
 #   make demo       boot the bench and show the target at work
 #   make bench      benchmarks (S=<scenario>, BENCH_QUICK=1)
-#   make install    modules_install + depmod on this host
+#   make install    modules_install + depmod, the tool and its udev rule
 
 # The engine units, one concern each.
 SSDP_ENGINE_SRCS := drivers/config.c drivers/cache_map.c drivers/evict_sm.c \
@@ -38,8 +39,19 @@ CHECKPATCH ?= $(firstword $(wildcard /opt/linux-src/scripts/checkpatch.pl \
 VM_ARGS ?=
 T ?=
 
-.PHONY: all modules lint unit check demo bench install clean deps checkpatch \
-	tools tools-test
+# ssdprio-tool: user space, shares the on-SSD codec with the module.
+TOOL := build/ssdprio-tool
+TOOL_SRCS := tools/ssdprio-tool.c tools/cache_scan.c drivers/meta_codec.c \
+	drivers/config.c
+TOOL_HDRS := tools/cache_scan.h drivers/meta_codec.h drivers/ssdprio_format.h \
+	drivers/ssdp_compat.h drivers/config.h
+TOOL_CFLAGS ?= -O2 -g
+PREFIX ?= /usr/local
+SBINDIR ?= $(PREFIX)/sbin
+UDEVRULESDIR ?= /etc/udev/rules.d
+
+.PHONY: all modules lint unit check demo bench install install-tools clean \
+	deps checkpatch tools tools-test
 
 all: modules
 
@@ -68,7 +80,12 @@ unit: tools-test
 TOOLS_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -O2 -g
 TOOLS := build/tools/replay-log build/tools/stampio
 
-tools: $(TOOLS)
+tools: $(TOOL) $(TOOLS)
+
+$(TOOL): $(TOOL_SRCS) $(TOOL_HDRS) Makefile
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -Wall -Wextra $(TOOL_CFLAGS) -Idrivers -Itools \
+		-o $@ $(TOOL_SRCS)
 
 build/tools/replay-log: tools/replay-log.c
 	@mkdir -p $(@D)
@@ -82,7 +99,7 @@ tools-test: tools
 	python3 tests/logwrites/test-replay-log.py build/tools/replay-log
 
 # `make check T=name` runs one guest test.
-check: deps modules unit tools
+check: deps modules tools unit
 	./tests/vm/run $(VM_ARGS) $(T)
 
 demo: deps modules
@@ -91,9 +108,17 @@ demo: deps modules
 bench: deps modules
 	./bench/run $(if $(S),$(S))
 
-install: modules
+install: modules install-tools
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules_install
 	depmod -a $(notdir $(patsubst %/build,%,$(KDIR)))
+
+# The rule names the tool by absolute path: point it at SBINDIR.
+install-tools: tools
+	install -D -m 0755 $(TOOL) $(DESTDIR)$(SBINDIR)/ssdprio-tool
+	install -d $(DESTDIR)$(UDEVRULESDIR)
+	sed 's|/usr/local/sbin/ssdprio-tool|$(SBINDIR)/ssdprio-tool|' \
+		tools/udev/60-ssdprio.rules >$(DESTDIR)$(UDEVRULESDIR)/60-ssdprio.rules
+	chmod 0644 $(DESTDIR)$(UDEVRULESDIR)/60-ssdprio.rules
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean

@@ -1,0 +1,1287 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ssdprio-tool: inspect, check, activate and wipe dm-ssdprio cache devices.
+ *
+ *	ssdprio-tool show [--json] [--sets] <cache_dev>
+ *	ssdprio-tool check <cache_dev>
+ *	ssdprio-tool table <origin_dev> <cache_dev> [features...]
+ *	ssdprio-tool wipe [--force] [--records] <cache_dev>
+ *	ssdprio-tool gen-origin-id
+ *	ssdprio-tool activate [--tab FILE] [--udev] [--dry-run] [name...]
+ *
+ * The on-SSD format is drivers/ssdprio_format.h and the codec the
+ * kernel's own drivers/meta_codec.c; cache_scan.c reads the records the
+ * way the kernel's load does.  Reads use O_DIRECT where the device allows
+ * it, so they see what is on the device, not a stale page cache; on a
+ * live table that is the last committed state.  See docs/tools.md.
+ */
+#define _GNU_SOURCE	/* O_DIRECT, pipe2 */
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cache_scan.h"
+#include "config.h"
+
+#define TOOL			"ssdprio-tool"
+#define DEFAULT_TAB		"/etc/ssdprio/ssdpriotab"
+#define ACTIVATE_LOCK		"/run/ssdprio-activate.lock"
+
+/* Exit codes (docs/tools.md). */
+#define EXIT_OK			0
+#define EXIT_FAIL		1	/* usage, I/O, an unusable argument */
+#define EXIT_NOSB		2	/* no usable superblock */
+#define EXIT_BAD		3	/* inconsistent, refused, not activated */
+
+/* ---- messages ------------------------------------------------------- */
+
+static int kmsg_fd = -1;	/* activate --udev: also to the kernel log */
+
+/* The kernel's __printf (over two lines: checkpatch wants the kernel's). */
+#define __printf(a, b)	__attribute__((				\
+	format(printf, a, b)))
+
+static void __printf(2, 3)
+logmsg(int level, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, TOOL ": %s\n", buf);
+	if (kmsg_fd >= 0) {
+		/* One write() per record; not dprintf: /dev/kmsg has no SEEK_CUR. */
+		char rec[1100];
+		int n = snprintf(rec, sizeof(rec), "<%d>" TOOL "[%d]: %s\n",
+				 LOG_USER | level, (int)getpid(), buf);
+
+		if (n > 0 && write(kmsg_fd, rec, strlen(rec)) < 0)
+			kmsg_fd = -1;
+	}
+}
+
+#define err(...)	logmsg(LOG_ERR, __VA_ARGS__)
+#define notice(...)	logmsg(LOG_NOTICE, __VA_ARGS__)
+
+static int print_usage(void)
+{
+	fputs("usage:\n"
+	      "  " TOOL " show [--json] [--sets] <cache_dev>\n"
+	      "  " TOOL " check <cache_dev>\n"
+	      "  " TOOL " table <origin_dev> <cache_dev> [features...]\n"
+	      "  " TOOL " wipe [--force] [--records] <cache_dev>\n"
+	      "  " TOOL " gen-origin-id\n"
+	      "  " TOOL " activate [--tab FILE] [--udev] [--dry-run] [name...]\n"
+	      "See docs/tools.md.\n", stderr);
+	return EXIT_FAIL;
+}
+
+/* ---- a growing string ----------------------------------------------- */
+
+struct sbuf {
+	char *s;
+	size_t len, cap;
+};
+
+static void __printf(2, 3)
+sbuf_add(struct sbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		size_t room = b->cap - b->len;
+
+		va_start(ap, fmt);
+		n = vsnprintf(b->s ? b->s + b->len : NULL, room, fmt, ap);
+		va_end(ap);
+		if (n < 0)
+			abort();
+		if ((size_t)n < room)
+			break;
+		b->cap = (b->cap + n + 1) * 2;
+		b->s = realloc(b->s, b->cap);
+		if (!b->s) {
+			perror(TOOL);
+			exit(EXIT_FAIL);
+		}
+	}
+	b->len += n;
+}
+
+/* ---- devices -------------------------------------------------------- */
+
+struct dev {
+	const char *path;
+	int fd;
+	u64 sectors;
+	bool blk;
+};
+
+/*
+ * Open @path (O_RDONLY or O_RDWR in @flags), O_DIRECT where it works, and
+ * find its size.  Returns 0 or -errno (reported).
+ */
+static int dev_open(struct dev *d, const char *path, int flags)
+{
+	struct stat st;
+	u64 bytes;
+
+	memset(d, 0, sizeof(*d));
+	d->path = path;
+	d->fd = open(path, flags | O_DIRECT | O_CLOEXEC);
+	if (d->fd < 0 && errno == EINVAL)
+		d->fd = open(path, flags | O_CLOEXEC);
+	if (d->fd < 0) {
+		int e = errno;
+
+		err("%s: %s", path, e == EBUSY ?
+		    "device is in use (a live table or a mount): remove that first" :
+		    strerror(e));
+		return -e;
+	}
+	if (fstat(d->fd, &st)) {
+		err("%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	d->blk = S_ISBLK(st.st_mode);
+	if (d->blk) {
+		if (ioctl(d->fd, BLKGETSIZE64, &bytes)) {
+			err("%s: BLKGETSIZE64: %s", path, strerror(errno));
+			goto fail;
+		}
+	} else if (S_ISREG(st.st_mode)) {
+		bytes = st.st_size;
+	} else {
+		err("%s: not a block device or a file", path);
+		goto fail;
+	}
+	d->sectors = bytes >> SSDP_SECTOR_SHIFT;
+	return 0;
+fail:
+	close(d->fd);
+	d->fd = -1;
+	return -EINVAL;
+}
+
+static void dev_close(struct dev *d)
+{
+	if (d->fd >= 0)
+		close(d->fd);
+	d->fd = -1;
+}
+
+/*
+ * True when a block device has holders (a live dm table, md, bcache):
+ * sysfs, so that looking does not disturb anyone (an O_EXCL probe would
+ * make a concurrent table load fail).
+ */
+static bool dev_held(const char *path)
+{
+	char dir[64];
+	struct dirent *de;
+	struct stat st;
+	bool held = false;
+	DIR *d;
+
+	if (stat(path, &st) || !S_ISBLK(st.st_mode))
+		return false;
+	snprintf(dir, sizeof(dir), "/sys/dev/block/%u:%u/holders",
+		 major(st.st_rdev), minor(st.st_rdev));
+	d = opendir(dir);
+	if (!d)
+		return false;
+	while (!held && (de = readdir(d)))
+		held = de->d_name[0] != '.';
+	closedir(d);
+	return held;
+}
+
+/* Open @path and scan it; the scan's negative errno is reported. */
+static int scan_path(const char *path, struct dev *d, struct ssdp_scan *s,
+		     int flags)
+{
+	int r = dev_open(d, path, flags);
+
+	if (r)
+		return r;
+	r = scan_cache(d->fd, d->sectors, s);
+	if (r) {
+		err("%s: reading the metadata: %s", path, strerror(-r));
+		dev_close(d);
+	}
+	return r;
+}
+
+/* ---- formatting ----------------------------------------------------- */
+
+static const char *hex(const u8 *p, size_t n, char *out)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		sprintf(out + 2 * i, "%02x", p[i]);
+	out[2 * n] = 0;
+	return out;
+}
+
+static const char *uuid_str(const u8 u[16], char out[37])
+{
+	char h[33];
+
+	hex(u, 16, h);
+	snprintf(out, 37, "%.8s-%.4s-%.4s-%.4s-%.12s", h, h + 8, h + 12,
+		 h + 16, h + 20);
+	return out;
+}
+
+static bool id_set(const u8 id[16])
+{
+	int i;
+
+	for (i = 0; i < 16; i++)
+		if (id[i])
+			return true;
+	return false;
+}
+
+static const char *human(u64 bytes, char out[32])
+{
+	static const char * const units[] = { "B", "KiB", "MiB", "GiB", "TiB",
+					      "PiB" };
+	double v = bytes;
+	unsigned int u = 0;
+
+	while (v >= 1024 && u + 1 < ARRAY_SIZE(units)) {
+		v /= 1024;
+		u++;
+	}
+	if (!u)
+		snprintf(out, 32, "%llu B", (unsigned long long)bytes);
+	else
+		snprintf(out, 32, "%.1f %s", v, units[u]);
+	return out;
+}
+
+static const char *time_str(u64 t, char out[40])
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (!gmtime_r(&tt, &tm) ||
+	    !strftime(out, 40, "%Y-%m-%d %H:%M:%S UTC", &tm))
+		snprintf(out, 40, "%llu", (unsigned long long)t);
+	return out;
+}
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = *s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static u64 blocks_bytes(const struct ssdp_scan *s, u64 blocks)
+{
+	return blocks * s->sb.block_sectors << SSDP_SECTOR_SHIFT;
+}
+
+/* ---- show ----------------------------------------------------------- */
+
+static const char *sb_state_key(enum ssdp_sb_result r)
+{
+	switch (r) {
+	case SSDP_SB_OK:
+		return "ok";
+	case SSDP_SB_BLANK:
+		return "blank";
+	case SSDP_SB_FOREIGN:
+		return "foreign";
+	case SSDP_SB_BAD_CRC:
+		return "bad_checksum";
+	case SSDP_SB_BAD_VERSION:
+		return "bad_version";
+	case SSDP_SB_BAD_FEATURES:
+		return "bad_features";
+	case SSDP_SB_BAD_LAYOUT:
+		return "bad_layout";
+	}
+	return "?";
+}
+
+static void show_text(const char *path, const struct ssdp_scan *s, bool live,
+		      bool sets)
+{
+	const struct ssdp_sb_info *sb = &s->sb;
+	const struct ssdp_layout *l = &s->layout;
+	char u[37], h[33], b1[32], b2[32], t[40];
+	u64 i;
+	int k;
+
+	printf("%s: ssdprio cache, format version %u\n", path, sb->version);
+	printf("  uuid:          %s\n", uuid_str(sb->uuid, u));
+	printf("  origin_id:     %s\n",
+	       id_set(sb->origin_id) ? hex(sb->origin_id, 16, h) : "none");
+	printf("  origin:        %llu sectors (%s), %llu origin sets\n",
+	       (unsigned long long)sb->origin_sectors,
+	       human(sb->origin_sectors << SSDP_SECTOR_SHIFT, b1),
+	       (unsigned long long)s->nr_osets);
+	printf("  cache device:  %llu sectors (%s) at format, %llu now\n",
+	       (unsigned long long)sb->cache_sectors,
+	       human(sb->cache_sectors << SSDP_SECTOR_SHIFT, b2),
+	       (unsigned long long)s->dev_sectors);
+	printf("  geometry:      block_size %u sectors (%s), set_size %u blocks (%s)\n",
+	       sb->block_sectors, human((u64)sb->block_sectors << SSDP_SECTOR_SHIFT, b1),
+	       sb->set_blocks, human(l->set_sectors << SSDP_SECTOR_SHIFT, b2));
+	printf("  layout:        %llu cache sets from sector %llu; %u-byte records, 2 copies of %u sectors\n",
+	       (unsigned long long)sb->nr_csets,
+	       (unsigned long long)sb->data_start, sb->rec_bytes,
+	       sb->rec_sectors);
+	printf("  shutdown:      %s\n", s->clean ? "clean" :
+	       "not clean (live, or not shut down cleanly: the next load treats every valid block as dirty)");
+	printf("  seq:           %llu (newest record %llu)\n",
+	       (unsigned long long)sb->seq,
+	       (unsigned long long)s->max_rec_seq);
+	printf("  formatted:     %s\n", time_str(sb->format_time, t));
+	printf("  records:       %llu from copy 0, %llu from copy 1, %llu never written\n",
+	       (unsigned long long)s->from_copy[0],
+	       (unsigned long long)s->from_copy[1],
+	       (unsigned long long)s->unwritten);
+	printf("  mapped sets:   %llu of %llu (%llu free)\n",
+	       (unsigned long long)s->mapped_sets,
+	       (unsigned long long)sb->nr_csets,
+	       (unsigned long long)s->free_sets);
+	printf("  valid blocks:  %llu (%s)\n",
+	       (unsigned long long)s->valid_blocks,
+	       human(blocks_bytes(s, s->valid_blocks), b1));
+	printf("  dirty blocks:  %llu (%s)",
+	       (unsigned long long)s->dirty_blocks,
+	       human(blocks_bytes(s, s->dirty_blocks), b2));
+	if (!s->clean)
+		printf("; %llu once loaded (unclean)",
+		       (unsigned long long)s->load_dirty_blocks);
+	putchar('\n');
+	printf("  torn records:  %llu\n",
+	       (unsigned long long)s->found[SCAN_TORN].count);
+	for (k = 0; k < SCAN_NR_KINDS; k++) {
+		const struct scan_finding *f = &s->found[k];
+
+		if (!f->count)
+			continue;
+		printf("  %s: %s: %llu (%s %llu): %s\n",
+		       scan_severity_name(scan_severity(s, k)),
+		       scan_kind_name(k), (unsigned long long)f->count,
+		       k == SCAN_TRUNCATED ? "device sectors" : "first cache set",
+		       (unsigned long long)f->first, scan_kind_text(k));
+	}
+	if (live)
+		printf("  note: the device is held (a live table?): this is its last committed state\n");
+	if (!sets)
+		return;
+	printf("  %10s %12s %12s %4s %6s %6s %s\n", "cset", "oset", "seq", "copy",
+	       "valid", "dirty", "other copy");
+	for (i = 0; i < s->nr_sets; i++) {
+		const struct scan_set *ss = &s->sets[i];
+
+		printf("  %10u %12llu %12llu %4u %6u %6u %s%s\n", ss->cset,
+		       (unsigned long long)ss->oset,
+		       (unsigned long long)ss->seq, ss->copy, ss->valid,
+		       ss->dirty, scan_other_name(ss->other),
+		       ss->lost ? "  (lost to a newer record)" : "");
+	}
+}
+
+#define JU(key, v)	printf(",\n  \"%s\": %llu", key, (unsigned long long)(v))
+
+static void show_json(const char *path, const struct ssdp_scan *s, bool live,
+		      bool sets)
+{
+	const struct ssdp_sb_info *sb = &s->sb;
+	char u[37], h[33], t[40];
+	bool first = true;
+	u64 i;
+	int k;
+
+	printf("{\n  \"device\": ");
+	json_str(path);
+	printf(",\n  \"superblock\": \"%s\"", sb_state_key(s->sb_res));
+	JU("device_sectors", s->dev_sectors);
+	printf(",\n  \"in_use\": %s", live ? "true" : "false");
+	if (s->sb_res != SSDP_SB_OK) {
+		printf(",\n  \"message\": ");
+		json_str(ssdp_sb_result_name(s->sb_res));
+		printf("\n}\n");
+		return;
+	}
+	JU("version", sb->version);
+	printf(",\n  \"uuid\": \"%s\"", uuid_str(sb->uuid, u));
+	if (id_set(sb->origin_id))
+		printf(",\n  \"origin_id\": \"%s\"", hex(sb->origin_id, 16, h));
+	else
+		printf(",\n  \"origin_id\": null");
+	JU("origin_sectors", sb->origin_sectors);
+	JU("origin_sets", s->nr_osets);
+	JU("cache_sectors", sb->cache_sectors);
+	JU("block_sectors", sb->block_sectors);
+	JU("set_blocks", sb->set_blocks);
+	JU("total_sets", sb->nr_csets);
+	JU("rec_bytes", sb->rec_bytes);
+	JU("rec_sectors", sb->rec_sectors);
+	JU("data_start", sb->data_start);
+	printf(",\n  \"clean\": %s", s->clean ? "true" : "false");
+	JU("seq", sb->seq);
+	JU("max_record_seq", s->max_rec_seq);
+	JU("format_time", sb->format_time);
+	printf(",\n  \"format_time_utc\": \"%s\"", time_str(sb->format_time, t));
+	JU("mapped_sets", s->mapped_sets);
+	JU("free_sets", s->free_sets);
+	JU("valid_blocks", s->valid_blocks);
+	JU("dirty_blocks", s->dirty_blocks);
+	JU("load_dirty_blocks", s->load_dirty_blocks);
+	printf(",\n  \"from_copy\": [%llu, %llu]",
+	       (unsigned long long)s->from_copy[0],
+	       (unsigned long long)s->from_copy[1]);
+	JU("never_written", s->unwritten);
+	JU("torn_records", s->found[SCAN_TORN].count);
+	JU("errors", scan_errors(s));
+	printf(",\n  \"findings\": [");
+	for (k = 0; k < SCAN_NR_KINDS; k++) {
+		const struct scan_finding *f = &s->found[k];
+
+		if (!f->count)
+			continue;
+		printf("%s\n    {\"kind\": \"%s\", \"severity\": \"%s\", \"count\": %llu, \"first\": %llu, \"text\": ",
+		       first ? "" : ",", scan_kind_name(k),
+		       scan_severity_name(scan_severity(s, k)),
+		       (unsigned long long)f->count,
+		       (unsigned long long)f->first);
+		json_str(scan_kind_text(k));
+		putchar('}');
+		first = false;
+	}
+	printf("%s]", first ? "" : "\n  ");
+	if (sets) {
+		printf(",\n  \"sets\": [");
+		for (i = 0; i < s->nr_sets; i++) {
+			const struct scan_set *ss = &s->sets[i];
+
+			printf("%s\n    {\"cset\": %u, \"oset\": %llu, \"seq\": %llu, \"copy\": %u, \"other\": \"%s\", ",
+			       i ? "," : "", ss->cset,
+			       (unsigned long long)ss->oset,
+			       (unsigned long long)ss->seq, ss->copy,
+			       scan_other_name(ss->other));
+			if (ss->other_oset == SSDP_OSET_FREE)
+				printf("\"other_oset\": null, ");
+			else
+				printf("\"other_oset\": %llu, ",
+				       (unsigned long long)ss->other_oset);
+			printf("\"valid\": %u, \"dirty\": %u, \"lost\": %s}",
+			       ss->valid, ss->dirty,
+			       ss->lost ? "true" : "false");
+		}
+		printf("%s]", s->nr_sets ? "\n  " : "");
+	}
+	printf("\n}\n");
+}
+
+static int cmd_show(int argc, char **argv)
+{
+	bool json = false, sets = false, live;
+	const char *path = NULL;
+	struct ssdp_scan s;
+	struct dev d;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = true;
+		else if (!strcmp(argv[i], "--sets"))
+			sets = true;
+		else if (argv[i][0] != '-' && !path)
+			path = argv[i];
+		else
+			return print_usage();
+	}
+	if (!path)
+		return print_usage();
+	if (scan_path(path, &d, &s, O_RDONLY))
+		return EXIT_FAIL;
+	live = dev_held(path);
+	dev_close(&d);
+	if (json) {
+		show_json(path, &s, live, sets);
+	} else if (s.sb_res != SSDP_SB_OK) {
+		printf("%s: %s\n", path, s.sb_res == SSDP_SB_BLANK ?
+		       "blank (no ssdprio superblock; a table with 'format' initialises it)" :
+		       ssdp_sb_result_name(s.sb_res));
+	} else {
+		show_text(path, &s, live, sets);
+	}
+	scan_free(&s);
+	return s.sb_res == SSDP_SB_OK ? EXIT_OK : EXIT_NOSB;
+}
+
+/* ---- check ---------------------------------------------------------- */
+
+static int cmd_check(int argc, char **argv)
+{
+	struct ssdp_scan s;
+	unsigned int errors;
+	struct dev d;
+	char b[32];
+	int k;
+
+	if (argc != 2 || argv[1][0] == '-')
+		return print_usage();
+	if (scan_path(argv[1], &d, &s, O_RDONLY))
+		return EXIT_FAIL;
+	dev_close(&d);
+	if (s.sb_res != SSDP_SB_OK) {
+		printf("%s: %s\n", argv[1], ssdp_sb_result_name(s.sb_res));
+		return EXIT_NOSB;
+	}
+	for (k = 0; k < SCAN_NR_KINDS; k++) {
+		const struct scan_finding *f = &s.found[k];
+
+		if (f->count)
+			printf("%s: %s: %llu %s (%s %llu)\n", argv[1],
+			       scan_severity_name(scan_severity(&s, k)),
+			       (unsigned long long)f->count, scan_kind_text(k),
+			       k == SCAN_TRUNCATED ? "device sectors" :
+			       "first cache set", (unsigned long long)f->first);
+	}
+	errors = scan_errors(&s);
+	if (errors)
+		printf("%s: INCONSISTENT: %u kind%s of error\n", argv[1], errors,
+		       errors > 1 ? "s" : "");
+	else
+		printf("%s: consistent: %llu of %llu sets mapped, %llu valid blocks, %llu dirty (%s)%s\n",
+		       argv[1], (unsigned long long)s.mapped_sets,
+		       (unsigned long long)s.sb.nr_csets,
+		       (unsigned long long)s.valid_blocks,
+		       (unsigned long long)s.load_dirty_blocks,
+		       human(blocks_bytes(&s, s.load_dirty_blocks), b),
+		       s.clean ? "" : ", not shut down cleanly");
+	scan_free(&s);
+	return errors ? EXIT_BAD : EXIT_OK;
+}
+
+/* ---- table ---------------------------------------------------------- */
+
+static bool parse_id(const char *v, u8 id[16])
+{
+	int i;
+
+	if (strlen(v) != 32)
+		return false;
+	for (i = 0; i < 16; i++) {
+		unsigned int x;
+
+		if (!isxdigit((unsigned char)v[2 * i]) ||
+		    !isxdigit((unsigned char)v[2 * i + 1]) ||
+		    sscanf(v + 2 * i, "%2x", &x) != 1)
+			return false;
+		id[i] = (u8)x;
+	}
+	return id_set(id);
+}
+
+/*
+ * The table line that loads the cache on @cache in front of @origin, with
+ * the geometry and origin_id of its superblock and the extra features
+ * @feat (checked here: a typo fails now, not at boot).  'format' is
+ * refused unless @allow_format.  Returns an EXIT_* code; the reason has
+ * been reported.  @scan_out, if not NULL, gets the cache's scan.
+ */
+static int build_table(const char *origin, const char *cache, int nfeat,
+		       char **feat, bool allow_format, struct sbuf *out,
+		       struct ssdp_scan *scan_out)
+{
+	struct ssdp_config cfg, def;
+	struct sbuf f = { 0 };
+	struct ssdp_scan s;
+	struct dev od, cd;
+	unsigned int n = 0;
+	char h[33];
+	int i, r = EXIT_FAIL;
+
+	if (scan_path(cache, &cd, &s, O_RDONLY))
+		return EXIT_FAIL;
+	dev_close(&cd);
+	if (s.sb_res != SSDP_SB_OK) {
+		if (s.sb_res == SSDP_SB_BLANK)
+			notice("%s: cache is blank: format it once with a table carrying 'format'",
+			       cache);
+		else
+			err("%s: %s", cache, ssdp_sb_result_name(s.sb_res));
+		r = EXIT_NOSB;
+		goto out;
+	}
+	if (s.found[SCAN_TRUNCATED].count) {
+		err("%s: has %llu sectors, was formatted with %llu: the kernel will refuse it",
+		    cache, (unsigned long long)s.dev_sectors,
+		    (unsigned long long)s.sb.cache_sectors);
+		r = EXIT_BAD;
+		goto out;
+	}
+	if (dev_open(&od, origin, O_RDONLY))
+		goto out;
+	dev_close(&od);
+	if (od.sectors != s.sb.origin_sectors) {
+		err("%s: has %llu sectors, but cache %s belongs to an origin of %llu sectors",
+		    origin, (unsigned long long)od.sectors, cache,
+		    (unsigned long long)s.sb.origin_sectors);
+		r = EXIT_BAD;
+		goto out;
+	}
+
+	ssdp_config_defaults(&def);
+	cfg = def;
+	if (s.sb.block_sectors != def.block_sectors) {
+		sbuf_add(&f, " block_size %u", s.sb.block_sectors);
+		n += 2;
+	}
+	if (s.sb.set_blocks != def.set_blocks) {
+		sbuf_add(&f, " set_size %u", s.sb.set_blocks);
+		n += 2;
+	}
+	if (id_set(s.sb.origin_id)) {
+		sbuf_add(&f, " origin_id %s", hex(s.sb.origin_id, 16, h));
+		n += 2;
+	}
+	for (i = 0; i < nfeat; i++) {
+		const char *key = feat[i], *val, *why;
+		u8 id[16];
+
+		if (!strcmp(key, "format")) {
+			if (!allow_format) {
+				err("'format' is not allowed here: activation never formats (format a cache once by hand)");
+				r = EXIT_BAD;
+				goto out;
+			}
+			sbuf_add(&f, " format");
+			n++;
+			continue;
+		}
+		if (i + 1 == nfeat) {
+			err("feature '%s' needs a value", key);
+			goto out;
+		}
+		val = feat[++i];
+		if (!strcmp(key, "block_size") || !strcmp(key, "set_size")) {
+			u32 have = key[0] == 'b' ? s.sb.block_sectors :
+						   s.sb.set_blocks;
+
+			if (strtoul(val, NULL, 10) != have) {
+				err("%s %s: the cache was formatted with %s %u", key,
+				    val, key, have);
+				r = EXIT_BAD;
+				goto out;
+			}
+			continue;	/* already there when not the default */
+		}
+		if (!strcmp(key, "origin_id")) {
+			if (!parse_id(val, id)) {
+				err("origin_id must be 32 hex digits, not all zero");
+				goto out;
+			}
+			if (memcmp(id, s.sb.origin_id, 16)) {
+				err("origin_id %s: cache %s was formatted with origin_id %s: it belongs to another origin",
+				    val, cache, id_set(s.sb.origin_id) ?
+				    hex(s.sb.origin_id, 16, h) : "none");
+				r = EXIT_BAD;
+				goto out;
+			}
+			continue;
+		}
+		if (strcmp(key, "idle_cgroup") &&
+		    ssdp_config_set(&cfg, key, val, SSDP_CFG_CTR, &why)) {
+			err("feature %s %s: %s", key, val, why);
+			goto out;
+		}
+		sbuf_add(&f, " %s %s", key, val);
+		n += 2;
+	}
+	sbuf_add(out, "0 %llu ssdprio %s %s", (unsigned long long)s.sb.origin_sectors,
+		 origin, cache);
+	if (n)
+		sbuf_add(out, " %u%s", n, f.s);
+	r = EXIT_OK;
+out:
+	free(f.s);
+	if (scan_out && r == EXIT_OK)
+		*scan_out = s;
+	else
+		scan_free(&s);
+	return r;
+}
+
+static int cmd_table(int argc, char **argv)
+{
+	struct sbuf t = { 0 };
+	int r;
+
+	if (argc < 3 || argv[1][0] == '-' || argv[2][0] == '-')
+		return print_usage();
+	r = build_table(argv[1], argv[2], argc - 3, argv + 3, true, &t, NULL);
+	if (!r)
+		printf("%s\n", t.s);
+	free(t.s);
+	return r;
+}
+
+/* ---- wipe ----------------------------------------------------------- */
+
+static int zero_range(int fd, u64 sector, u64 nr)
+{
+	const size_t chunk = 1U << 20;
+	void *z;
+	int r = 0;
+
+	if (posix_memalign(&z, 4096, chunk))
+		return -ENOMEM;
+	memset(z, 0, chunk);
+	while (nr && !r) {
+		size_t len = nr << SSDP_SECTOR_SHIFT > chunk ? chunk :
+			     nr << SSDP_SECTOR_SHIFT;
+		ssize_t w = pwrite(fd, z, len, sector << SSDP_SECTOR_SHIFT);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EINVAL) {
+			int fl = fcntl(fd, F_GETFL);
+
+			if (fl >= 0 && (fl & O_DIRECT) &&
+			    !fcntl(fd, F_SETFL, fl & ~O_DIRECT))
+				continue;
+		}
+		if (w <= 0) {
+			r = w < 0 ? -errno : -EIO;
+			break;
+		}
+		sector += w >> SSDP_SECTOR_SHIFT;
+		nr -= w >> SSDP_SECTOR_SHIFT;
+	}
+	free(z);
+	return r;
+}
+
+static int cmd_wipe(int argc, char **argv)
+{
+	bool force = false, records = false;
+	const char *path = NULL;
+	struct ssdp_scan s;
+	struct dev d;
+	u64 at_risk;
+	char b[32], u[37];
+	int i, r;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--force"))
+			force = true;
+		else if (!strcmp(argv[i], "--records"))
+			records = true;
+		else if (argv[i][0] != '-' && !path)
+			path = argv[i];
+		else
+			return print_usage();
+	}
+	if (!path)
+		return print_usage();
+	/* O_EXCL: a live table or a mount has the device: EBUSY. */
+	if (scan_path(path, &d, &s, O_RDWR | O_EXCL))
+		return EXIT_FAIL;
+
+	switch (s.sb_res) {
+	case SSDP_SB_BLANK:
+		printf("%s: already blank\n", path);
+		r = EXIT_OK;
+		goto out;
+	case SSDP_SB_FOREIGN:
+		if (!force) {
+			err("%s: not an ssdprio cache: refusing to overwrite its first sectors (--force to do it anyway)",
+			    path);
+			r = EXIT_NOSB;
+			goto out;
+		}
+		break;
+	case SSDP_SB_OK:
+		break;
+	default:
+		if (!force) {
+			err("%s: %s: refusing to wipe a damaged superblock: whatever dirty data the cache holds is lost with it (--force to wipe anyway)",
+			    path, ssdp_sb_result_name(s.sb_res));
+			r = EXIT_NOSB;
+			goto out;
+		}
+		break;
+	}
+	if (s.sb_res == SSDP_SB_OK) {
+		/* Unclean: the load would write every valid block back. */
+		at_risk = s.clean ? s.dirty_blocks : s.valid_blocks;
+		if (at_risk && !force) {
+			if (s.clean)
+				err("%s: the cache holds %llu dirty blocks (%s) that the origin lacks: wiping would lose them",
+				    path, (unsigned long long)at_risk,
+				    human(blocks_bytes(&s, at_risk), b));
+			else
+				err("%s: the cache was not shut down cleanly: its %llu valid blocks (%s) count as dirty (the origin may lack them): wiping would lose them",
+				    path, (unsigned long long)at_risk,
+				    human(blocks_bytes(&s, at_risk), b));
+			err("load it, 'dmsetup message <dev> 0 flush_dirty', remove it, then wipe; or wipe --force");
+			r = EXIT_BAD;
+			goto out;
+		}
+		if (at_risk)
+			notice("%s: --force: discarding %llu dirty blocks (%s)", path,
+			       (unsigned long long)at_risk,
+			       human(blocks_bytes(&s, at_risk), b));
+	}
+	r = zero_range(d.fd, 0, SSDP_SB_SECTORS);
+	if (!r && records) {
+		if (s.sb_res == SSDP_SB_OK)
+			r = zero_range(d.fd, SSDP_SB_SECTORS,
+				       SSDP_META_COPIES * (u64)s.sb.rec_sectors);
+		else
+			notice("%s: record area left alone (layout unknown); a new format never trusts old records",
+			       path);
+	}
+	if (!r && fsync(d.fd))
+		r = -errno;
+	if (r) {
+		err("%s: writing zeroes: %s", path, strerror(-r));
+		r = EXIT_FAIL;
+		goto out;
+	}
+	if (s.sb_res == SSDP_SB_OK)
+		printf("%s: wiped the superblock%s of cache %s\n", path,
+		       records ? " and the records" : "",
+		       uuid_str(s.sb.uuid, u));
+	else
+		printf("%s: wiped the superblock\n", path);
+	r = EXIT_OK;
+out:
+	dev_close(&d);
+	scan_free(&s);
+	return r;
+}
+
+/* ---- gen-origin-id -------------------------------------------------- */
+
+static int cmd_gen_origin_id(int argc, char **argv)
+{
+	u8 id[16];
+	char h[33];
+
+	(void)argv;
+	if (argc != 1)
+		return print_usage();
+	do {
+		if (getrandom(id, sizeof(id), 0) != sizeof(id)) {
+			err("getrandom: %s", strerror(errno));
+			return EXIT_FAIL;
+		}
+	} while (!id_set(id));
+	printf("%s\n", hex(id, 16, h));
+	return EXIT_OK;
+}
+
+/* ---- activate ------------------------------------------------------- */
+
+struct tab_entry {
+	char *name, *origin, *cache;
+	char **feat;
+	int nfeat, line;
+};
+
+static void tab_free(struct tab_entry *e, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		free(e[i].feat);
+	free(e);
+}
+
+static bool valid_name(const char *s)
+{
+	if (!*s || strlen(s) > 127)
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr("_.+-", *s))
+			return false;
+	return true;
+}
+
+/*
+ * Parse an ssdpriotab: "name origin_dev cache_dev [features...]" per line,
+ * '#' comments.  Returns the number of entries or -1 (reported).  The
+ * entries point into @text.
+ */
+static int tab_parse(const char *path, char *text, struct tab_entry **out)
+{
+	struct tab_entry *e = NULL;
+	char *line, *next;
+	int n = 0, lineno = 0;
+
+	for (line = text; line; line = next) {
+		char *w[256], *p, *wsave = NULL;
+		int nw = 0;
+
+		lineno++;
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		p = strchr(line, '#');
+		if (p)
+			*p = 0;
+		for (p = strtok_r(line, " \t\r", &wsave); p;
+		     p = strtok_r(NULL, " \t\r", &wsave)) {
+			if (nw == (int)ARRAY_SIZE(w)) {
+				err("%s:%d: too many words", path, lineno);
+				goto fail;
+			}
+			w[nw++] = p;
+		}
+		if (!nw)
+			continue;
+		if (nw < 3 || !valid_name(w[0])) {
+			err("%s:%d: expected 'name origin_dev cache_dev [features...]' with a name of letters, digits, _ . + -",
+			    path, lineno);
+			goto fail;
+		}
+		e = realloc(e, (n + 1) * sizeof(*e));
+		if (!e)
+			goto fail;
+		e[n].name = w[0];
+		e[n].origin = w[1];
+		e[n].cache = w[2];
+		e[n].nfeat = nw - 3;
+		e[n].line = lineno;
+		e[n].feat = calloc(nw, sizeof(char *));
+		if (!e[n].feat)
+			goto fail;
+		memcpy(e[n].feat, w + 3, (nw - 3) * sizeof(char *));
+		n++;
+	}
+	*out = e;
+	return n;
+fail:
+	tab_free(e, n);
+	return -1;
+}
+
+static char *read_file(const char *path)
+{
+	struct sbuf b = { 0 };
+	char buf[4096];
+	size_t got;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return NULL;
+	sbuf_add(&b, "%s", "");
+	while ((got = fread(buf, 1, sizeof(buf), f)) > 0)
+		sbuf_add(&b, "%.*s", (int)got, buf);
+	fclose(f);
+	return b.s;
+}
+
+/*
+ * Run a program: the NULL-terminated arguments after @outlen, at most 15.
+ * Its output (stdout and stderr) goes into @out.  Returns its status.
+ */
+static int run_cmd(char *out, size_t outlen, ...)
+{
+	const char *argv[16];
+	unsigned int argc = 0;
+	va_list ap;
+	int p[2], st;
+	size_t got = 0;
+	pid_t pid;
+
+	va_start(ap, outlen);
+	do {
+		argv[argc] = va_arg(ap, const char *);
+	} while (argv[argc] && ++argc < ARRAY_SIZE(argv) - 1);
+	argv[argc] = NULL;
+	va_end(ap);
+	if (pipe2(p, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		int nul = open("/dev/null", O_RDONLY);
+
+		dup2(nul, 0);
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		execvp(argv[0], (char *const *)argv);
+		dprintf(2, "%s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(p[1]);
+	for (;;) {
+		char sink[256];
+		bool room = got + 1 < outlen;
+		ssize_t r = read(p[0], room ? out + got : sink,
+				 room ? outlen - 1 - got : sizeof(sink));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		if (room)
+			got += r;
+	}
+	close(p[0]);
+	out[got] = 0;
+	while (got && out[got - 1] == '\n')
+		out[--got] = 0;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static bool dm_exists(const char *name)
+{
+	char out[256];
+
+	return run_cmd(out, sizeof(out), "dmsetup", "info", name, NULL) == 0;
+}
+
+struct activate_opts {
+	bool udev, dry_run;
+	dev_t udev_dev;			/* the device of the event */
+};
+
+static bool same_dev(const char *path, dev_t dev)
+{
+	struct stat st;
+
+	return !stat(path, &st) && S_ISBLK(st.st_mode) && st.st_rdev == dev;
+}
+
+/* activate_one(): a device is missing (udev: wait for its event). */
+#define ACT_WAIT	(-1)
+
+/* One entry: EXIT_OK when active (now or already), else why not. */
+static int activate_one(const struct tab_entry *e, const char *tab,
+			const struct activate_opts *o)
+{
+	struct sbuf t = { 0 };
+	struct ssdp_scan s;
+	struct stat st;
+	char out[1024];
+	int r;
+
+	if (dm_exists(e->name)) {
+		if (!o->udev)
+			printf("%s: already active\n", e->name);
+		return EXIT_OK;
+	}
+	if (stat(e->origin, &st) || stat(e->cache, &st)) {
+		/* udev: the other device has not appeared yet; later. */
+		if (o->udev)
+			return ACT_WAIT;
+		err("%s: %s is not there", e->name,
+		    stat(e->origin, &st) ? e->origin : e->cache);
+		return EXIT_BAD;
+	}
+	if (dev_held(e->cache)) {
+		notice("%s: cache %s is held by another device (another table?): not activating",
+		       e->name, e->cache);
+		return EXIT_BAD;
+	}
+	r = build_table(e->origin, e->cache, e->nfeat, e->feat, false, &t, &s);
+	if (r) {
+		notice("%s: not activated (%s line %d)", e->name, tab, e->line);
+		return r;
+	}
+	if (o->dry_run) {
+		printf("dmsetup create %s --table '%s'\n", e->name, t.s);
+		r = EXIT_OK;
+		goto out;
+	}
+	r = run_cmd(out, sizeof(out), "dmsetup", "create", e->name, "--table",
+		    t.s, NULL);
+	if (r) {
+		err("%s: dmsetup create failed (%d): %s; table: %s", e->name, r,
+		    out, t.s);
+		r = EXIT_BAD;
+		goto out;
+	}
+	notice("%s: activated: %s over %s, %llu sets mapped, %llu dirty blocks%s",
+	       e->name, e->cache, e->origin,
+	       (unsigned long long)s.mapped_sets,
+	       (unsigned long long)s.load_dirty_blocks,
+	       s.clean ? "" : " (after an unclean shutdown)");
+	r = EXIT_OK;
+out:
+	scan_free(&s);
+	free(t.s);
+	return r;
+}
+
+static int cmd_activate(int argc, char **argv)
+{
+	struct activate_opts o = { 0 };
+	const char *tab = getenv("SSDPRIO_TAB");
+	struct tab_entry *e = NULL;
+	char **names = NULL, *text;
+	int nnames = 0, n, i, j, lock = -1, r = EXIT_OK;
+
+	if (!tab || !*tab)
+		tab = DEFAULT_TAB;
+	names = calloc(argc, sizeof(*names));
+	if (!names)
+		return EXIT_FAIL;
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--udev")) {
+			o.udev = true;
+		} else if (!strcmp(argv[i], "--dry-run")) {
+			o.dry_run = true;
+		} else if (!strcmp(argv[i], "--tab") && i + 1 < argc) {
+			tab = argv[++i];
+		} else if (argv[i][0] != '-') {
+			names[nnames++] = argv[i];
+		} else {
+			free(names);
+			return print_usage();
+		}
+	}
+	if (o.udev) {
+		const char *maj = getenv("MAJOR"), *min = getenv("MINOR");
+		const char *dn = getenv("DEVNAME");
+		struct stat st;
+
+		/* udev runs us with the event's properties only: no PATH. */
+		setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", 0);
+		kmsg_fd = open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
+		if (maj && min)
+			o.udev_dev = makedev(atoi(maj), atoi(min));
+		else if (dn && !stat(dn, &st) && S_ISBLK(st.st_mode))
+			o.udev_dev = st.st_rdev;
+		else {
+			err("activate --udev: no MAJOR/MINOR or DEVNAME in the environment");
+			free(names);
+			return EXIT_FAIL;
+		}
+	}
+	text = read_file(tab);
+	if (!text) {
+		free(names);
+		if (o.udev && errno == ENOENT)
+			return EXIT_OK;	/* nothing configured */
+		err("%s: %s", tab, strerror(errno));
+		return EXIT_FAIL;
+	}
+	n = tab_parse(tab, text, &e);
+	if (n < 0) {
+		r = EXIT_FAIL;
+		goto out;
+	}
+	for (j = 0; j < nnames; j++) {
+		for (i = 0; i < n && strcmp(e[i].name, names[j]); i++)
+			;
+		if (i == n) {
+			err("%s: no entry '%s'", tab, names[j]);
+			r = EXIT_FAIL;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		int rr;
+
+		if (nnames) {
+			for (j = 0; j < nnames && strcmp(e[i].name, names[j]); j++)
+				;
+			if (j == nnames)
+				continue;
+		}
+		if (o.udev && !same_dev(e[i].origin, o.udev_dev) &&
+		    !same_dev(e[i].cache, o.udev_dev))
+			continue;
+		/*
+		 * The events of an origin and its cache may race: one
+		 * activation at a time.  Only for an entry of ours: the
+		 * events of the dm devices we create run this tool too, and
+		 * dmsetup waits for them (udev sync) while we hold the lock.
+		 */
+		if (lock < 0 && !o.dry_run) {
+			lock = open(ACTIVATE_LOCK, O_RDWR | O_CREAT | O_CLOEXEC,
+				    0600);
+			if (lock >= 0)
+				flock(lock, LOCK_EX);
+		}
+		rr = activate_one(&e[i], tab, &o);
+		if (rr != ACT_WAIT && rr > r)
+			r = rr;
+	}
+	if (lock >= 0)
+		close(lock);
+out:
+	tab_free(e, n > 0 ? n : 0);
+	free(text);
+	free(names);
+	return r;
+}
+
+/* ---- main ----------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(int argc, char **argv);
+	} cmds[] = {
+		{ "show", cmd_show },
+		{ "check", cmd_check },
+		{ "table", cmd_table },
+		{ "wipe", cmd_wipe },
+		{ "gen-origin-id", cmd_gen_origin_id },
+		{ "activate", cmd_activate },
+	};
+	size_t i;
+
+	if (argc < 2)
+		return print_usage();
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+	    !strcmp(argv[1], "help")) {
+		print_usage();
+		return EXIT_OK;
+	}
+	for (i = 0; i < ARRAY_SIZE(cmds); i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].fn(argc - 1, argv + 1);
+	err("unknown command '%s'", argv[1]);
+	return print_usage();
+}
