@@ -105,6 +105,7 @@ int ssdp_cmap_init(struct ssdp_cmap *cm, u32 nr_csets, u32 set_blocks)
 	nbits = (size_t)nr_csets << cm->set_shift;
 
 	cm->oset = cmap_alloc(cm, nr_csets, sizeof(*cm->oset));
+	cm->map_seq = cmap_alloc(cm, nr_csets, sizeof(*cm->map_seq));
 	cm->prev = cmap_alloc(cm, nr_csets + 3, sizeof(*cm->prev));
 	cm->next = cmap_alloc(cm, nr_csets + 3, sizeof(*cm->next));
 	cm->hnext = cmap_alloc(cm, nr_csets, sizeof(*cm->hnext));
@@ -115,7 +116,7 @@ int ssdp_cmap_init(struct ssdp_cmap *cm, u32 nr_csets, u32 set_blocks)
 	cm->valid = cmap_alloc(cm, BITS_TO_LONGS(nbits), sizeof(long));
 	cm->dirty = cmap_alloc(cm, BITS_TO_LONGS(nbits), sizeof(long));
 	cm->changed = cmap_alloc(cm, BITS_TO_LONGS(nr_csets), sizeof(long));
-	if (!cm->changed || !cm->oset || !cm->prev || !cm->next || !cm->hnext ||
+	if (!cm->changed || !cm->map_seq || !cm->oset || !cm->prev || !cm->next || !cm->hnext ||
 	    !cm->nr_valid || !cm->nr_dirty || !cm->flags || !cm->buckets ||
 	    !cm->valid || !cm->dirty) {
 		ssdp_cmap_destroy(cm);
@@ -141,6 +142,7 @@ int ssdp_cmap_init(struct ssdp_cmap *cm, u32 nr_csets, u32 set_blocks)
 void ssdp_cmap_destroy(struct ssdp_cmap *cm)
 {
 	ssdp_free(cm->oset);
+	ssdp_free(cm->map_seq);
 	ssdp_free(cm->prev);
 	ssdp_free(cm->next);
 	ssdp_free(cm->hnext);
@@ -195,6 +197,7 @@ static void do_map(struct ssdp_cmap *cm, u32 c, u64 oset)
 	hash_insert(cm, c, oset);
 	list_add_before(cm, c, lru_sentinel(cm));
 	cm->flags[c] = SSDP_CF_MAPPED;
+	cm->map_seq[c] = ++cm->map_gen;
 	cm->nr_free--;
 	cm->nr_mapped++;
 	mark_changed(cm, c);
@@ -214,7 +217,8 @@ u32 ssdp_cmap_map(struct ssdp_cmap *cm, u64 oset)
 	return c;
 }
 
-int ssdp_cmap_map_restore(struct ssdp_cmap *cm, u32 cset, u64 oset)
+int ssdp_cmap_map_restore(struct ssdp_cmap *cm, u32 cset, u64 oset,
+			  u64 map_seq)
 {
 	if (!cset_ok(cm, cset))
 		return -EINVAL;
@@ -223,6 +227,8 @@ int ssdp_cmap_map_restore(struct ssdp_cmap *cm, u32 cset, u64 oset)
 	if (ssdp_cmap_lookup(cm, oset) != SSDP_NONE)
 		return -EEXIST;
 	do_map(cm, cset, oset);
+	cm->map_seq[cset] = map_seq;
+	cm->map_gen = max(cm->map_gen, map_seq);
 	return 0;
 }
 

@@ -36,6 +36,7 @@ struct ssdp_cmap {
 	 * so list code has no head/tail special cases.
 	 */
 	u64 *oset;		/* origin set of a mapped cset */
+	u64 *map_seq;		/* map_gen when it was mapped */
 	u32 *prev;
 	u32 *next;
 	u32 *hnext;		/* hash chain, SSDP_NONE terminated */
@@ -54,6 +55,7 @@ struct ssdp_cmap {
 	u32 nr_mapped;
 	u32 nr_free;
 	u32 nr_limbo;		/* unmapped, not yet reusable */
+	u64 map_gen;		/* counts mappings, persisted in records */
 	u32 nr_dirty_sets;	/* csets with at least one dirty block */
 	u64 total_valid;
 	u64 total_dirty;
@@ -71,7 +73,14 @@ u32 ssdp_cmap_bucket_of(const struct ssdp_cmap *cm, u64 oset);
 /* Mapping. */
 u32 ssdp_cmap_lookup(const struct ssdp_cmap *cm, u64 oset);
 u32 ssdp_cmap_map(struct ssdp_cmap *cm, u64 oset);
-int ssdp_cmap_map_restore(struct ssdp_cmap *cm, u32 cset, u64 oset);
+int ssdp_cmap_map_restore(struct ssdp_cmap *cm, u32 cset, u64 oset,
+			  u64 map_seq);
+
+/* Mapping generation of a mapped cset (later mappings: higher). */
+static inline u64 ssdp_cmap_map_seq(const struct ssdp_cmap *cm, u32 cset)
+{
+	return cm->map_seq[cset];
+}
 int ssdp_cmap_unmap(struct ssdp_cmap *cm, u32 cset);
 
 /*

@@ -310,19 +310,19 @@ static int ssdp_meta_restore(struct ssdprio *sp, u32 cset,
 	if (other != SSDP_NONE) {
 		/*
 		 * Two records for one origin set: a torn commit left the
-		 * old one.  The newer one wins; the older set was clean when
-		 * it was unmapped (only clean sets are unmapped).
+		 * old one.  The later mapping wins; the older set was clean
+		 * when it was unmapped (only clean sets are unmapped).
 		 */
-		if (seqs[other] >= ri->seq)
+		if (seqs[other] >= ri->map_seq)
 			return 0;
 		ssdp_cmap_clear_dirty(cm, other, 0, cm->set_blocks);
 		ssdp_cmap_unmap(cm, other);
 		ssdp_cmap_mark_changed(cm, other);
 	}
-	r = ssdp_cmap_map_restore(cm, cset, ri->oset);
+	r = ssdp_cmap_map_restore(cm, cset, ri->oset, ri->map_seq);
 	if (r)
 		return r;
-	seqs[cset] = ri->seq;
+	seqs[cset] = ri->map_seq;
 	/* Unclean: every valid block is treated as dirty (see the top). */
 	return ssdp_cmap_put_bits(cm, cset, ri->valid,
 				  recovering ? ri->valid : ri->dirty);
@@ -500,11 +500,13 @@ static void ssdp_meta_encode_block(struct ssdprio *sp, u64 s, u8 *dst)
 			ssdp_rec_encode(dst + j * rb, rb, sp->rec_seed, cset,
 					sp->cfg.set_blocks,
 					ssdp_cmap_oset_of(cm, cset),
-					sp->meta_seq, valid, dirty);
+					sp->meta_seq,
+					ssdp_cmap_map_seq(cm, cset), valid,
+					dirty);
 		} else {
 			ssdp_rec_encode(dst + j * rb, rb, sp->rec_seed, cset,
 					sp->cfg.set_blocks, SSDP_OSET_FREE,
-					sp->meta_seq, NULL, NULL);
+					sp->meta_seq, 0, NULL, NULL);
 		}
 	}
 }

@@ -167,8 +167,8 @@ u32 ssdp_rec_seed(const u8 uuid[16])
 }
 
 void ssdp_rec_encode(void *rec, u32 rec_bytes, u32 seed, u32 cset,
-		     u32 set_blocks, u64 oset, u64 seq, const u8 *valid,
-		     const u8 *dirty)
+		     u32 set_blocks, u64 oset, u64 seq, u64 map_seq,
+		     const u8 *valid, const u8 *dirty)
 {
 	struct ssdp_disk_rec *d = rec;
 	u32 bm = ssdp_bitmap_bytes(set_blocks);
@@ -178,6 +178,7 @@ void ssdp_rec_encode(void *rec, u32 rec_bytes, u32 seed, u32 cset,
 	d->cset = cpu_to_le32(cset);
 	d->oset = cpu_to_le64(oset);
 	d->seq = cpu_to_le64(seq);
+	d->map_seq = cpu_to_le64(map_seq);
 	if (valid)
 		memcpy(bits, valid, bm);
 	if (dirty)
@@ -196,10 +197,11 @@ int ssdp_rec_decode(const void *rec, u32 rec_bytes, u32 seed, u32 cset,
 	if (le32_to_cpu(d->crc) !=
 	    ssdp_crc32c(seed, (const u8 *)rec + 4, rec_bytes - 4))
 		return -EBADMSG;
-	if (le32_to_cpu(d->cset) != cset || d->flags || d->pad)
+	if (le32_to_cpu(d->cset) != cset)
 		return -EUCLEAN;
 	out->oset = le64_to_cpu(d->oset);
 	out->seq = le64_to_cpu(d->seq);
+	out->map_seq = le64_to_cpu(d->map_seq);
 	out->valid = bits;
 	out->dirty = bits + bm;
 	for (i = 0; i < bm; i++) {

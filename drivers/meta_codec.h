@@ -46,6 +46,7 @@ enum ssdp_sb_result {
 struct ssdp_rec_info {
 	u64 oset;			/* SSDP_OSET_FREE for a free set */
 	u64 seq;
+	u64 map_seq;
 	const u8 *valid;
 	const u8 *dirty;
 };
@@ -69,14 +70,14 @@ u32 ssdp_rec_seed(const u8 uuid[16]);
  * @dirty are ssdp_bitmap_bytes(set_blocks) long; NULL for a free set.
  */
 void ssdp_rec_encode(void *rec, u32 rec_bytes, u32 seed, u32 cset,
-		     u32 set_blocks, u64 oset, u64 seq, const u8 *valid,
-		     const u8 *dirty);
+		     u32 set_blocks, u64 oset, u64 seq, u64 map_seq,
+		     const u8 *valid, const u8 *dirty);
 
 /*
  * Decode the record of @cset.  Returns 0, -EBADMSG when the checksum
  * fails (torn, never written, or from another format), or -EUCLEAN when
  * it checks out but contradicts itself (wrong cset, bits past the set,
- * dirty without valid, unknown flags).
+ * dirty without valid).
  */
 int ssdp_rec_decode(const void *rec, u32 rec_bytes, u32 seed, u32 cset,
 		    u32 set_blocks, struct ssdp_rec_info *out);

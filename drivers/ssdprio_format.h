@@ -24,9 +24,13 @@
  *
  *   block k of a copy:  | rec 32k | rec 32k+1 | ... | rec 32k+31 |  (128 B)
  *
- *   one record:  0      4      8        16       24      32
- *                | crc  | cset | oset   | seq    | flags |pad| valid bits |
+ *   one record:  0      4      8        16       24        32
+ *                | crc  | cset | oset   | seq    | map_seq | valid bits |
  *                  dirty bits | zeroes to rec_bytes
+ *
+ * map_seq grows with every mapping of any set: when a torn commit leaves
+ * two records for one origin set (one set's new mapping written, the old
+ * set's "free" not), the higher map_seq is the later mapping.
  *
  * Each metadata block is written whole, alternately to copy 0 and copy 1,
  * so the other copy always holds the block's previous committed state: a
@@ -51,7 +55,7 @@
 #define SSDP_SECTOR_SHIFT	9
 #define SSDP_SECTOR_BYTES	512U
 #define SSDP_SB_SECTORS		8ULL	/* 4 KiB superblock area */
-#define SSDP_REC_HDR_BYTES	32U	/* crc, cset, oset, seq, flags */
+#define SSDP_REC_HDR_BYTES	32U	/* crc, cset, oset, seq, map_seq */
 #define SSDP_DATA_ALIGN		2048ULL	/* 1 MiB in sectors */
 #define SSDP_META_COPIES	2U
 #define SSDP_META_BLOCK_BYTES	4096U	/* unit of metadata I/O */
@@ -101,8 +105,7 @@ struct ssdp_disk_rec {
 	__le32 cset;			/* its own index: catches misplaced writes */
 	__le64 oset;			/* origin set, or SSDP_OSET_FREE */
 	__le64 seq;			/* commit that wrote it */
-	__le32 flags;			/* none yet, must be zero */
-	__le32 pad;
+	__le64 map_seq;			/* when this set got this origin set */
 };
 
 _Static_assert(sizeof(struct ssdp_disk_rec) == SSDP_REC_HDR_BYTES,

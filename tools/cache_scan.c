@@ -26,7 +26,7 @@ static const struct {
 	[SCAN_PAST_ORIGIN] = { "past_origin",
 		"records mapping an origin set past the end of the origin (dropped at load)" },
 	[SCAN_DUP_AMBIGUOUS] = { "duplicate_same_seq",
-		"origin sets mapped by two cache sets with the same seq (a torn commit: load keeps the lower cache set)" },
+		"origin sets mapped by two cache sets with the same map_seq (corruption: load keeps the lower cache set)" },
 	[SCAN_DUP] = { "duplicate",
 		"origin sets mapped by two cache sets (a torn commit: load keeps the newer record)" },
 	[SCAN_NEWER_THAN_SB] = { "newer_than_superblock",
@@ -86,9 +86,8 @@ enum scan_severity scan_severity(const struct ssdp_scan *s, enum scan_kind k)
 	case SCAN_DUP_AMBIGUOUS:
 		/*
 		 * Only a commit cut short leaves two records of one origin
-		 * set (the same seq too: a commit encodes its chunks of
-		 * record sectors one after the other, and a set may move in
-		 * between); after a clean shutdown every commit completed.
+		 * set (the later mapping, higher map_seq, wins); after a
+		 * clean shutdown every commit completed.
 		 */
 		return s->clean ? SCAN_ERROR : SCAN_WARN;
 	default:
@@ -237,6 +236,7 @@ static int scan_record(struct ssdp_scan *s, u64 *cap, u32 seed, u32 cset,
 	memset(&ss, 0, sizeof(ss));
 	ss.oset = ri.oset;
 	ss.seq = ri.seq;
+	ss.map_seq = ri.map_seq;
 	ss.cset = cset;
 	ss.valid = popcount_bits(ri.valid, set_blocks);
 	ss.dirty = popcount_bits(ri.dirty, set_blocks);
@@ -263,7 +263,8 @@ static int by_oset_cset(const void *a, const void *b)
 /*
  * Two records for one origin set: as ssdp_meta_restore(), walking the
  * cache sets in order, a later record replaces the one in place only when
- * its seq is higher; so the first record with the highest seq wins.
+ * its map_seq is higher; so the first record with the highest map_seq
+ * (the latest mapping) wins.
  */
 static int scan_resolve(struct ssdp_scan *s)
 {
@@ -283,13 +284,14 @@ static int scan_resolve(struct ssdp_scan *s)
 
 		for (j = i + 1; j < s->nr_sets && idx[j]->oset == win->oset;
 		     j++)
-			if (idx[j]->seq > win->seq)
+			if (idx[j]->map_seq > win->map_seq)
 				win = idx[j];
 		for (; i < j; i++) {
 			if (idx[i] == win)
 				continue;
 			idx[i]->lost = 1;
-			note(s, idx[i]->seq == win->seq ? SCAN_DUP_AMBIGUOUS :
+			note(s, idx[i]->map_seq == win->map_seq ?
+			     SCAN_DUP_AMBIGUOUS :
 			     SCAN_DUP, idx[i]->cset);
 		}
 	}
@@ -319,8 +321,8 @@ static int scan_records(int fd, struct ssdp_scan *s)
 		if (n > SCAN_CHUNK_SECTORS)
 			n = SCAN_CHUNK_SECTORS;
 		for (c = 0; c < (int)SSDP_META_COPIES && !r; c++)
-			r = scan_read(fd, ssdp_rec_sector(l, c, k) <<
-				      SSDP_SECTOR_SHIFT, bufs[c],
+			r = scan_read(fd, (SSDP_SB_SECTORS + c * l->rec_sectors +
+				       k) << SSDP_SECTOR_SHIFT, bufs[c],
 				      n << SSDP_SECTOR_SHIFT);
 		for (sct = 0; sct < n && !r; sct++) {
 			u64 first = (k + sct) * rps;

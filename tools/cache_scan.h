@@ -45,7 +45,8 @@ enum scan_other {
 /* A mapped set as the load would restore it. */
 struct scan_set {
 	u64 oset;
-	u64 seq;
+	u64 seq;		/* commit that wrote the record */
+	u64 map_seq;		/* mapping generation: decides duplicates */
 	u64 other_oset;		/* when other == SCAN_OTHER_GOOD */
 	u32 cset;
 	u32 valid;		/* blocks */

@@ -127,12 +127,13 @@ TEST(codec_rec_round_trip_every_geometry)
 			valid[0] &= (u8)((1U << set_blocks) - 1);
 			dirty[0] &= valid[0];
 		}
-		ssdp_rec_encode(rec, rb, seed, 42, set_blocks, 77, 9, valid,
+		ssdp_rec_encode(rec, rb, seed, 42, set_blocks, 77, 9, 33, valid,
 				dirty);
 		ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, 42, set_blocks, &out),
 			  0);
 		ASSERT_EQ(out.oset, 77);
 		ASSERT_EQ(out.seq, 9);
+		ASSERT_EQ(out.map_seq, 33);
 		ASSERT_EQ(memcmp(out.valid, valid, bm), 0);
 		ASSERT_EQ(memcmp(out.dirty, dirty, bm), 0);
 		/* Misplaced (another cset's slot) and another format. */
@@ -152,7 +153,7 @@ TEST(codec_rec_every_bit_flip_is_detected)
 	unsigned int bit;
 
 	fill_bits(valid, dirty, bm, 3);
-	ssdp_rec_encode(rec, rb, seed, 5, 256, 1000, 17, valid, dirty);
+	ssdp_rec_encode(rec, rb, seed, 5, 256, 1000, 17, 4, valid, dirty);
 	for (bit = 0; bit < rb * 8; bit++) {
 		rec[bit / 8] ^= 1U << (bit % 8);
 		ASSERT_NE(ssdp_rec_decode(rec, rb, seed, 5, 256, &out), 0);
@@ -170,19 +171,19 @@ TEST(codec_rec_inconsistent_bits_are_refused)
 	/* Dirty without valid. */
 	valid[0] = 0x1;
 	dirty[0] = 0x2;
-	ssdp_rec_encode(rec, rb, seed, 0, 4, 3, 1, valid, dirty);
+	ssdp_rec_encode(rec, rb, seed, 0, 4, 3, 1, 1, valid, dirty);
 	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, 0, 4, &out), -EUCLEAN);
 	/* A block past the end of a 4-block set. */
 	valid[0] = 0x10;
 	dirty[0] = 0;
-	ssdp_rec_encode(rec, rb, seed, 0, 4, 3, 1, valid, dirty);
+	ssdp_rec_encode(rec, rb, seed, 0, 4, 3, 1, 1, valid, dirty);
 	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, 0, 4, &out), -EUCLEAN);
 	/* Valid blocks in a free set. */
 	valid[0] = 0x1;
-	ssdp_rec_encode(rec, rb, seed, 0, 4, SSDP_OSET_FREE, 1, valid, dirty);
+	ssdp_rec_encode(rec, rb, seed, 0, 4, SSDP_OSET_FREE, 1, 1, valid, dirty);
 	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, 0, 4, &out), -EUCLEAN);
 	/* A free set. */
-	ssdp_rec_encode(rec, rb, seed, 0, 4, SSDP_OSET_FREE, 1, NULL, NULL);
+	ssdp_rec_encode(rec, rb, seed, 0, 4, SSDP_OSET_FREE, 1, 1, NULL, NULL);
 	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, 0, 4, &out), 0);
 	ASSERT_EQ(out.oset, SSDP_OSET_FREE);
 }
@@ -202,8 +203,8 @@ TEST(codec_rec_torn_write_falls_back_to_the_other_copy)
 
 	fill_bits(v1, d1, bm, 1);
 	fill_bits(v2, d2, bm, 2);
-	ssdp_rec_encode(older, rb, seed, 9, 256, 500, 10, v1, d1);
-	ssdp_rec_encode(newer, rb, seed, 9, 256, 500, 11, v2, d2);
+	ssdp_rec_encode(older, rb, seed, 9, 256, 500, 10, 2, v1, d1);
+	ssdp_rec_encode(newer, rb, seed, 9, 256, 500, 11, 2, v2, d2);
 
 	ASSERT_EQ(ssdp_rec_pick(older, newer, rb, seed, 9, 256, &out), 1);
 	ASSERT_EQ(out.seq, 11);

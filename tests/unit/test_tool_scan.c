@@ -57,8 +57,9 @@ static off_t rec_off(const struct img *im, unsigned int copy, u32 slot)
 {
 	u32 rps = 512 / im->l.rec_bytes;
 
-	return (off_t)ssdp_rec_sector(&im->l, copy, slot / rps) * 512 +
-	       (slot % rps) * im->l.rec_bytes;
+	(void)rps;
+	return (off_t)(SSDP_SB_SECTORS + copy * im->l.rec_sectors) * 512 +
+	       (off_t)slot * im->l.rec_bytes;
 }
 
 /* Record of @cset written in @copy at the slot of @slot (normally cset). */
@@ -74,8 +75,9 @@ static void put_rec(struct img *im, unsigned int copy, u32 slot, u32 cset,
 		valid[i / 8] |= 1U << (i % 8);
 	for (i = 0; i < ndirty; i++)
 		dirty[i / 8] |= 1U << (i % 8);
+	/* The tests' "seq" is both the commit and the mapping generation. */
 	ssdp_rec_encode(rec, im->l.rec_bytes, im->seed, cset, SET_BLOCKS, oset,
-			seq, oset == SSDP_OSET_FREE ? NULL : valid,
+			seq, seq, oset == SSDP_OSET_FREE ? NULL : valid,
 			oset == SSDP_OSET_FREE ? NULL : dirty);
 	ASSERT_EQ(pwrite(im->fd, rec, im->l.rec_bytes, rec_off(im, copy, slot)),
 		  (ssize_t)im->l.rec_bytes);
