@@ -65,7 +65,10 @@ for policy in writeback writethrough writearound; do
 	partial_writes
 	# everything still reads back right through the cache
 	bulk "$dev" --verify_only=1
-	# a reread of a region just read is served by the cache
+	# a reread of a region just read is served by the cache (once eviction
+	# has left a free set for its promotion and is idle again)
+	wait_status sp free_sets ">=" 1 60
+	wait_status sp evict_state == normal 60
 	dd if="$dev" of=/dev/null bs=64k count=16 skip=1600 iflag=direct status=none
 	sleep 1
 	h0=$(status_get sp read_hits)
@@ -75,11 +78,7 @@ for policy in writeback writethrough writearound; do
 	log "status: $(dmsetup status sp)"
 
 	dmsetup message sp 0 flush_dirty || fail "flush_dirty rejected"
-	for _ in $(seq 600); do
-		[[ $(status_get sp dirty_blocks) == 0 ]] && break
-		sleep 0.5
-	done
-	assert_eq "$(status_get sp dirty_blocks)" 0 "dirty blocks after flush_dirty"
+	wait_status sp dirty_blocks == 0 300
 	dm_remove sp
 	# the origin alone now holds exactly what was written
 	bulk "$hdd" --verify_only=1
