@@ -165,7 +165,7 @@ log "discard vs writeback: deferred $(status_get sp deferred) (bios that waited 
 check "$dev" "after discards racing writeback"
 
 # Writeback and remove: the origin alone holds the model.
-put $((5 * MiB)) $((MiB)) # dirty again, partly over a discarded range
+put $((4 * MiB + 512 * KiB)) $((MiB)) # dirty again, half over a discarded range
 dmsetup message sp 0 flush_dirty
 wait_status sp dirty_blocks == 0 60
 log "status: $(dmsetup status sp)"
