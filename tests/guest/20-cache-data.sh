@@ -65,7 +65,10 @@ for policy in writeback writethrough writearound; do
 	partial_writes
 	# everything still reads back right through the cache
 	bulk "$dev" --verify_only=1
-	# a reread of a region just read is served by the cache
+	# a reread of a region just read is served by the cache (once eviction
+	# has left a free set for its promotion and is idle again)
+	wait_status sp free_sets ">=" 1 60
+	wait_status sp evict_state == normal 60
 	dd if="$dev" of=/dev/null bs=64k count=16 skip=1600 iflag=direct status=none
 	sleep 1
 	h0=$(status_get sp read_hits)

@@ -42,10 +42,7 @@ trap - EXIT
 
 # Quiet: eviction writes back and frees sets.
 sleep 6
-for _ in $(seq 60); do
-	[[ $(status_get sp free_sets) -gt $free0 ]] && break
-	sleep 1
-done
+wait_status sp free_sets ">" "$free0" 60
 wb2=$(status_get sp blocks_written_back)
 free2=$(status_get sp free_sets)
 log "after quiet: $(dmsetup status sp)"
@@ -60,11 +57,7 @@ fio_run --name=fill --filename="$dev" --rw=write --bs=256k --direct=1 \
 
 # Read hits are served by the SSD: rereads leave the HDD alone.  The verify
 # pass above used up the free sets; let a quiet window give some back.
-for _ in $(seq 120); do
-	(($(status_get sp free_sets) >= 4)) && break
-	sleep 0.5
-done
-assert_ge "$(status_get sp free_sets)" 4 "free sets after a quiet window"
+wait_status sp free_sets ">=" 4 60
 dd if="$dev" of=/dev/null bs=64k count=32 skip=1000 iflag=direct status=none
 sleep 1
 hddname=$(basename "$hdd"); ssdname=$(basename "$ssd")
@@ -82,10 +75,6 @@ assert_le "$((h_rd1 - h_rd0))" 2 "reread left the HDD alone"
 
 # flush_dirty empties the dirty set count without waiting for quiet.
 dmsetup message sp 0 flush_dirty
-for _ in $(seq 300); do
-	[[ $(status_get sp dirty_blocks) == 0 ]] && break
-	sleep 0.5
-done
-assert_eq "$(status_get sp dirty_blocks)" 0 "flush_dirty wrote everything back"
+wait_status sp dirty_blocks == 0 150 # flush_dirty writes everything back
 dm_remove sp
 log "ok"

@@ -143,6 +143,7 @@ _make_nullb() {
 			echo "$nsec" >"$d/completion_nsec" &&
 			echo "$qd" >"$d/hw_queue_depth" &&
 			{ [[ $mbps == 0 ]] || echo "$mbps" >"$d/mbps"; } &&
+			{ [[ ${NULLB_DISCARD:-0} == 0 ]] || echo 1 >"$d/discard"; } &&
 			echo 1 >"$d/power"
 	} || {
 		rmdir "$d"
@@ -153,9 +154,17 @@ _make_nullb() {
 		sleep 0.1
 	done
 	[[ -b /dev/$name ]] || fail "/dev/$name did not appear"
+	if [[ ${NULLB_DISCARD:-0} != 0 &&
+		$(cat "/sys/block/$name/queue/discard_max_bytes") == 0 ]]; then
+		fail "null_blk $name: discard was asked for but is not supported"
+	fi
 	echo "/dev/$name"
 }
 
+# NULLB_DISCARD=1 before make_hdd/make_ssd (e.g. `hdd=$(NULLB_DISCARD=1 make_hdd hdd 64)`)
+# makes a device that supports discard (null_blk's `discard`, 512-byte granularity;
+# memory-backed, so discarded sectors read back as zeroes). Default: no discard.
+#
 # make_hdd NAME SIZE_MB [completion_nsec=5000000] [queue_depth=1] [mbps=0]
 # A one-head, HDD-like disk: ~5 ms per I/O, one at a time. Echoes /dev/NAME.
 make_hdd() {
@@ -267,25 +276,38 @@ status_get() {
 	echo "$val"
 }
 
-# wait_status DEV KEY OP VALUE TIMEOUT: poll `dmsetup status` until the integer
-# KEY satisfies `[[ KEY OP VALUE ]]` (OP: -eq -ne -lt -le -gt -ge); fail after
-# TIMEOUT seconds (a hang guard, not a performance bound).
+# wait_status DEV KEY OP VALUE [TIMEOUT_S=60]: poll `dmsetup status DEV` (every
+# 0.2 s) until the value of KEY compares to VALUE as OP says; fail the test with
+# the last status line if it does not within TIMEOUT_S seconds. OP: == != (numbers,
+# or words such as evict_state), < <= > >= (numbers; -eq -ne -lt -le -gt -ge too).
 wait_status() {
-	local dev=$1 key=$2 op=$3 want=$4 timeout=$5 v end
+	[[ $# -eq 4 || $# -eq 5 ]] || fail "usage: wait_status DEV KEY OP VALUE [TIMEOUT_S]"
+	local dev=$1 key=$2 op=$3 want=$4 timeout=${5:-60} val end
+	case $op in
+	-eq) op="==" ;; -ne) op="!=" ;; -lt) op="<" ;; -le) op="<=" ;;
+	-gt) op=">" ;; -ge) op=">=" ;;
+	== | != | "<" | "<=" | ">" | ">=") ;;
+	*) fail "wait_status: unknown operator '$op'" ;;
+	esac
+	case $op in
+	"<" | "<=" | ">" | ">=") _is_number "$want" || fail "wait_status: '$want' is not a number" ;;
+	esac
 	end=$((SECONDS + timeout))
 	while :; do
-		v=$(status_get "$dev" "$key")
-		case $op in
-		-eq) ((v == want)) && return 0 ;;
-		-ne) ((v != want)) && return 0 ;;
-		-lt) ((v < want)) && return 0 ;;
-		-le) ((v <= want)) && return 0 ;;
-		-gt) ((v > want)) && return 0 ;;
-		-ge) ((v >= want)) && return 0 ;;
-		*) fail "wait_status: bad operator $op" ;;
-		esac
-		((SECONDS < end)) || fail "wait_status: $dev $key = $v, not $op $want after ${timeout}s"
-		sleep 0.5
+		val=$(status_get "$dev" "$key")
+		if _is_number "$val" && _is_number "$want"; then
+			awk -v a="$val" -v b="$want" -v op="$op" 'BEGIN {
+				a += 0; b += 0
+				if (op == "==") ok = a == b; else if (op == "!=") ok = a != b
+				else if (op == "<") ok = a < b; else if (op == "<=") ok = a <= b
+				else if (op == ">") ok = a > b; else ok = a >= b
+				exit !ok }' && break
+		elif [[ $op == "==" && $val == "$want" ]] || [[ $op == "!=" && $val != "$want" ]]; then
+			break
+		fi
+		((SECONDS < end)) ||
+			fail "wait_status: $key $op $want not reached in ${timeout} s (last $key=$val): $(dmsetup status "${dev#/dev/mapper/}")"
+		sleep 0.2
 	done
 }
 

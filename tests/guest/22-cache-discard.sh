@@ -1,0 +1,174 @@
+#!/bin/bash
+# Discard through the cache: whole blocks (dirty and clean) are dropped from
+# the cache and the discard reaches the origin; a partial block keeps its data
+# outside the discarded sectors; data outside the discarded ranges is intact
+# through the cache and, after flush_dirty + remove, on the origin; a discard
+# that lands on a set under writeback waits for it (no stale writeback after
+# the discard). Devices: null_blk with discard (memory-backed, so discarded
+# sectors read back as zeroes; checked on the raw device first).
+# timeout: 300
+# shellcheck source=tests/guest/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+load_module
+KiB=1024
+MiB=$((1024 * KiB))
+BLK=$((4 * KiB)) # block_size default: 8 sectors
+SIZE_MB=24
+hdd=$(NULLB_DISCARD=1 make_hdd hdd $SIZE_MB 100000 4)
+ssd=$(NULLB_DISCARD=1 make_ssd ssd 16)
+len=$(sectors "$hdd")
+
+disc_sectors() { awk '{ print $14 }' "/sys/block/${1#/dev/}/stat"; } # discarded sectors
+
+# --- Does the origin's discard zero?  Assert content only if it does.
+head -c $((8 * KiB)) /dev/urandom | dd of="$hdd" bs=4k seek=$(((SIZE_MB - 1) * 256)) oflag=direct status=none
+blkdiscard -o $(((SIZE_MB - 1) * MiB)) -l $((8 * KiB)) "$hdd" || fail "blkdiscard on the raw origin failed"
+if cmp -s <(dd if="$hdd" bs=4k skip=$(((SIZE_MB - 1) * 256)) count=2 iflag=direct status=none) \
+	<(head -c $((8 * KiB)) /dev/zero); then
+	zeroes=1
+else
+	zeroes=0
+	log "the origin's discard does not zero: discarded content is not checked"
+fi
+
+# --- The model: what the device must hold, byte for byte, and a mask with one
+# byte per 512-byte sector: 1 = discarded sector whose content is unspecified
+# (a partial block, or a whole one when the origin does not zero).
+head -c $((SIZE_MB * MiB)) /dev/urandom >/tmp/model
+dd if=/tmp/model of="$hdd" bs=1M oflag=direct status=none
+head -c $((SIZE_MB * MiB / 512)) /dev/zero >/tmp/mask
+
+mask_set() { # mask_set OFF LEN 0|1 (bytes, sector-aligned)
+	head -c $(($2 / 512)) /dev/zero | tr '\0' "\\$3" |
+		dd of=/tmp/mask bs=64k oflag=seek_bytes seek=$(($1 / 512)) conv=notrunc status=none
+}
+
+put() { # put OFF LEN: random data at byte OFF through the target, and into the model
+	local off=$1 n=$2 bs=512
+	((off % (64 * KiB) == 0 && n % (64 * KiB) == 0)) && bs=$((64 * KiB))
+	head -c "$n" /dev/urandom >/tmp/piece
+	dd if=/tmp/piece of="$dev" bs=$bs seek=$((off / bs)) oflag=direct conv=notrunc status=none ||
+		fail "write at $off failed"
+	dd if=/tmp/piece of=/tmp/model bs=$bs seek=$((off / bs)) conv=notrunc status=none
+	mask_set "$off" "$n" 0
+}
+
+WHOLE_BLOCKS=0 # blocks wholly inside the discards so far
+disc() { # disc OFF LEN: discard through the target; update the model
+	local off=$1 n=$2 b0 b1
+	blkdiscard -o "$off" -l "$n" "$dev" || fail "blkdiscard -o $off -l $n failed"
+	b0=$(((off + BLK - 1) / BLK * BLK)) b1=$(((off + n) / BLK * BLK))
+	mask_set "$off" "$n" 1
+	if ((b1 > b0)); then
+		WHOLE_BLOCKS=$((WHOLE_BLOCKS + (b1 - b0) / BLK))
+		if ((zeroes)); then # whole blocks: zeroes, exactly
+			dd if=/dev/zero of=/tmp/model bs=512 seek=$((b0 / 512)) count=$(((b1 - b0) / 512)) \
+				conv=notrunc status=none
+			mask_set "$b0" $((b1 - b0)) 0
+		fi
+	fi
+}
+
+check() { # check SRC WHAT: SRC's first $SIZE_MB MiB against the model and mask
+	dd if="$1" bs=1M count=$SIZE_MB iflag=direct status=none >/tmp/actual ||
+		fail "reading $1 failed"
+	python3 - /tmp/actual /tmp/model /tmp/mask /tmp/before "$2" <<'PY' || fail "$2: content differs from the model"
+import sys
+act, model, mask = (open(p, "rb").read() for p in sys.argv[1:4])
+before = open(sys.argv[4], "rb").read()
+exp = bytearray(model)
+s = mask.find(1)
+while s >= 0:                         # unspecified sectors: take what is there
+    exp[s * 512:(s + 1) * 512] = act[s * 512:(s + 1) * 512]
+    s = mask.find(1, s + 1)
+if bytes(exp) == act:
+    sys.exit(0)
+bad = [s for s in range(len(mask)) if exp[s * 512:(s + 1) * 512] != act[s * 512:(s + 1) * 512]]
+runs, start = [], bad[0]
+for a, b in zip(bad, bad[1:] + [None]):
+    if b != a + 1:
+        runs.append((start, a))
+        start = b
+for a, b in runs[:10]:
+    old = act[a * 512:(b + 1) * 512] == before[a * 512:(b + 1) * 512]
+    print(f"{sys.argv[5]}: bytes {a * 512}..{(b + 1) * 512 - 1} differ"
+          + (" (still the data from before the discards)" if old else ""), file=sys.stderr)
+print(f"{sys.argv[5]}: {len(bad)} sectors differ in {len(runs)} runs", file=sys.stderr)
+sys.exit(1)
+PY
+}
+
+# read_alloc off: only our writes and discards change valid_blocks, whatever
+# udev's blkid probes read meanwhile.
+dev=$(dm_create sp "0 $len ssdprio $hdd $ssd 5 format evict_wait 60000 read_alloc off")
+[[ $(cat "/sys/block/$(basename "$(readlink -f "$dev")")/queue/discard_max_bytes") != 0 ]] ||
+	fail "the target does not advertise discard over discard-capable devices"
+
+log "setup done"
+# [0, 2M) clean (written, then flushed), [2M, 4M) dirty, [4M, 6M) only on the origin.
+put 0 $((2 * MiB))
+dmsetup message sp 0 flush_dirty
+wait_status sp dirty_blocks == 0 60
+put $((2 * MiB)) $((2 * MiB))
+cp /tmp/model /tmp/before
+check "$dev" "before the discards"
+v0=$(status_get sp valid_blocks) d0=$(status_get sp dirty_blocks)
+n0=$(status_get sp discards) o0=$(disc_sectors "$hdd")
+assert_eq "$d0" 512 "dirty blocks before the discards"
+assert_ge "$v0" 1024 "valid blocks before the discards"
+
+# D1: partial head in clean block 256, clean 257..511, dirty 512..767,
+#     partial tail (4 sectors) in dirty block 768
+disc $((MiB + 1536)) $((2 * MiB + 2048 - 1536))
+# D2: dirty 896..1023, then a set that is not cached at all
+disc $((3 * MiB + 512 * KiB)) $((MiB + 512 * KiB))
+# D3: two sectors in the middle of dirty block 832
+disc $((3 * MiB + 256 * KiB + 1024)) 1024
+total=$(((2 * MiB + 512) + (MiB + 512 * KiB) + 1024))
+whole=$(((255 + 256 + 128 + 256) * BLK))
+assert_eq "$WHOLE_BLOCKS" $((whole / BLK)) "test arithmetic"
+
+v1=$(status_get sp valid_blocks) d1=$(status_get sp dirty_blocks)
+log "valid $v0 -> $v1, dirty $d0 -> $d1, discards +$(($(status_get sp discards) - n0))," \
+	"origin discarded sectors +$(($(disc_sectors "$hdd") - o0))"
+assert_eq "$((v0 - v1))" $((255 + 256 + 128)) "valid blocks dropped for the cached whole blocks discarded"
+assert_eq "$((d0 - d1))" $((256 + 128)) "dirty blocks dropped for the dirty whole blocks discarded"
+assert_ge "$(($(status_get sp discards) - n0))" 3 "discards counted"
+# every whole block reached the origin; partial pieces may or may not
+assert_ge "$(($(disc_sectors "$hdd") - o0))" $((whole / 512)) "discarded sectors on the origin"
+assert_le "$(($(disc_sectors "$hdd") - o0))" $((total / 512)) "discarded sectors on the origin"
+
+# Reads of the discarded blocks come from the origin (zeroes), never the old
+# cached copy; everything else, partial blocks included, is intact.
+check "$dev" "through the target after the discards"
+# Promoting what is read now keeps it so, and the blocks take new writes.
+dmsetup message sp 0 read_alloc on
+dd if="$dev" of=/dev/null bs=64k skip=16 count=64 iflag=direct status=none
+wait_status sp valid_blocks ">" "$v1" 30
+check "$dev" "through the target, reread with read_alloc on"
+put $((2 * MiB + 64 * KiB)) $((64 * KiB))
+put $((MiB + 128 * KiB + 512)) 1024 # partial write to a discarded (invalid) block
+check "$dev" "after writes into discarded blocks"
+
+log "discards checked"
+# A discard racing a writeback of its set: the writeback wins the set, the
+# discard waits (deferred), so no old data is written over the discard.
+for r in 0 1 2; do
+	base=$(((8 + 4 * r) * MiB))
+	put "$base" $((4 * MiB))
+	dmsetup message sp 0 flush_dirty
+	disc "$base" $((4 * MiB))
+done
+wait_status sp dirty_blocks == 0 120
+log "discard vs writeback: deferred $(status_get sp deferred) (bios that waited for a set)"
+check "$dev" "after discards racing writeback"
+
+# Writeback and remove: the origin alone holds the model.
+put $((4 * MiB + 512 * KiB)) $((MiB)) # dirty again, half over a discarded range
+dmsetup message sp 0 flush_dirty
+wait_status sp dirty_blocks == 0 60
+log "status: $(dmsetup status sp)"
+dm_remove sp
+check "$hdd" "origin after flush_dirty and remove"
+log "ok"
