@@ -84,25 +84,35 @@ static int ssdp_meta_rw(struct ssdprio *sp, struct ssdp_buf *buf, size_t off,
 			sector_t sector, unsigned int nr, blk_opf_t opf)
 {
 	unsigned int bytes = nr << SECTOR_SHIFT;
-	struct bio *bio;
-	int r;
+	int r = 0;
 
-	bio = bio_alloc_bioset(sp->cache->bdev,
-			       DIV_ROUND_UP(bytes, PAGE_SIZE) + 1, opf,
-			       GFP_NOIO, &sp->bs);
-	bio->bi_iter.bi_sector = sector;
-	while (bytes) {
+	/* A bio holds at most BIO_MAX_VECS pages: one bio per such run. */
+	while (bytes && !r) {
 		unsigned int in_page = off & ~PAGE_MASK;
 		unsigned int len = min_t(unsigned int, bytes,
-					 PAGE_SIZE - in_page);
+					 BIO_MAX_VECS * PAGE_SIZE - in_page);
+		unsigned int left = len;
+		struct bio *bio;
 
-		__bio_add_page(bio, buf->pages[off >> PAGE_SHIFT], len,
-			       in_page);
-		off += len;
+		bio = bio_alloc_bioset(sp->cache->bdev,
+				       DIV_ROUND_UP(in_page + len, PAGE_SIZE),
+				       opf, GFP_NOIO, &sp->bs);
+		bio->bi_iter.bi_sector = sector;
+		while (left) {
+			unsigned int pg_off = off & ~PAGE_MASK;
+			unsigned int n = min_t(unsigned int, left,
+					       PAGE_SIZE - pg_off);
+
+			__bio_add_page(bio, buf->pages[off >> PAGE_SHIFT], n,
+				       pg_off);
+			off += n;
+			left -= n;
+		}
+		r = submit_bio_wait(bio);
+		bio_put(bio);
+		sector += len >> SECTOR_SHIFT;
 		bytes -= len;
 	}
-	r = submit_bio_wait(bio);
-	bio_put(bio);
 	return r;
 }
 
