@@ -18,16 +18,18 @@
 #        an atomically replaced file holds a complete acknowledged-or-later
 #        version, deleted files stay deleted, e2fsck -fn is clean (after a
 #        mount has replayed the journal).
-# The same workloads also run with the device under test being the origin
-# slice itself (stack "linear"): that validates the harness and the replay.
-# The ssdprio stack needs persistent metadata: it runs when the module refuses
-# a blank cache without `format`; else only the linear stack runs (and says so).
+# The load must say meta_state recovered before the clean shutdown's mark, and
+# clean after it. A self-check at the end proves the raw check notices
+# garbage and lost blocks. The same workloads can run with the device under
+# test being the origin slice itself (stack "linear"): the control that
+# validates the harness and the replay; it is what runs when the module does
+# not persist its metadata (it loads a blank cache without `format`).
 #
 # Knobs (CRASH_* variables reach the guest: CRASH_LW_BIG=1 make check T=...):
-#   CRASH_LW_BIG=1          larger run: more rounds, more crash points, xfs too
+#   CRASH_LW_BIG=1          larger run: 4x the rounds and crash points, xfs too
+#                           (~20 min on an idle host; one stack fits the timeout)
 #   CRASH_LW_STACK=...      linear, ssdprio or "linear ssdprio" (default:
-#                           ssdprio if the module has persistence, else linear;
-#                           both with CRASH_LW_BIG=1)
+#                           ssdprio if the module has persistence, else linear)
 #   CRASH_LW_ROUNDS, CRASH_LW_FS_ROUNDS, CRASH_LW_MAXCP  override the sizes
 #   CRASH_LW_KEEP=1         keep the logs in $RESULTS_DIR even on success
 # shellcheck source=tests/guest/lib.sh
@@ -35,11 +37,11 @@
 
 BIG=${CRASH_LW_BIG:-0}
 if [[ $BIG == 1 ]]; then
-	ROUNDS=${CRASH_LW_ROUNDS:-120} FS_ROUNDS=${CRASH_LW_FS_ROUNDS:-48}
-	MAXCP=${CRASH_LW_MAXCP:-160} FSLIST="ext4 xfs"
+	ROUNDS=${CRASH_LW_ROUNDS:-40} FS_ROUNDS=${CRASH_LW_FS_ROUNDS:-16}
+	MAXCP=${CRASH_LW_MAXCP:-40} FSLIST="ext4 xfs"
 else
-	ROUNDS=${CRASH_LW_ROUNDS:-12} FS_ROUNDS=${CRASH_LW_FS_ROUNDS:-8}
-	MAXCP=${CRASH_LW_MAXCP:-12} FSLIST="ext4"
+	ROUNDS=${CRASH_LW_ROUNDS:-10} FS_ROUNDS=${CRASH_LW_FS_ROUNDS:-6}
+	MAXCP=${CRASH_LW_MAXCP:-10} FSLIST="ext4"
 fi
 KEEP=${CRASH_LW_KEEP:-0}
 REPLAY=$REPO/build/tools/replay-log
@@ -50,6 +52,8 @@ SEED=$((RANDOM + 1))
 NB=4096                # raw region: 16 MiB of 4 KiB blocks
 CACHE_MB=6             # cache slice: 1 MiB metadata area + 80 sets of 64 KiB
 SSDP_FEATS="write_policy writeback set_size 16 evict_wait 50"
+# Loading a crash point: the same geometry; writeback unthrottled (flush_dirty).
+SSDP_RELOAD_FEATS="write_policy writeback set_size 16 evict_wait 50 throttle off"
 CHK=/mnt/lwchk
 MNT=/mnt/lwfs
 OUTP=$RESULTS_DIR/${SSDPRIO_TEST:-60-crash-logwrites}
@@ -77,13 +81,12 @@ has_persistence() {
 }
 
 # The linear stack (the device under test is the origin slice itself) checks
-# the harness, the replay and the kernel below; by default it runs alone when
-# the module has no persistence, and beside ssdprio with CRASH_LW_BIG=1.
+# the harness, the replay and the kernel below; by default it runs only when
+# the module has no persistence (CRASH_LW_STACK=linear: the control run).
 STACKS=${CRASH_LW_STACK:-}
 if [[ -z $STACKS ]]; then
 	if has_persistence; then
 		STACKS=ssdprio
-		[[ $BIG == 1 ]] && STACKS="linear ssdprio"
 	else
 		STACKS=linear
 		log "NOTE: the module keeps its metadata in RAM only (it loads a blank cache without 'format'):"
@@ -222,26 +225,33 @@ snap_fini() {
 	dm_remove lwsnap
 }
 
+# The devices made per crash point do not wait for udev (--noudevsync): its
+# probing of each new device runs beside the checks, harmlessly. The ssdprio
+# device is used as /dev/dm-N, which the kernel's devtmpfs makes at create.
 # reload_up STACK ENTRY: a fresh snapshot of the replay; the device under
 # test in RDUT.
 reload_up() {
-	local cow table
+	local cow table out
 	COWI=$((1 - COWI))
 	cow=$COW0
 	((COWI)) && cow=$COW1
 	{ echo "0 $DSECT snapshot $REP $cow N 8" | dmsetup reload lwsnap &&
-		dmsetup resume lwsnap; } || fail "crash point entry $2: snapshot reload failed"
+		dmsetup resume --noudevsync lwsnap; } || fail "crash point entry $2: snapshot reload failed"
 	# Nothing cached from the last crash point may be read.
 	blockdev --flushbufs /dev/mapper/lwrorig /dev/mapper/lwrcache /dev/mapper/lwsnap
 	if [[ $1 == ssdprio ]]; then
 		# shellcheck disable=SC2086
-		set -- "$1" "$2" $SSDP_FEATS
+		set -- "$1" "$2" $SSDP_RELOAD_FEATS
 		table="0 $OSECT ssdprio /dev/mapper/lwrorig /dev/mapper/lwrcache $(($# - 2)) ${*:3}"
-		RDUT=$(dm_try_create lwrsp "$table") || {
+		out=$(echo "$table" | dmsetup create --noudevsync -v lwrsp 2>&1) || {
+			echo "$out" >&2
 			dmesg | tail -5 >&2
 			fail "crash point entry $2: ssdprio refused to load the replayed cache; table: $table"
 		}
 		RSP_UP=1
+		[[ $out =~ Major,\ minor:\ +[0-9]+,\ ([0-9]+) ]] || fail "no minor in: $out"
+		RDUT=/dev/dm-${BASH_REMATCH[1]}
+		[[ -b $RDUT ]] || fail "$RDUT (lwrsp) missing"
 		check_load_status "$2"
 	else
 		RDUT=/dev/mapper/lwrorig
@@ -249,28 +259,37 @@ reload_up() {
 }
 
 reload_down() {
-	if [[ -n $RSP_UP ]]; then
-		dm_remove lwrsp
-		RSP_UP=
-	fi
+	local err
+	[[ -n $RSP_UP ]] || return 0
+	for _ in $(seq 100); do
+		# udev may be probing it for a moment
+		err=$(dmsetup remove --noudevsync lwrsp 2>&1) && break
+		sleep 0.2
+	done
+	dmsetup info lwrsp >/dev/null 2>&1 && fail "cannot remove lwrsp: $err"
+	RSP_UP=
 }
 
-# check_load_status ENTRY: before the clean shutdown began the load must be a
-# recovery from an unclean shutdown; after it, a clean one.
+# check_load_status ENTRY: a crash point before the clean shutdown began must
+# load as a recovery (meta_state recovered), one after it as clean.
 check_load_status() {
-	local e=$1 st sh rm
-	st=$(dmsetup status lwrsp)
+	local e=$1 ms sh rm
+	ms=$(status_get lwrsp meta_state)
 	sh=$(mark_entry shutdown)
 	rm=$(mark_entry removed)
-	[[ -n ${LOADLOG_DONE:-} ]] || log "loaded status: $st"
+	[[ -n ${LOADLOG_DONE:-} ]] || log "first load: $(dmsetup status lwrsp)"
 	LOADLOG_DONE=1
 	if [[ -n $sh ]] && ((e < sh)); then
-		[[ $st =~ unclean|recover ]] ||
-			fail "crash point entry $e (before the shutdown at $sh): status does not say it recovered from an unclean shutdown: $st"
+		[[ $ms == recovered ]] ||
+			fail "crash point entry $e (before the shutdown at $sh): meta_state $ms, expected recovered (unclean shutdown)"
 	elif [[ -n $rm ]] && ((e >= rm)); then
-		[[ ! $st =~ unclean ]] ||
-			fail "crash point entry $e (after the clean shutdown at $rm): status says unclean: $st"
+		[[ $ms == clean ]] ||
+			fail "crash point entry $e (after the clean shutdown at $rm): meta_state $ms, expected clean"
+	else
+		[[ $ms == recovered || $ms == clean ]] ||
+			fail "crash point entry $e (during the shutdown): meta_state $ms"
 	fi
+	CPLOG+="${ms:0:1}"
 }
 
 # --- Raw workload ----------------------------------------------------------------
@@ -300,10 +319,12 @@ raw_check() { # raw_check STACK ENTRY
 	a=$(acked "$e" g)
 	out=$("$STAMP" check "$RDUT" --blocks $NB --seed $SEED --acked "$a" --written "$WRITTEN") || {
 		echo "$out" >&2
-		fail "raw, stack $stack, crash point entry $e (acked gen $a): bad blocks (see above; log listing in $OUTP.raw.list)"
+		fail "raw, stack $stack, crash point entry $e (acked gen $a): bad blocks (see above; log listing in $OUTP.$stack-raw.list)"
 	}
 	CPLOG+="$e:${a}g "
-	if [[ $stack == ssdprio ]]; then
+	# Every other crash point (and the last):
+	if [[ $stack == ssdprio ]] && ((++NPOINT % 2 == 0 || e == CPS[-1])); then
+		lap verify
 		# The recovered dirty state is complete: after flush_dirty, the
 		# origin alone holds exactly what the cache showed.
 		dd if="$RDUT" of=/tmp/lw.view bs=1M count=$((NB / 256)) iflag=direct status=none ||
@@ -315,24 +336,27 @@ raw_check() { # raw_check STACK ENTRY
 		done
 		assert_eq "$(status_get lwrsp dirty_blocks)" 0 "crash point entry $e: dirty blocks after flush_dirty"
 		reload_down
+		lap flush
 		cmp <(dd if=/dev/mapper/lwrorig bs=1M count=$((NB / 256)) iflag=direct status=none) /tmp/lw.view ||
 			fail "crash point entry $e: after flush_dirty and remove, the origin differs from what the recovered cache showed"
 	fi
 }
 
-# raw_selfcheck ENTRY: the check must notice lost and garbage blocks: zero the
-# first MiB and scribble on block 300 of the last crash point's snapshot.
+# raw_selfcheck ENTRY: the check must notice garbage and lost blocks: scribble
+# on block 300, then zero the first MiB of the last crash point's snapshot.
 raw_selfcheck() {
 	local a out
 	a=$(acked "$1" g)
-	{ dd if=/dev/zero of=/dev/mapper/lwrorig bs=1M count=1 oflag=direct status=none &&
-		dd if=/dev/urandom of=/dev/mapper/lwrorig bs=4k count=1 seek=300 oflag=direct status=none; } ||
+	dd if=/dev/urandom of=/dev/mapper/lwrorig bs=4k count=1 seek=300 oflag=direct status=none ||
 		fail "self-check: writing the snapshot failed"
-	if out=$("$STAMP" check /dev/mapper/lwrorig --blocks $NB --seed $SEED --acked "$a" --written "$WRITTEN"); then
-		fail "self-check: stampio check missed zeroed and scribbled blocks: $out"
-	fi
-	[[ $out == *"zeroes (initial content), expected gen"* && $out == *"block 300: garbage"* ]] ||
-		fail "self-check: unexpected stampio output: $out"
+	out=$("$STAMP" check /dev/mapper/lwrorig --blocks $NB --seed $SEED --acked "$a" --written "$WRITTEN") &&
+		fail "self-check: stampio check missed a scribbled block: $out"
+	[[ $out == *"block 300: garbage"* ]] || fail "self-check: unexpected stampio output: $out"
+	dd if=/dev/zero of=/dev/mapper/lwrorig bs=1M count=1 oflag=direct status=none ||
+		fail "self-check: writing the snapshot failed"
+	out=$("$STAMP" check /dev/mapper/lwrorig --blocks $NB --seed $SEED --acked "$a" --written "$WRITTEN") &&
+		fail "self-check: stampio check missed zeroed blocks: $out"
+	[[ $out == *"zeroes (initial content), expected gen"* ]] || fail "self-check: unexpected stampio output: $out"
 }
 
 # --- File system workload -----------------------------------------------------------
@@ -421,6 +445,16 @@ fs_check() { # fs_check FS STACK ENTRY
 	CPLOG+="$e:${a}f "
 }
 
+# lap [WHAT]: add "WHAT Ns" (time since the last lap) to TIMES.
+lap() {
+	local now=${EPOCHREALTIME/[.,]/} t
+	if [[ -n ${1:-} ]]; then
+		t=$(((now - LAP) / 100000))
+		TIMES+=" $1 $((t / 10)).$((t % 10))s"
+	fi
+	LAP=$now
+}
+
 # --- Phases ------------------------------------------------------------------------
 run_phase() { # run_phase STACK WORKLOAD(raw|ext4|xfs)
 	local stack=$1 wl=$2 omb e t0=$SECONDS
@@ -439,18 +473,25 @@ run_phase() { # run_phase STACK WORKLOAD(raw|ext4|xfs)
 	analyse "$stack-$wl"
 	REPLAYED=-1
 	CPLOG=
+	NPOINT=0
 	LOADLOG_DONE=
 	snap_init
 	for e in "${CPS[@]}"; do
-		log "crash point: entry $e"
+		TIMES=
+		lap
 		replay_to "$e"
+		lap replay
 		reload_up "$stack" "$e"
+		lap load
 		if [[ $wl == raw ]]; then raw_check "$stack" "$e"; else fs_check "$wl" "$stack" "$e"; fi
+		lap check
 		reload_down
+		lap remove
+		log "crash point: entry $e:$TIMES"
 	done
 	[[ $wl == raw ]] && raw_selfcheck "$e"
 	snap_fini
-	log "checked (entry:acked): $CPLOG"
+	log "checked ([recovered|clean load]entry:acked): $CPLOG"
 	log "stack $stack, workload $wl: ${#CPS[@]} crash points consistent ($((SECONDS - t0)) s)"
 	if [[ $KEEP == 1 ]]; then save_log; else rm -f "$OUTP.$stack-$wl.list"; fi
 	PHASE=
