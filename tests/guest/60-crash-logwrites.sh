@@ -40,8 +40,8 @@ if [[ $BIG == 1 ]]; then
 	ROUNDS=${CRASH_LW_ROUNDS:-40} FS_ROUNDS=${CRASH_LW_FS_ROUNDS:-16}
 	MAXCP=${CRASH_LW_MAXCP:-40} FSLIST="ext4 xfs"
 else
-	ROUNDS=${CRASH_LW_ROUNDS:-10} FS_ROUNDS=${CRASH_LW_FS_ROUNDS:-6}
-	MAXCP=${CRASH_LW_MAXCP:-10} FSLIST="ext4"
+	ROUNDS=${CRASH_LW_ROUNDS:-8} FS_ROUNDS=${CRASH_LW_FS_ROUNDS:-5}
+	MAXCP=${CRASH_LW_MAXCP:-8} FSLIST="ext4"
 fi
 KEEP=${CRASH_LW_KEEP:-0}
 REPLAY=$REPO/build/tools/replay-log
@@ -322,8 +322,8 @@ raw_check() { # raw_check STACK ENTRY
 		fail "raw, stack $stack, crash point entry $e (acked gen $a): bad blocks (see above; log listing in $OUTP.$stack-raw.list)"
 	}
 	CPLOG+="$e:${a}g "
-	# Every other crash point (and the last):
-	if [[ $stack == ssdprio ]] && ((++NPOINT % 2 == 0 || e == CPS[-1])); then
+	# Every third crash point (and the last):
+	if [[ $stack == ssdprio ]] && ((++NPOINT % 3 == 2 || e == CPS[-1])); then
 		lap verify
 		# The recovered dirty state is complete: after flush_dirty, the
 		# origin alone holds exactly what the cache showed.
