@@ -50,6 +50,7 @@ case $CRASH_BOOT in
 1)
 	log "round $CRASH_ROUND seed $CRASH_SEED: writers run ${run_secs}s, then kill ${CRASH_KILL_AFTER:-?}s after crash_arm"
 	dev=$(cx_create format "${EVICT[@]}")
+	assert_meta_state formatted
 	mkfs.ext4 -q -F "$dev" || fail "mkfs.ext4"
 	mkdir -p "$MNT"
 	mount -t ext4 "$dev" "$MNT" || fail "mount"
@@ -73,8 +74,7 @@ case $CRASH_BOOT in
 	arm_and_wait
 	;;
 2)
-	dev=$(cx_create "${EVICT[@]}")
-	log "status after load: $(cx_status)"
+	dev=$(cx_load_after_crash "${EVICT[@]}" read_alloc on)
 	check_fs "$dev" "$CX ($CRASH_TARGET)"
 	if is_ssdprio; then
 		cx_drain

@@ -7,7 +7,8 @@
   genio.py check DEV LOG --offset BYTES --blocks N --seed S [--max-batch K]
 
 `write` overwrites random 4 KiB blocks of DEV[offset, offset + 4 KiB * N)
-with O_DIRECT, for ever (or --count writes). Every 512-byte sector of a
+with O_DIRECT, for ever (or --count writes); half the writes go to the first
+64 blocks, so those are overwritten many times. Every 512-byte sector of a
 block written by write number SEQ carries a header (magic, seed, block,
 generation = how many times that block has been written, sector index,
 SEQ) and a crc32 over the sector, so a sector read back later names exactly
@@ -69,11 +70,15 @@ def parse_sector(buf):
     return gen, seq, block, seed, idx
 
 
+HOT_BLOCKS = 64  # half the writes go to the first 64 blocks: many generations there
+
+
 def block_sequence(seed, nblocks):
     """The block of write 1, 2, ...: depends on the seed only."""
     rng = random.Random(seed)
+    hot = min(HOT_BLOCKS, nblocks)
     while True:
-        yield rng.randrange(nblocks)
+        yield rng.randrange(hot) if rng.random() < 0.5 else rng.randrange(nblocks)
 
 
 def open_log(path):

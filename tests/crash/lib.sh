@@ -63,6 +63,38 @@ cx_create() {
 
 is_ssdprio() { [[ $CRASH_TARGET == ssdprio ]]; }
 
+# assert_meta_state STATE: ssdprio's meta_state is STATE (formatted, clean,
+# recovered); nothing on linear.
+assert_meta_state() {
+	is_ssdprio || return 0
+	assert_eq "$(status_get "$CX" meta_state)" "$1" "meta_state"
+}
+
+# cx_load_after_crash KEY VALUE...: create cx without `format` after an unclean
+# shutdown and check the load: meta_state recovered and every valid block
+# dirty (docs/design.md). Checked before anything can change the counts: the
+# table has read_alloc off (udev's probe reads would promote clean blocks) and
+# a long evict_wait (no writeback yet); then KEY VALUE... are set by messages
+# (e.g. evict_wait 20, read_alloc on). Echoes the device path.
+cx_load_after_crash() {
+	local dev k
+	dev=$(cx_create evict_wait 3600000 read_alloc off)
+	is_ssdprio || {
+		echo "$dev"
+		return 0
+	}
+	log "status after load: $(cx_status)"
+	assert_meta_state recovered
+	assert_eq "$(status_get "$CX" dirty_blocks)" "$(status_get "$CX" valid_blocks)" \
+		"dirty_blocks = valid_blocks after a crash"
+	while (($# >= 2)); do
+		k=$1
+		dmsetup message "$CX" 0 "$k" "$2" || fail "message $k $2"
+		shift 2
+	done
+	echo "$dev"
+}
+
 # cx_status: one line of the device's status (for logs).
 cx_status() { dmsetup status "$CX"; }
 
@@ -71,11 +103,7 @@ cx_status() { dmsetup status "$CX"; }
 cx_drain() {
 	is_ssdprio || return 0
 	dmsetup message "$CX" 0 flush_dirty || fail "flush_dirty failed"
-	for _ in $(seq 600); do
-		(($(status_get "$CX" dirty_blocks) == 0)) && return 0
-		sleep 0.5
-	done
-	fail "dirty_blocks still $(status_get "$CX" dirty_blocks) 300 s after flush_dirty"
+	wait_status "$CX" dirty_blocks -eq 0 300
 }
 
 # state_put KEY VALUE / state_get KEY: small facts handed from one boot to

@@ -14,12 +14,13 @@
 #      it issued and which had completed. fio 3.33 verifies only writes before
 #      the last issued one, so every write it will check was durable.
 #   B. all along, and until the kill: genio.py overwrites random 4 KiB blocks
-#      of [128M, 136M) with generation stamps, fsync every 1-16 writes and
-#      10% RWF_DSYNC writes, with short pauses, logging each acknowledged
-#      flush to CRASH_STATE.
+#      of [128M, 136M) (half of them in its first 64 blocks) with generation
+#      stamps, fsync every 1-16 writes and 10% RWF_DSYNC writes, with short
+#      pauses, logging each acknowledged flush to CRASH_STATE.
 #   Then crash_arm: the host kills QEMU CRASH_KILL_AFTER seconds later, during
 #   B's writes and the eviction of A's dirty sets.
-# Boot 2: create without `format` (recovery after an unclean shutdown), then
+# Boot 2: create without `format` (recovery after an unclean shutdown):
+#   meta_state recovered, every valid block dirty; then
 #   fio verify_only + verify_state_load over A, genio check over B (each
 #   sector: the newest durable generation or a newer issued one, never older,
 #   never garbage); flush_dirty, remove, and the same two checks on the origin.
@@ -75,6 +76,7 @@ case $CRASH_BOOT in
 1)
 	log "round $CRASH_ROUND seed $CRASH_SEED: A $( ((fio_mode)) && echo fsync=8 || echo sync=1) for ${fio_secs}s, B pauses up to ${pause_ms} ms, kill ${CRASH_KILL_AFTER:-?}s after A"
 	dev=$(cx_create format "${EVICT[@]}")
+	assert_meta_state formatted
 	genio write "$dev" --dsync-pct 10 --pause-ms "$pause_ms" >"$CRASH_STATE/genio.out" 2>&1 &
 	genio_pid=$!
 	wait_lines "$CRASH_STATE/genio.log" '^F' 1
@@ -92,8 +94,7 @@ case $CRASH_BOOT in
 	arm_and_wait
 	;;
 2)
-	dev=$(cx_create "${EVICT[@]}")
-	log "status after load: $(cx_status)"
+	dev=$(cx_load_after_crash "${EVICT[@]}" read_alloc on)
 	log "genio log: $(grep -c '^F' "$CRASH_STATE/genio.log") flushes, last: $(grep '^F' "$CRASH_STATE/genio.log" | tail -1)"
 	check_all "$dev" "$CX ($CRASH_TARGET)"
 	if is_ssdprio; then

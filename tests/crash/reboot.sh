@@ -61,6 +61,7 @@ case $CRASH_BOOT in
 	hdd=$(vdisk hdd)
 	fio_p "$hdd" --do_verify=0
 	dev=$(cx_create format "${TABLE_ARGS[@]}")
+	assert_meta_state formatted
 	fio_w "$dev" --do_verify=0
 	fio_p "$dev" --verify_only=1
 	settle
@@ -86,6 +87,7 @@ case $CRASH_BOOT in
 	dirty=$(state_get dirty)
 	dev=$(cx_create "${TABLE_ARGS[@]}")
 	log "status after load: $(cx_status)"
+	assert_meta_state clean
 	assert_eq "$(status_get "$CX" valid_blocks)" "$valid" "valid_blocks after the warm load (before the reboot: $valid)"
 	assert_eq "$(status_get "$CX" dirty_blocks)" "$dirty" "dirty_blocks after the warm load (before the reboot: $dirty)"
 
