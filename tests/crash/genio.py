@@ -3,7 +3,7 @@
 """Generation-stamped block writer and its checker, for power-cut tests.
 
   genio.py write DEV LOG --offset BYTES --blocks N --seed S [--max-batch K]
-                         [--dsync-pct P] [--pause-ms MS] [--count N]
+                         [--dsync-pct P] [--pause-ms MS] [--count N] [--resume]
   genio.py check DEV LOG --offset BYTES --blocks N --seed S [--max-batch K]
 
 `write` overwrites random 4 KiB blocks of DEV[offset, offset + 4 KiB * N)
@@ -23,6 +23,12 @@ outlives the guest) only after the kernel acknowledged it:
           returned: that write is durable.
 Between two F lines there are at most --max-batch writes, so no write with
 SEQ > last F + max-batch was ever issued.
+
+Each `write` is a session, opened by a line "S seed offset blocks max-batch
+START". Without --resume it starts the log anew at write 1; with --resume
+(after a crash) it appends a session that goes on with the same block
+sequence at START = the first write number no earlier session can have
+issued. An F line speaks for the writes of its own session only.
 
 `check` reads every block and requires, for each sector: a valid stamp of
 this block (or all zeroes if the block had no durable write), with a
@@ -89,21 +95,67 @@ def log_line(fd, text):
     os.write(fd, (text + "\n").encode())
 
 
+class Session:
+    """One run of `write`: its first write number, last flush, DSYNC writes."""
+
+    def __init__(self, start):
+        self.start = start
+        self.last_f = start - 1
+        self.dsync = set()
+
+    def max_issued(self, max_batch):
+        return max([self.last_f + max_batch] + list(self.dsync))
+
+    def durable(self, seq):
+        return seq <= self.last_f or seq in self.dsync
+
+
+def read_log(path, a):
+    """The sessions in LOG, oldest first (checked against the arguments)."""
+    sessions = []
+    if not os.path.exists(path):
+        return sessions
+    with open(path) as f:
+        for line in f:
+            w = line.split()
+            if not w or not line.endswith("\n"):
+                continue  # a line cut short by the crash says nothing
+            if w[0] == "S":
+                params = tuple(int(x) for x in w[1:5])
+                if params != (a.seed, a.offset, a.blocks, a.max_batch):
+                    sys.exit("genio: log %s is for seed/offset/blocks/max-batch %s, not %s"
+                             % (path, params, (a.seed, a.offset, a.blocks, a.max_batch)))
+                sessions.append(Session(int(w[5])))
+            elif w[0] == "F":
+                sessions[-1].last_f = max(sessions[-1].last_f, int(w[1]))
+            elif w[0] == "D":
+                sessions[-1].dsync.add(int(w[1]))
+    return sessions
+
+
 def cmd_write(a):
     fd = os.open(a.dev, os.O_RDWR | os.O_DIRECT)
+    # A new session goes on after every write an earlier one may have
+    # issued (a crashed one's unflushed writes may or may not be there).
+    prev = read_log(a.log, a) if a.resume else []
+    start = max([1] + [s.max_issued(a.max_batch) + 1 for s in prev])
     lfd = open_log(a.log)
-    log_line(lfd, "S %d %d %d %d" % (a.seed, a.offset, a.blocks, a.max_batch))
+    if not a.resume:
+        os.ftruncate(lfd, 0)
+    log_line(lfd, "S %d %d %d %d %d" % (a.seed, a.offset, a.blocks, a.max_batch, start))
     buf = mmap.mmap(-1, BLOCK)  # page aligned, as O_DIRECT wants
-    ctl = random.Random(a.seed ^ 0x5A5A5A5A)
+    ctl = random.Random((a.seed ^ 0x5A5A5A5A) + start)
     gens = {}
     seq = 0
     batch_left = ctl.randint(1, a.max_batch)
     for block in block_sequence(a.seed, a.blocks):
-        if a.count and seq >= a.count:
+        if a.count and seq - start + 1 >= a.count:
             break
         seq += 1
         gen = gens.get(block, 0) + 1
         gens[block] = gen
+        if seq < start:
+            continue  # an earlier session's (the generation counts it all the same)
         buf[:] = block_bytes(a.seed, block, gen, seq)
         dsync = ctl.random() * 100 < a.dsync_pct
         n = os.pwritev(fd, [buf], a.offset + block * BLOCK, os.RWF_DSYNC if dsync else 0)
@@ -121,43 +173,29 @@ def cmd_write(a):
                 time.sleep(ctl.random() * a.pause_ms / 1000.0)
     os.fsync(fd)
     log_line(lfd, "F %d" % seq)
-    print("genio: %d writes" % seq)
-
-
-def read_log(path):
-    last_f, dsync, header = 0, set(), None
-    with open(path) as f:
-        for line in f:
-            w = line.split()
-            if not w or not line.endswith("\n"):
-                continue  # a line cut short by the crash says nothing
-            if w[0] == "S":
-                header = tuple(int(x) for x in w[1:])
-            elif w[0] == "F":
-                last_f = max(last_f, int(w[1]))
-            elif w[0] == "D":
-                dsync.add(int(w[1]))
-    return header, last_f, dsync
+    print("genio: writes %d..%d" % (start, seq))
 
 
 def cmd_check(a):
-    header, last_f, dsync = read_log(a.log)
-    if header is not None and header != (a.seed, a.offset, a.blocks, a.max_batch):
-        sys.exit("genio: log %s is for seed/offset/blocks/max-batch %s, not %s"
-                 % (a.log, header, (a.seed, a.offset, a.blocks, a.max_batch)))
-    max_issued = max([last_f + a.max_batch] + [s for s in dsync])
+    sessions = read_log(a.log, a)
+    if not sessions:
+        sys.exit("genio: no session in %s" % a.log)
+    max_issued = max(s.max_issued(a.max_batch) for s in sessions)
     durable = {}  # block -> (gen, seq) of the newest durable write
     issued = {}  # block -> newest gen issued
     gens = {}
     seq = 0
+    si = 0
     for block in block_sequence(a.seed, a.blocks):
         seq += 1
         if seq > max_issued:
             break
+        while si + 1 < len(sessions) and sessions[si + 1].start <= seq:
+            si += 1
         gen = gens.get(block, 0) + 1
         gens[block] = gen
         issued[block] = gen
-        if seq <= last_f or seq in dsync:
+        if sessions[si].start <= seq and sessions[si].durable(seq):
             durable[block] = (gen, seq)
     fd = os.open(a.dev, os.O_RDONLY | os.O_DIRECT)
     chunk = 256  # blocks per read
@@ -215,10 +253,11 @@ def cmd_check(a):
         if bad > 50:
             print("genio: too many bad sectors, stopping")
             break
-    print("genio check %s: %d blocks, last flush at write %d, %d FUA writes, up to write %d issued: "
-          "%d at the durable gen, %d newer (unflushed writes that made it), %d zero, %d torn; %d bad sectors"
-          % (a.dev, a.blocks, last_f, len(dsync), max_issued, stats["durable"], stats["newer"],
-             stats["zero"], stats["torn"], bad))
+    print("genio check %s: %d blocks; %s; up to write %d issued: %d at the durable gen, "
+          "%d newer (unflushed writes that made it), %d zero, %d torn; %d bad sectors"
+          % (a.dev, a.blocks, ", ".join("session from write %d: last flush at %d, %d DSYNC writes"
+                                         % (x.start, x.last_f, len(x.dsync)) for x in sessions),
+             max_issued, stats["durable"], stats["newer"], stats["zero"], stats["torn"], bad))
     return 1 if bad else 0
 
 
@@ -234,6 +273,8 @@ def main():
     p.add_argument("--dsync-pct", type=float, default=10)
     p.add_argument("--pause-ms", type=float, default=0)
     p.add_argument("--count", type=int, default=0)
+    p.add_argument("--resume", action="store_true",
+                   help="write: append a session to LOG (after a crash) instead of starting it anew")
     a = p.parse_args()
     if a.offset % BLOCK or a.blocks <= 0 or a.max_batch <= 0:
         sys.exit("genio: offset must be 4 KiB aligned, blocks and max-batch positive")
