@@ -7,7 +7,9 @@
 #   make unit       user-space unit tests of the pure engine logic (and tools)
 #   make tools      build/ssdprio-tool (inspect, check, activate caches) and the
 #                   test tools in build/tools (replay-log, stampio)
-#   make check      unit tests, then the guest suite under QEMU
+#   make check      unit tests, then the guest suite under QEMU, then the
+#                   multi-boot crash/restart scenarios (make crash)
+#   make crash      only the multi-boot scenarios (S=<scenario>...)
 #   make demo       boot the bench and show the target at work
 #   make bench      benchmarks (S=<scenario>, BENCH_QUICK=1)
 #   make install    modules_install + depmod, the tool and its udev rule
@@ -50,7 +52,7 @@ PREFIX ?= /usr/local
 SBINDIR ?= $(PREFIX)/sbin
 UDEVRULESDIR ?= /etc/udev/rules.d
 
-.PHONY: all modules lint unit check demo bench install install-tools clean \
+.PHONY: all modules lint unit check crash demo bench install install-tools clean \
 	deps checkpatch tools tools-test
 
 all: modules
@@ -98,9 +100,21 @@ build/tools/stampio: tests/logwrites/stampio.c
 tools-test: tools
 	python3 tests/logwrites/test-replay-log.py build/tools/replay-log
 
-# `make check T=name` runs one guest test.
+# `make check T=name` runs one guest test. Without T, the multi-boot
+# scenarios (tests/crash/run) follow the guest suite, even if it failed; the
+# status is non-zero if either failed.
 check: deps modules tools unit
+ifeq ($(T),)
+	@rc=0; ./tests/vm/run $(VM_ARGS) || rc=$$?; \
+	./tests/crash/run $(VM_ARGS) || rc=$$?; exit $$rc
+else
 	./tests/vm/run $(VM_ARGS) $(T)
+endif
+
+# Warm restart across reboots and power cuts (QEMU killed), see
+# tests/crash/README.md; `make crash S="powercut fsck"` runs some.
+crash: deps modules
+	./tests/crash/run $(VM_ARGS) $(S)
 
 demo: deps modules
 	./tests/vm/run $(VM_ARGS) --script tests/guest/demo.sh
