@@ -96,7 +96,7 @@ def series_mean(series, t0, t1, avg_s):
 # ---- scenario: cache ---------------------------------------------------------
 CACHE_WL = ["w3g", "r3g", "wrand", "rrand"]
 PEERS = ["dmcache", "writecache", "bcache"]
-STATUS_KEYS = ["write_hits", "write_misses", "bypassed", "read_hits", "read_misses",
+STATUS_KEYS = ["write_hits", "write_misses", "bypassed", "read_hits", "read_misses", "limbo_sets", "meta_commits",
                "promotions", "dirty_blocks", "free_sets", "total_sets", "evict_state",
                "blocks_written_back", "sets_evicted"]
 
