@@ -1,11 +1,14 @@
 #!/bin/bash
 # Guest side of bench/run: runs the scenarios listed in build/bench/plan.sh, each
 # from bench/scenarios/NAME.sh, writing raw JSON lines to build/bench/raw/.
+# shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/../tests/guest/lib.sh"
+# shellcheck source=bench/lib.sh
 . "$REPO/bench/lib.sh"
 
 PLAN=$REPO/build/bench/plan.sh
 [[ -f $PLAN ]] || fail "no $PLAN (run bench/run on the host)"
+# shellcheck disable=SC1090
 . "$PLAN" # SCENARIOS, BENCH_QUICK, REPS
 Q=${BENCH_QUICK:-0}
 RAW=$REPO/build/bench/raw

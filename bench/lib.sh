@@ -4,10 +4,15 @@
 #   Q (1 under BENCH_QUICK), REPS, RAW (output dir), SCEN (current scenario)
 #   hddsim_dev NAME SIZE_MB        HDD model (dm hddsim over a zero-latency null_blk)
 #   ssd_dev NAME SIZE_MB           SSD: null_blk, 50 us, queue depth 64
+#   ssdprio_dev NAME HDD SSD [k v...]  ssdprio over HDD with blank cache SSD (+ format)
 #   sched_dev DEV SCHED            loop (direct I/O, queue depth 1) over DEV with
 #                                  an I/O scheduler: a disk without NCQ under
 #                                  mq-deadline/bfq (a dm device has no scheduler)
 #   fio_sum FILE                   "read_MBps write_MBps read_iops write_iops runtime_s"
+#   fio_lat FILE                   "mean_ms p99_ms" completion latency
+#   bwlog_json FILE                fio bw log (--log_unix_epoch=1) -> [[s, MB/s], ...]
+#   keep FILE NAME                 copy an artifact into RAW/files (echoes its JSON path)
+#   status_json DM_NAME            dmsetup status key/values as a JSON object
 #   bfio OUT ARGS...               fio, JSON into OUT, checked (exit status, err=)
 #   record CONFIG WORKLOAD REP k=v...   append one raw JSON line for SCEN
 #   teardown                       remove every device the scenario made
@@ -15,13 +20,13 @@
 HDDSIM_KO=$REPO/tests/hddsim/dm-hddsim.ko
 
 bench_load_modules() {
+	local m
 	load_module "$HDDSIM_KO"
 	[[ -f $MODULE ]] && load_module "$MODULE"
-	modprobe dm-cache 2>/dev/null
-	modprobe dm-cache-smq 2>/dev/null
-	modprobe dm-writecache 2>/dev/null
-	modprobe bcache 2>/dev/null
-	modprobe bfq 2>/dev/null
+	# Only what is missing: every exec costs under TCG.
+	for m in dm_cache dm_cache_smq dm_writecache bcache bfq; do
+		[[ -e /sys/module/$m ]] || modprobe "$m" 2>/dev/null
+	done
 	true
 }
 
@@ -40,12 +45,22 @@ bench_loop_setup() {
 	modprobe loop hw_queue_depth=1 max_loop=0 || log "modprobe loop failed"
 }
 
+# ssdprio_dev NAME ORIGIN CACHE [key value...]: an ssdprio device over ORIGIN with
+# the blank CACHE; the table always carries the valueless flag `format` (a blank
+# cache is refused without it once metadata is persistent). Echoes the device.
+ssdprio_dev() {
+	local name=$1 origin=$2 cache=$3
+	shift 3
+	dm_try_create "$name" "0 $(sectors "$origin") ssdprio $origin $cache $(($# + 1)) format $*"
+}
+
 hddsim_dev() { # NAME SIZE_MB [hddsim key value...]
 	local name=$1 size=$2 back
 	shift 2
 	back=$(make_hdd "${name}_b" "$size" 0 64)
 	dm_create "$name" "0 $(sectors "$back") hddsim $back $*"
-	echo 1 >"/sys/block/$(basename "$(readlink -f "/dev/mapper/$name")")/queue/rotational" 2>/dev/null
+	# /dev/mapper/NAME is a node of its own without udev: ask dm for dm-N.
+	echo 1 2>/dev/null >"/sys/block/$(dmsetup info -c --noheadings -o blkdevname "$name")/queue/rotational"
 	true
 }
 
@@ -64,29 +79,65 @@ sched_dev() { # DEV SCHED: echoes the loop device
 bfio() { # OUT ARGS...
 	local out=$1
 	shift
-	fio_run --output-format=json --output="$out" "$@" >/dev/null
+	# From /tmp: fio writes JOB.postrun.txt files (exec_postrun) to its cwd.
+	(cd /tmp && fio_run --output-format=json --output="$out" "$@" >/dev/null)
 }
 
 fio_sum() { # FILE [JOBNAME]: sums over jobs (or one job)
-	python3 - "$@" <<'PY'
-import json, sys
-j = json.load(open(sys.argv[1]))
-jobs = [x for x in j["jobs"] if len(sys.argv) < 3 or x["jobname"] == sys.argv[2]]
-rb = sum(x["read"]["bw_bytes"] for x in jobs) / 1e6
-wb = sum(x["write"]["bw_bytes"] for x in jobs) / 1e6
-ri = sum(x["read"]["iops"] for x in jobs)
-wi = sum(x["write"]["iops"] for x in jobs)
-rt = max(x["job_runtime"] for x in jobs) / 1000.0
-print("%.3f %.3f %.1f %.1f %.3f" % (rb, wb, ri, wi, rt))
-PY
+	jq -r --arg n "${2:-}" '[.jobs[] | select($n == "" or .jobname == $n)] as $j |
+		"\(([$j[].read.bw_bytes] | add) / 1e6) \(([$j[].write.bw_bytes] | add) / 1e6) " +
+		"\([$j[].read.iops] | add) \([$j[].write.iops] | add) \(([$j[].job_runtime] | max) / 1000)"' "$1"
 }
 
-record() { # CONFIG WORKLOAD REP key=value...
-	local config=$1 workload=$2 rep=$3 kv line
+# fio_lat FILE [JOBNAME]: "mean_ms p99_ms" of completion latency over reads
+# and writes of all jobs (or one), the larger p99 of the two directions.
+fio_lat() {
+	jq -r --arg n "${2:-}" '[.jobs[] | select($n == "" or .jobname == $n) | .read, .write |
+		select(.total_ios > 0) | .clat_ns] as $c |
+		"\(([$c[].mean] | add) / ([$c | length, 1] | max) / 1e6) " +
+		"\(([$c[].percentile["99.000000"] // 0] | max) / 1e6)"' "$1"
+}
+
+# bwlog_json FILE: a fio bandwidth log (written with --log_unix_epoch=1) as a
+# JSON list of [unix seconds, MB/s].
+bwlog_json() {
+	# Reads and writes log separate lines with the same time: summed.
+	awk -F', *' 'NF >= 2 { if ($1 != t && n) out(); t = $1; v += $2; n = 1 }
+		function out() { printf "%s[%.3f, %.3f]", sep, t / 1000.0, v * 1024 / 1e6; sep = ", "; v = 0 }
+		BEGIN { printf "[" }
+		END { if (n) out(); print "]" }' "$1"
+}
+
+# keep FILE NAME: copy an artifact (fio log...) into the raw results; echoes the
+# JSON string to record (path relative to the raw dir).
+keep() {
+	mkdir -p "$RAW/files"
+	cp "$1" "$RAW/files/$SCEN-$2"
+	echo "\"files/$SCEN-$2\""
+}
+
+# status_json DM_NAME: `dmsetup status` key/value pairs as a JSON object
+# (numbers as numbers). DM_NAME "-": convert a status line from stdin.
+status_json() {
+	{ if [[ $1 == - ]]; then head -1; else dmsetup status "$1" | head -1; fi; } | awk '{
+		printf "{"
+		for (i = 4; i < NF; i += 2) {
+			v = $(i + 1)
+			if (v !~ /^-?[0-9]+(\.[0-9]+)?$/) v = "\"" v "\""
+			printf "%s\"%s\": %s", sep, $i, v
+			sep = ", "
+		}
+		print "}"
+	}'
+}
+
+record() { # CONFIG WORKLOAD REP key=value... (value: JSON; empty = null)
+	local config=$1 workload=$2 rep=$3 kv v line
 	shift 3
 	line="{\"scenario\": \"$SCEN\", \"config\": \"$config\", \"workload\": \"$workload\", \"rep\": $rep"
 	for kv in "$@"; do
-		line+=", \"${kv%%=*}\": ${kv#*=}"
+		v=${kv#*=}
+		line+=", \"${kv%%=*}\": ${v:-null}"
 	done
 	echo "$line}" >>"$RAW/$SCEN.jsonl"
 }
@@ -97,24 +148,25 @@ record_skip() { # CONFIG REASON
 }
 
 bcache_stop() {
-	local b u i
+	local b u
+	compgen -G '/sys/fs/bcache/*-*-*-*-*' >/dev/null || compgen -G '/sys/block/bcache*' >/dev/null || return 0
 	for b in /sys/block/bcache*/bcache/stop; do
 		[[ -e $b ]] && echo 1 >"$b"
 	done
 	for u in /sys/fs/bcache/*-*-*-*-*/unregister; do
 		[[ -e $u ]] && echo 1 >"$u"
 	done
-	for i in $(seq 50); do
-		ls -d /sys/block/bcache* >/dev/null 2>&1 || ls -d /sys/fs/bcache/*-*-*-*-* >/dev/null 2>&1 || break
+	for _ in $(seq 50); do
+		compgen -G "/sys/block/bcache*" >/dev/null || compgen -G "/sys/fs/bcache/*-*-*-*-*" >/dev/null || break
 		sleep 0.2
 	done
 	_settle
 }
 
 loops_detach() { # loop devices hold the dm devices below them: detach first
-	local i
+	compgen -G '/sys/block/loop*/loop/backing_file' >/dev/null || return 0
 	losetup -D 2>/dev/null
-	for i in $(seq 100); do
+	for _ in $(seq 100); do
 		ls /sys/block/loop*/loop/backing_file >/dev/null 2>&1 || return 0
 		sleep 0.1
 	done
@@ -123,7 +175,10 @@ loops_detach() { # loop devices hold the dm devices below them: detach first
 teardown() {
 	bcache_stop
 	loops_detach
-	cleanup_all >/dev/null 2>&1 || cleanup_all || fail "teardown failed"
+	# Everything but our modules (cleanup_all would unload them: reloading
+	# costs seconds under TCG and buys nothing between configurations).
+	MODULE=/nonexistent SSDPRIO_MODULES='' cleanup_all >/dev/null 2>&1 ||
+		MODULE=/nonexistent SSDPRIO_MODULES='' cleanup_all || fail "teardown failed"
 	bench_load_modules
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """bench/plot.py RAW_DIR RESULTS_DIR [scenario...]: PNG plots from RESULTS_DIR/<scenario>.json
-(written by bench/report.py): cache.png, contention.png (bar charts), timeline.png."""
+(written by bench/report.py): cache.png and contention.png (bar charts), timeline.png,
+sweep.png, cachefull.png, evict.png. Needs matplotlib (Debian: python3-matplotlib)."""
 import json
 import os
 import sys
@@ -10,6 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 NOTE = "QEMU TCG: SSD floor ~1 ms per sync 4 KiB I/O; SSD/HDD contrast ~7x (not ~70x)"
+PATTERNS = ["seqread", "seqwrite", "randread", "randwrite"]
 
 
 def load(out, scen):
@@ -20,10 +22,20 @@ def load(out, scen):
         return json.load(f)
 
 
-def footer(fig, res):
+def footer(fig, res, extra=""):
     m = res.get("meta", {})
-    fig.text(0.01, 0.01, f"{NOTE}. Kernel {m.get('kernel', '?')}, "
-             f"{'QUICK, ' if m.get('quick') else ''}median of {m.get('reps', '?')}", fontsize=7)
+    h = m.get("host", {})
+    load = ""
+    if h.get("samples"):
+        load = f"; other QEMU guests {h['other_qemu_min']}..{h['other_qemu_max']}"
+    fig.text(0.01, 0.01, f"{NOTE}. Kernel {m.get('kernel', '?')}, module {m.get('module', '?')}, "
+             f"{'QUICK, ' if m.get('quick') else ''}{extra or 'median of ' + str(m.get('reps', '?'))}{load}",
+             fontsize=7)
+
+
+def save(fig, out, name):
+    fig.savefig(os.path.join(out, name), dpi=100)
+    plt.close(fig)
 
 
 def cache(res, out):
@@ -32,7 +44,8 @@ def cache(res, out):
     fig, axes = plt.subplots(1, 4, figsize=(14, 4))
     for ax, w in zip(axes, wls):
         vals = [res["configs"][c][w]["median_s"] or 0 for c in cfgs]
-        ax.bar(range(len(cfgs)), vals, color=["#888" if c.startswith("raw") else "#3a7" if c == "ssdprio" else "#47b" for c in cfgs])
+        ax.bar(range(len(cfgs)), vals, color=["#888" if c.startswith("raw") else "#3a7" if c == "ssdprio"
+                                              else "#47b" for c in cfgs])
         ax.set_xticks(range(len(cfgs)))
         ax.set_xticklabels(cfgs, rotation=45, ha="right", fontsize=8)
         ax.set_title(w)
@@ -40,15 +53,13 @@ def cache(res, out):
     fig.suptitle("Cache workloads: time (lower is better)")
     footer(fig, res)
     fig.tight_layout(rect=(0, 0.04, 1, 0.95))
-    fig.savefig(os.path.join(out, "cache.png"), dpi=100)
+    save(fig, out, "cache.png")
 
 
 def contention(res, out):
     cfgs = list(res["configs"])
-    pats = sorted({p for c in cfgs for p in res["configs"][c]},
-                  key=lambda p: ["seqread", "seqwrite", "randread", "randwrite"].index(p) if p in
-                  ["seqread", "seqwrite", "randread", "randwrite"] else 9)
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 4.5))
+    pats = [p for p in PATTERNS if any(p in res["configs"][c] for c in cfgs)]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(14, 4.8))
     width = 0.8 / max(len(cfgs), 1)
     for i, c in enumerate(cfgs):
         xs = [j + i * width for j in range(len(pats))]
@@ -60,43 +71,127 @@ def contention(res, out):
         a.set_xticks([j + 0.4 - width / 2 for j in range(len(pats))])
         a.set_xticklabels(pats)
     a1.axhline(95, color="k", ls="--", lw=0.8)
+    a1.axhline(100, color="#aaa", ls=":", lw=0.8)
     a1.set_ylabel("normal throughput with idle / alone (%)")
-    a2.set_ylabel("idle reader MB/s (median)")
+    a2.set_ylabel("idle reader MB/s while the normal job runs (median)")
+    a2.set_yscale("symlog", linthresh=0.1)
     a1.legend(fontsize=7)
-    fig.suptitle("Contention: normal job vs a concurrent ionice -c3 sequential reader")
+    fig.suptitle("Contention: normal job vs a concurrent ionice -c3 sequential reader (dashed: 95% goal)")
     footer(fig, res)
     fig.tight_layout(rect=(0, 0.04, 1, 0.95))
-    fig.savefig(os.path.join(out, "contention.png"), dpi=100)
+    save(fig, out, "contention.png")
 
 
 def timeline(res, out):
-    cfgs = list(res["configs"])
+    cfgs = [c for c in res["configs"] if "plot" in res["configs"][c]]
     if not cfgs:
         return
-    fig, axes = plt.subplots(len(cfgs), 1, figsize=(10, 3.2 * len(cfgs)), squeeze=False)
+    fig, axes = plt.subplots(len(cfgs), 1, figsize=(10, 3.0 * len(cfgs)), squeeze=False, sharex=True)
     for ax, c in zip(axes[:, 0], cfgs):
-        r = res["configs"][c]["run"]
-        for key, lab in (("normal_series", "normal"), ("idle_series", "idle (ionice -c3)")):
-            pts = r[key]
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=lab)
-        n1 = r["normal_start"] + r["normal_seconds"]
+        p = res["configs"][c]["plot"]
+        for key, lab in (("normal", "normal"), ("idle", "idle (ionice -c3)")):
+            pts = p[key]
+            ax.step([x[0] for x in pts], [x[1] for x in pts], where="pre", marker=".", label=lab)
+        n1 = p["normal_end"]
         ax.axvline(n1, color="k", ls=":", lw=0.8)
-        ax.axvspan(n1, n1 + r["batch_mode_delay_s"], color="#ddd", alpha=0.5, label="batch_mode_delay")
-        ax.set_title(f"{c} (idle_dispatch_interval {r['idle_dispatch_interval_ms']} ms)")
-        ax.set_ylabel("MB/s")
+        ax.axvspan(n1, n1 + p["batch_mode_delay_s"], color="#ddd", alpha=0.5, label="batch_mode_delay")
+        ax.set_title(f"{c}" + (f" (idle_dispatch_interval {p['idle_dispatch_interval_ms']} ms, "
+                               f"batch_mode_delay {p['batch_mode_delay_s']} s)" if "ssdprio" in c else ""),
+                     fontsize=9)
+        ax.set_ylabel("MB/s (1 s)")
         ax.legend(fontsize=7)
     axes[-1, 0].set_xlabel("seconds")
-    footer(fig, res)
+    footer(fig, res, "one run per config")
     fig.tight_layout(rect=(0, 0.04, 1, 1))
-    fig.savefig(os.path.join(out, "timeline.png"), dpi=100)
+    save(fig, out, "timeline.png")
 
 
-PLOTTERS = {"cache": cache, "contention": contention, "timeline": timeline}
+def sweep(res, out):
+    pts = res.get("points") or []
+    if not pts:
+        return
+    xs = [p["interval_ms"] for p in pts]
+    fig, a1 = plt.subplots(figsize=(8, 4.5))
+    a1.plot(xs, [p["idle_mbps"] or 0 for p in pts], "o-", color="#c52", label="idle reader MB/s")
+    a1.set_xlabel("idle_dispatch_interval (ms)")
+    a1.set_ylabel("idle reader MB/s during normal load", color="#c52")
+    a1.set_xscale("symlog", linthresh=50)
+    a1.set_xticks(xs)
+    a1.set_xticklabels([str(x) for x in xs])
+    a2 = a1.twinx()
+    a2.plot(xs, [p["normal_lat_p99_ms"] or 0 for p in pts], "s--", color="#247", label="normal p99 ms")
+    a2.plot(xs, [p["normal_lat_mean_ms"] or 0 for p in pts], "^:", color="#247", label="normal mean ms")
+    bl = res.get("baseline", {})
+    if bl.get("normal_lat_p99_ms"):
+        a2.axhline(bl["normal_lat_p99_ms"], color="#247", lw=0.6, ls="-", label="normal p99 alone")
+    a2.set_ylabel("normal job latency (ms)", color="#247")
+    a2.set_ylim(bottom=0)
+    h1, l1 = a1.get_legend_handles_labels()
+    h2, l2 = a2.get_legend_handles_labels()
+    a1.legend(h1 + h2, l1 + l2, fontsize=7, loc="upper right")
+    fig.suptitle("Knob sweep: idle throughput vs idle_dispatch_interval (normal: 4 KiB randread + 20 ms think)",
+                 fontsize=10)
+    footer(fig, res)
+    fig.tight_layout(rect=(0, 0.04, 1, 0.95))
+    save(fig, out, "sweep.png")
+
+
+def cachefull(res, out):
+    cfgs = list(res["configs"])
+    pats = sorted({p for c in cfgs for p in res["configs"][c]})
+    if not pats:
+        return
+    fig, axes = plt.subplots(1, len(pats), figsize=(6 * len(pats), 4), squeeze=False)
+    for ax, p in zip(axes[0], pats):
+        for c in cfgs:
+            d = res["configs"][c].get(p)
+            if not d or not d["series"]:
+                continue
+            s = d["series"][0]
+            ax.step([x[0] for x in s], [x[1] for x in s], where="pre", marker=".",
+                    label=f"{c} (median {d['mbps']:.2f} MB/s)")
+        ax.set_title(f"{p} writes after the cache filled with dirty data", fontsize=9)
+        ax.set_xlabel("seconds")
+        ax.set_ylabel("MB/s (1 s)")
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=7)
+    footer(fig, res, "first repetition shown")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    save(fig, out, "cachefull.png")
+
+
+def evict(res, out):
+    cfgs = [c for c in res["configs"] if "p99_per_second" in res["configs"][c]]
+    if not cfgs:
+        return
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(11, 6.5), sharex=True)
+    for c in cfgs:
+        d = res["configs"][c]
+        pts = [x for x in d["p99_per_second"] if x[2] >= 10]
+        a1.plot([x[0] for x in pts], [x[1] for x in pts], ".-", label=f"{c} p99 (whole run {d['lat_p99_ms']:.1f} ms)")
+        st = [x for x in d["status"] if "dirty" in x]
+        a2.plot([x["s"] for x in st], [x["dirty"] for x in st], "-", label=f"{c} dirty (4 KiB blocks)")
+        if st and "written_back" in st[0]:
+            a2.plot([x["s"] for x in st], [x["written_back"] for x in st], "--", label=f"{c} written back (cumulative)")
+    a1.set_ylabel("normal job p99 latency per second (ms)")
+    a1.set_yscale("log")
+    a1.legend(fontsize=7)
+    a2.set_ylabel("blocks")
+    a2.set_xlabel("seconds (bursts of I/O separated by quiet gaps)")
+    a2.legend(fontsize=7)
+    fig.suptitle("Eviction under load: mixed 4 KiB random I/O over 3x the cache", fontsize=10)
+    footer(fig, res, "one run per system")
+    fig.tight_layout(rect=(0, 0.04, 1, 0.96))
+    save(fig, out, "evict.png")
+
+
+PLOTTERS = {"cache": cache, "contention": contention, "timeline": timeline, "sweep": sweep,
+            "cachefull": cachefull, "evict": evict}
 
 if __name__ == "__main__":
     out = sys.argv[2]
     for scen in sys.argv[3:]:
         res = load(out, scen)
-        if res and scen in PLOTTERS and res.get("configs"):
+        if res and scen in PLOTTERS and (res.get("configs") or res.get("points")):
             PLOTTERS[scen](res, out)
             print(f"plot: {out}/{scen}.png")

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """bench/report.py RAW_DIR RESULTS_DIR [scenario...]
 
-Reads the guest's raw JSON lines (RAW_DIR/<scenario>.jsonl, RAW_DIR/meta.json),
-computes medians and ratios, writes RESULTS_DIR/<scenario>.json and rewrites
-RESULTS_DIR/README.md (one section per scenario that has results).
+Reads the guest's raw JSON lines (RAW_DIR/<scenario>.jsonl, RAW_DIR/meta.json,
+RAW_DIR/host.json, artifacts in RAW_DIR/files/), computes medians, ratios and
+the issue's goals, writes RESULTS_DIR/<scenario>.json and <scenario>.md and
+rewrites RESULTS_DIR/README.md (one section per scenario that has results).
+Plain python3, no third-party modules.
 """
 import json
 import os
@@ -13,6 +15,7 @@ import sys
 TCG_NOTE = ("QEMU TCG emulation: the SSD floor is ~1 ms per synchronous 4 KiB I/O "
             "and the SSD/HDD contrast is ~7x, not ~70x as on real hardware. "
             "Compare ratios, not absolute figures.")
+ORDER = ["cache", "contention", "timeline", "sweep", "cachefull", "evict", "memory"]
 
 
 def load(raw, scen):
@@ -33,6 +36,11 @@ def med(xs):
     return statistics.median(xs) if xs else None
 
 
+def mean(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.mean(xs) if xs else None
+
+
 def fmt(x, nd=2):
     if x is None:
         return "-"
@@ -41,12 +49,56 @@ def fmt(x, nd=2):
     return str(x)
 
 
+def pct(x, nd=1):
+    return "-" if x is None else f"{100 * x:.{nd}f}%"
+
+
+def ratio(a, b):
+    return (a / b) if (a is not None and b) else None
+
+
+def verdict(ok):
+    return "-" if ok is None else ("met" if ok else "**not met**")
+
+
 def skipped(rows):
     return {r["config"]: r["skipped"] for r in rows if "skipped" in r}
 
 
+# ---- fio bandwidth series ----------------------------------------------------
+# A series is [[unix_s, MB/s], ...] from a fio bw log written with
+# log_avg_msec=W: each entry is the mean over the W before its time stamp.
+# Windows without a completion may be missing: they count as zero.
+
+def series_window(series, avg_s):
+    """(start, end) of the job that logged series: from its first window's
+    start to its last entry."""
+    if not series:
+        return None
+    return series[0][0] - avg_s, series[-1][0]
+
+
+def series_mean(series, t0, t1, avg_s):
+    """Mean MB/s of a series over [t0, t1]."""
+    if t1 <= t0:
+        return None
+    total = 0.0
+    prev = None
+    for t, v in series:
+        a = t - avg_s if prev is None else max(prev, t - avg_s)
+        prev = t
+        lo, hi = max(a, t0), min(t, t1)
+        if hi > lo:
+            total += v * (hi - lo)
+    return total / (t1 - t0)
+
+
 # ---- scenario: cache ---------------------------------------------------------
 CACHE_WL = ["w3g", "r3g", "wrand", "rrand"]
+PEERS = ["dmcache", "writecache", "bcache"]
+STATUS_KEYS = ["write_hits", "write_misses", "bypassed", "read_hits", "read_misses", "limbo_sets", "meta_commits",
+               "promotions", "dirty_blocks", "free_sets", "total_sets", "evict_state",
+               "blocks_written_back", "sets_evicted"]
 
 
 def cache(rows):
@@ -56,14 +108,21 @@ def cache(rows):
     for c in configs:
         res["configs"][c] = {}
         for w in CACHE_WL:
-            secs = [r["seconds"] for r in runs if r["config"] == c and r["workload"] == w]
-            res["configs"][c][w] = {"runs": secs, "median_s": med(secs)}
+            rs = [r for r in runs if r["config"] == c and r["workload"] == w]
+            secs = [r["seconds"] for r in rs]
+            d = {"runs": secs, "median_s": med(secs)}
+            st = [r["status"] for r in rs if "status" in r]
+            if st:
+                # Status after this workload (cumulative counters of the
+                # repetition), each repetition.
+                d["status_after"] = [{k: s.get(k) for k in STATUS_KEYS} for s in st]
+            res["configs"][c][w] = d
     for c in configs:
         for w in CACHE_WL:
             m = res["configs"][c][w]["median_s"]
             for ref in ("raw_ssd", "raw_hdd"):
                 r = res["configs"].get(ref, {}).get(w, {}).get("median_s")
-                res["configs"][c][w]["x_" + ref] = (m / r) if m and r else None
+                res["configs"][c][w]["x_" + ref] = ratio(m, r)
     md = ["| config | " + " | ".join(CACHE_WL) + " |", "|---" * (len(CACHE_WL) + 1) + "|"]
     for c in configs:
         cells = []
@@ -72,39 +131,127 @@ def cache(rows):
             cells.append(f"{fmt(d['median_s'], 3)} s ({fmt(d['x_raw_ssd'])}x SSD, "
                          f"{fmt(d['x_raw_hdd'])}x HDD)")
         md.append(f"| {c} | " + " | ".join(cells) + " |")
+
+    sp = res["configs"].get("ssdprio")
+    goals = {}
+    if sp:
+        goals["wrand <= 1.2x raw SSD"] = (sp["wrand"]["x_raw_ssd"],
+                                          None if sp["wrand"]["x_raw_ssd"] is None
+                                          else sp["wrand"]["x_raw_ssd"] <= 1.2)
+        for w in ("r3g", "rrand"):
+            x = sp[w]["x_raw_hdd"]
+            goals[f"{w} <= 1.05x raw HDD"] = (x, None if x is None else x <= 1.05)
+        for w in CACHE_WL:
+            peers = [res["configs"][p][w]["median_s"] for p in PEERS
+                     if p in res["configs"] and res["configs"][p][w]["median_s"]]
+            best = min(peers) if peers else None
+            x = ratio(sp[w]["median_s"], best)
+            goals[f"{w} at least as fast as the best peer"] = (x, None if x is None else x <= 1.0)
+        md += ["", "Goals (issue 6, scenario 4), ssdprio:", "",
+               "| goal | ssdprio | verdict |", "|---|---|---|"]
+        for g, (x, ok) in goals.items():
+            unit = "x the best peer" if "peer" in g else ("x SSD" if "SSD" in g else "x HDD")
+            md.append(f"| {g} | {fmt(x)}{unit} | {verdict(ok)} |")
+        res["goals"] = {g: {"value": x, "met": ok} for g, (x, ok) in goals.items()}
+        st = sp["wrand"].get("status_after")
+        if st:
+            md += ["", "ssdprio's counters after each workload (repetition 1; cumulative):", "",
+                   "| after | " + " | ".join(STATUS_KEYS) + " |", "|---" * (len(STATUS_KEYS) + 1) + "|"]
+            for w in CACHE_WL:
+                s = (sp[w].get("status_after") or [{}])[0]
+                md.append(f"| {w} | " + " | ".join(fmt(s.get(k)) for k in STATUS_KEYS) + " |")
     return res, md
 
 
 # ---- scenario: contention ----------------------------------------------------
+PATTERNS = ["seqread", "seqwrite", "randread", "randwrite"]
+
+
+def contention_run(r):
+    """Per-run figures from the two bandwidth logs (0.5 s windows)."""
+    avg = 0.5
+    win = series_window(r.get("normal_series"), avg)
+    out = {"alone_mbps": r["alone_mbps"], "with_mbps": r["with_mbps"],
+           "ratio": ratio(r["with_mbps"], r["alone_mbps"])}
+    idle = r.get("idle_series") or []
+    if win:
+        n0, n1 = win
+        out["idle_during_mbps"] = series_mean(idle, n0, n1, avg)
+        if r.get("tail_s", 1) > 1 and idle:
+            end = idle[-1][0]
+            # Final rate: the idle job alone in batch mode (last 2 s, the
+            # very last partial window left out).
+            final = series_mean(idle, end - 2.5, end - avg, avg)
+            out["idle_final_mbps"] = final
+            out["idle_resume_s"] = None
+            if final:
+                for t, v in idle:
+                    if t > n1 + avg and v >= 0.5 * final:
+                        out["idle_resume_s"] = round(t - n1, 2)
+                        break
+    else:
+        out["idle_during_mbps"] = r.get("idle_mbps")
+    return out
+
+
 def contention(rows):
     runs = [r for r in rows if "alone_mbps" in r]
     configs = list(dict.fromkeys(r["config"] for r in runs))
-    pats = list(dict.fromkeys(r["workload"] for r in runs))
+    pats = [p for p in PATTERNS if any(r["workload"] == p for r in runs)]
     res = {"configs": {}, "skipped": skipped(rows)}
+    notes = []
     for c in configs:
         res["configs"][c] = {}
         for p in pats:
             rs = [r for r in runs if r["config"] == c and r["workload"] == p]
             if not rs:
                 continue
-            alone = med([r["alone_mbps"] for r in rs])
-            with_ = med([r["with_mbps"] for r in rs])
-            res["configs"][c][p] = {
+            per = [contention_run(r) for r in rs]
+            alone = med([x["alone_mbps"] for x in per])
+            with_ = med([x["with_mbps"] for x in per])
+            tails = [x for x in per if "idle_final_mbps" in x]
+            d = {
                 "runs": rs,
+                "per_run": per,
                 "alone_mbps": alone, "with_idle_mbps": with_,
-                "ratio": (with_ / alone) if alone else None,
-                "ratio_runs": [r["with_mbps"] / r["alone_mbps"] if r["alone_mbps"] else None for r in rs],
-                "idle_mbps": med([r["idle_mbps"] for r in rs]),
+                "ratio": ratio(with_, alone),
+                "ratio_runs": [x["ratio"] for x in per],
+                "ratio_median_of_runs": med([x["ratio"] for x in per]),
+                "idle_mbps": med([x["idle_during_mbps"] for x in per]),
+                "idle_final_mbps": tails[0]["idle_final_mbps"] if tails else None,
+                "idle_resume_s": tails[0]["idle_resume_s"] if tails else None,
             }
-    md = ["| config | pattern | normal alone MB/s | normal with idle MB/s | with/alone | idle reader MB/s |",
-          "|---|---|---|---|---|---|"]
+            if c.startswith("hdd_ssdprio") or c.startswith("ssd_ssdprio"):
+                need = 0.99 if c.startswith("ssd") else 0.95
+                d["goal"] = need
+                d["goal_met"] = None if d["ratio"] is None else d["ratio"] >= need
+            res["configs"][c][p] = d
+            cached = rs[0].get("cached")
+            if cached and (c, cached) not in notes:
+                notes.append((c, cached))
+    md = ["| config | pattern | normal alone MB/s | normal with idle MB/s | with/alone (median of runs) | "
+          "idle reader MB/s while normal runs | idle after normal ends: resumes after s / MB/s | goal |",
+          "|---|---|---|---|---|---|---|---|"]
     for c in configs:
         for p in pats:
             d = res["configs"][c].get(p)
-            if d:
-                md.append(f"| {c} | {p} | {fmt(d['alone_mbps'])} | {fmt(d['with_idle_mbps'])} | "
-                          f"{fmt(100 * d['ratio'] if d['ratio'] is not None else None, 1)}% | "
-                          f"{fmt(d['idle_mbps'])} |")
+            if not d:
+                continue
+            goal = "-"
+            if "goal" in d:
+                goal = f">= {int(100 * d['goal'])}%: {verdict(d['goal_met'])}"
+            tail = "-"
+            if d["idle_final_mbps"] is not None:
+                tail = f"{fmt(d['idle_resume_s'], 1)} s / {fmt(d['idle_final_mbps'])}"
+            md.append(f"| {c} | {p} | {fmt(d['alone_mbps'])} | {fmt(d['with_idle_mbps'])} | "
+                      f"{pct(d['ratio'])} ({pct(d['ratio_median_of_runs'])}) | {fmt(d['idle_mbps'])} | "
+                      f"{tail} | {goal} |")
+    for c, n in notes:
+        md.append(f"\n- {c}: {n}")
+    md.append("\n- with/alone is the ratio of the medians (in brackets: the median of the per-run ratios). "
+              "Idle after normal ends: from the repetition whose idle reader ran on for batch_mode_delay + 3 s "
+              "after the normal job: seconds from the normal job's end until the idle reader is back at half "
+              "its final rate, and that final rate (alone on the device).")
     return res, md
 
 
@@ -113,40 +260,296 @@ def timeline(rows):
     runs = [r for r in rows if "idle_series" in r]
     res = {"configs": {}, "skipped": skipped(rows)}
     md = ["| config | normal MB/s (mean while running) | idle MB/s while normal runs | "
-          "idle MB/s after normal + batch_mode_delay | idle reaches 80% of its final rate after normal ends (s) |",
-          "|---|---|---|---|---|"]
+          "idle MB/s once alone (after batch_mode_delay) | idle at 80% of that, s after normal ends | "
+          "goal: idle near zero / full within batch_mode_delay + 1 s |",
+          "|---|---|---|---|---|---|"]
     for r in runs:
         c = r["config"]
-        n0 = r["normal_start"]
-        n1 = n0 + r["normal_seconds"]
+        idle, normal = r["idle_series"], r["normal_series"]
+        if not idle or not normal:
+            continue
+        avg = 1.0
+        t0 = idle[0][0] - avg
+        n0, n1 = series_window(normal, avg)
         bmd = r["batch_mode_delay_s"]
-        idle = r["idle_series"]
-        normal = r["normal_series"]
-        during = [v for t, v in idle if n0 + 1 < t <= n1]
-        after = [v for t, v in idle if t > n1 + bmd + 1]
-        nmean = statistics.mean([v for t, v in normal]) if normal else None
-        final = statistics.mean(after) if after else None
+        nmean = series_mean(normal, n0, n1, avg)
+        during = series_mean(idle, n0 + avg, n1, avg)
+        end = idle[-1][0]
+        final = series_mean(idle, n1 + bmd + 1, end - avg, avg)
         reach = None
         if final:
             for t, v in idle:
                 if t > n1 and v >= 0.8 * final:
-                    reach = t - n1
+                    reach = round(t - n1, 2)
                     break
-        d = {"normal_mbps": nmean,
-             "idle_during_mbps": statistics.mean(during) if during else None,
-             "idle_after_mbps": final, "idle_ramp_s": reach, "run": r}
+        near_zero = None if during is None or not final else during <= 0.05 * final
+        in_time = None if final is None else (reach is not None and reach <= bmd + 1 + avg)
+        d = {"normal_mbps": nmean, "idle_during_mbps": during, "idle_after_mbps": final,
+             "idle_ramp_s": reach, "goal_idle_near_zero": near_zero,
+             "goal_full_within_bmd_plus_1s": in_time,
+             "plot": {"normal": [[round(t - t0, 2), v] for t, v in normal],
+                      "idle": [[round(t - t0, 2), v] for t, v in idle],
+                      "normal_start": round(n0 - t0, 2), "normal_end": round(n1 - t0, 2),
+                      "batch_mode_delay_s": bmd,
+                      "idle_dispatch_interval_ms": r["idle_dispatch_interval_ms"]},
+             "status": r.get("status")}
         res["configs"][c] = d
-        md.append(f"| {c} | {fmt(nmean)} | {fmt(d['idle_during_mbps'])} | {fmt(final)} | {fmt(reach, 1)} |")
+        goal = "-" if not c.startswith("hdd_ssdprio") else f"{verdict(near_zero)} / {verdict(in_time)}"
+        md.append(f"| {c} | {fmt(nmean)} | {fmt(during)} | {fmt(final)} | {fmt(reach, 1)} | {goal} |")
+    md.append("\n- One run per configuration (a time series; 1 s averages from fio's bandwidth log). "
+              "'Near zero' = below 5% of the idle reader's rate once alone; 80% is reached in a 1 s window "
+              "ending at most batch_mode_delay + 2 s after the normal job (1 s window granularity).")
     return res, md
 
 
-HANDLERS = {"cache": cache, "contention": contention, "timeline": timeline}
+# ---- scenario: sweep ---------------------------------------------------------
+def sweep(rows):
+    res = {"configs": {}, "skipped": skipped(rows)}
+    base = [r for r in rows if r.get("config") == "baseline"]
+    runs = [r for r in rows if r.get("config") == "ssdprio" and "interval_ms" in r]
+    bl = {"normal_iops": med([r["normal_iops"] for r in base]),
+          "normal_lat_mean_ms": med([r["normal_lat_mean_ms"] for r in base]),
+          "normal_lat_p99_ms": med([r["normal_lat_p99_ms"] for r in base])}
+    res["baseline"] = bl
+    pts = []
+    for ms in sorted({r["interval_ms"] for r in runs}):
+        rs = [r for r in runs if r["interval_ms"] == ms]
+        idle = []
+        for r in rs:
+            win = series_window(r.get("normal_series"), 0.5)
+            idle.append(series_mean(r.get("idle_series") or [], *win, 0.5) if win else None)
+        p = {"interval_ms": ms, "idle_mbps_runs": idle, "idle_mbps": med(idle),
+             "idle_bios": med([r["idle_bios"] for r in rs]),
+             "normal_iops": med([r["normal_iops"] for r in rs]),
+             "normal_lat_mean_ms": med([r["normal_lat_mean_ms"] for r in rs]),
+             "normal_lat_p99_ms": med([r["normal_lat_p99_ms"] for r in rs])}
+        p["normal_iops_vs_alone"] = ratio(p["normal_iops"], bl["normal_iops"])
+        pts.append(p)
+    res["points"] = pts
+    res["configs"] = {"ssdprio": {"points": len(pts)}} if pts else {}
+    md = ["| idle_dispatch_interval ms | idle MB/s during normal load | idle bios dispatched | "
+          "normal IOPS (vs alone) | normal mean / p99 latency ms |", "|---|---|---|---|---|"]
+    md.append(f"| (normal alone) | - | - | {fmt(bl['normal_iops'], 1)} | "
+              f"{fmt(bl['normal_lat_mean_ms'])} / {fmt(bl['normal_lat_p99_ms'])} |")
+    for p in pts:
+        md.append(f"| {p['interval_ms']} | {fmt(p['idle_mbps'], 3)} | {fmt(p['idle_bios'])} | "
+                  f"{fmt(p['normal_iops'], 1)} ({pct(p['normal_iops_vs_alone'])}) | "
+                  f"{fmt(p['normal_lat_mean_ms'])} / {fmt(p['normal_lat_p99_ms'])} |")
+    md.append("\n- Normal load: 4 KiB random reads, queue depth 1, 20 ms think time after each; idle: an "
+              "`ionice -c3` 128 KiB sequential reader. ssdprio `cache off`, other knobs default "
+              "(idle_grace 10 ms). Medians over the repetitions; idle MB/s from its bandwidth log over the "
+              "normal job's time window; idle bios = `idle_dispatched` growth during the normal job "
+              "(includes fio's start-up).")
+    return res, md
+
+
+# ---- scenario: cachefull -----------------------------------------------------
+def cachefull(rows):
+    runs = [r for r in rows if "series" in r]
+    res = {"configs": {}, "skipped": skipped(rows)}
+    configs = list(dict.fromkeys(r["config"] for r in runs))
+    pats = list(dict.fromkeys(r["workload"] for r in runs))
+    for c in configs:
+        res["configs"][c] = {}
+        for p in pats:
+            rs = [r for r in runs if r["config"] == c and r["workload"] == p]
+            if not rs:
+                continue
+            series = []
+            for r in rs:
+                s = r["series"]
+                t0 = s[0][0] - 1.0 if s else 0
+                series.append([[round(t - t0, 2), v] for t, v in s])
+            per_s = [med([v for _, v in s]) for s in series]
+            d = {"mbps_runs": [r["write_mbps"] for r in rs], "mbps": med([r["write_mbps"] for r in rs]),
+                 "per_second_median_mbps": med(per_s), "series": series}
+            st = [r.get("status") for r in rs if r.get("status")]
+            if st:
+                d["status_after"] = [{k: s.get(k) for k in STATUS_KEYS} for s in st]
+                d["status_full"] = [{k: r["status_full"].get(k) for k in STATUS_KEYS}
+                                    for r in rs if r.get("status_full")]
+            res["configs"][c][p] = d
+    md = ["| pattern | raw HDD MB/s | ssdprio MB/s (cache full of dirty data) | ssdprio / raw HDD | goal >= 0.95x |",
+          "|---|---|---|---|---|"]
+    goals = {}
+    for p in pats:
+        h = res["configs"].get("raw_hdd", {}).get(p, {}).get("mbps")
+        s = res["configs"].get("ssdprio", {}).get(p, {}).get("mbps")
+        x = ratio(s, h)
+        ok = None if x is None else x >= 0.95
+        goals[p] = {"value": x, "met": ok}
+        md.append(f"| {p} | {fmt(h)} | {fmt(s)} | {fmt(x)} | {verdict(ok)} |")
+    res["goals"] = goals
+    sp = res["configs"].get("ssdprio", {})
+    for p in pats:
+        sa = (sp.get(p, {}).get("status_after") or [None])[0]
+        sf = (sp.get(p, {}).get("status_full") or [None])[0]
+        if sa and sf:
+            md.append(f"\n- ssdprio {p}: after the fill free_sets {sf.get('free_sets')}/{sf.get('total_sets')}, "
+                      f"dirty_blocks {sf.get('dirty_blocks')}; after the sustained run bypassed "
+                      f"{sa.get('bypassed')}, write_hits {sa.get('write_hits')}, write_misses "
+                      f"{sa.get('write_misses')}, evict_state {sa.get('evict_state')}, "
+                      f"blocks_written_back {sa.get('blocks_written_back')}.")
+    md.append("\n- seq: 1 MiB writes, libaio queue depth 4; rand: 4 KiB writes, psync. Medians of the "
+              "repetitions' mean MB/s; the plot shows each second of the first repetition.")
+    return res, md
+
+
+# ---- scenario: evict ---------------------------------------------------------
+def read_clat(path):
+    """fio clat log (per I/O, log_unix_epoch): [(unix_s, ms), ...]."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            p = line.split(",")
+            if len(p) >= 2:
+                out.append((int(p[0]) / 1000.0, int(p[1]) / 1e6))
+    return out
+
+
+def p99(xs):
+    if not xs:
+        return None
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(0.99 * len(xs)))]
+
+
+def read_status_log(path, config):
+    """Per-sample dict: t, dirty (blocks), written_back (ssdprio)."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            p = line.split()
+            if len(p) < 5:
+                continue
+            t = float(p[0])
+            f_ = p[1:]  # start len target ...
+            d = {"t": t}
+            if config == "dmcache" and len(f_) > 13:
+                # <md bs> <used/total md> <bs> <used/total> <rh> <rm> <wh> <wm> <demote> <promote> <dirty>
+                d["dirty"] = int(f_[13]) * 8  # 32 KiB blocks -> 4 KiB units
+                d["used"] = int(f_[6].split("/")[0]) * 8
+                d["promotions"] = int(f_[12])
+                d["demotions"] = int(f_[11])
+            else:
+                kv = dict(zip(f_[3::2], f_[4::2]))
+                for k, name in (("dirty_blocks", "dirty"), ("blocks_written_back", "written_back"),
+                                ("valid_blocks", "used"), ("bypassed", "bypassed")):
+                    if k in kv:
+                        d[name] = int(kv[k])
+            out.append(d)
+    return out
+
+
+def evict(rows, raw):
+    runs = [r for r in rows if "clat_log" in r]
+    res = {"configs": {}, "skipped": skipped(rows)}
+    md = ["| config | IOPS | mean latency ms | p99 latency ms (whole run) | median of per-second p99 ms | "
+          "worst per-second p99 ms | blocks written back (4 KiB) |", "|---|---|---|---|---|---|---|"]
+    for r in runs:
+        c = r["config"]
+        try:
+            lat = read_clat(os.path.join(raw, r["clat_log"]))
+            st = read_status_log(os.path.join(raw, r["status_log"]), c)
+        except OSError as e:
+            res["configs"][c] = {"error": str(e)}
+            continue
+        if not lat:
+            continue
+        t0 = lat[0][0]
+        buckets = {}
+        for t, v in lat:
+            buckets.setdefault(int(t - t0), []).append(v)
+        per_s = [[s, p99(v), len(v)] for s, v in sorted(buckets.items())]
+        stat = [{**{k: v for k, v in d.items() if k != "t"}, "s": round(d["t"] - t0, 2)} for d in st]
+        wb = None
+        if stat and "written_back" in stat[-1]:
+            wb = stat[-1]["written_back"]
+        d = {"iops": r["iops"], "lat_mean_ms": r["lat_mean_ms"], "lat_p99_ms": r["lat_p99_ms"],
+             "p99_per_second": per_s, "status": stat,
+             "median_per_second_p99_ms": med([x[1] for x in per_s if x[2] >= 10]),
+             "worst_per_second_p99_ms": max([x[1] for x in per_s if x[2] >= 10], default=None),
+             "written_back_blocks": wb,
+             "workload": {"runtime_s": r["runtime_s"], "burst_ios": r["burst_ios"], "think_s": r["think_s"]}}
+        res["configs"][c] = d
+        md.append(f"| {c} | {fmt(r['iops'], 1)} | {fmt(r['lat_mean_ms'])} | {fmt(r['lat_p99_ms'])} | "
+                  f"{fmt(d['median_per_second_p99_ms'])} | {fmt(d['worst_per_second_p99_ms'])} | {fmt(wb)} |")
+    if runs:
+        r = runs[0]
+        md.append(f"\n- Workload: 4 KiB random, 50% reads, queue depth 1, over 3x the cache; bursts of "
+                  f"{r['burst_ios']} I/Os separated by {r['think_s']} s of quiet, {r['runtime_s']} s. "
+                  "One run per system (a time series); per-second p99 over seconds with >= 10 I/Os.")
+    return res, md
+
+
+# ---- scenario: memory --------------------------------------------------------
+# Published RAM per cached 4 KiB block (issue 6).
+PUBLISHED = {"EnhanceIO (set-associative)": 4, "dm-cache smq": 25, "flashcache": 24}
+
+
+def memory(rows):
+    runs = [r for r in rows if "kmem_filled_kib" in r]
+    res = {"configs": {}, "skipped": skipped(rows), "published_bytes_per_4k_block": PUBLISHED}
+    sizes = sorted({r["cache_mb"] for r in runs})
+
+    def slope(c):
+        rs = sorted([r for r in runs if r["config"] == c], key=lambda r: r["cache_mb"])
+        if len(rs) < 2 or rs[-1]["cache_blocks_4k"] == rs[0]["cache_blocks_4k"]:
+            return None
+        return ((rs[-1]["kmem_filled_kib"] - rs[0]["kmem_filled_kib"]) * 1024 /
+                (rs[-1]["cache_blocks_4k"] - rs[0]["cache_blocks_4k"]))
+
+    raw_slope = slope("raw")
+    md = ["| system | bytes per 4 KiB cache block (own report, largest cache) | kernel memory growth, "
+          "create + fill, KiB per cache size | slope: bytes per 4 KiB cache block (coarse, minus plain null_blk) |",
+          "|---|---|---|---|"]
+    for c in dict.fromkeys(r["config"] for r in runs):
+        rs = sorted([r for r in runs if r["config"] == c], key=lambda r: r["cache_mb"])
+        sl = slope(c)
+        d = {"runs": rs, "slope_bytes_per_block": (sl - raw_slope) if (sl is not None and raw_slope is not None)
+             else sl}
+        own = "-"
+        st = rs[-1].get("status")
+        if st and st.get("metadata_bytes") is not None:
+            cap = st["total_sets"] * st["set_blocks"] * st["block_sectors"] * 512 // 4096
+            d.update({"metadata_bytes": st["metadata_bytes"], "valid_blocks": st["valid_blocks"],
+                      "capacity_blocks_4k": cap,
+                      "bytes_per_block": st["metadata_bytes"] / cap if cap else None,
+                      "bytes_per_valid_block": (st["metadata_bytes"] / st["valid_blocks"]
+                                                if st["valid_blocks"] else None),
+                      "set_blocks": st["set_blocks"]})
+            d["goal_met"] = d["bytes_per_block"] is not None and d["bytes_per_block"] <= 1.0
+            own = (f"{fmt(d['bytes_per_block'], 3)} ({st['metadata_bytes']} B for {cap} blocks in "
+                   f"{st['total_sets']} sets of {st['set_blocks']}; goal <= 1: {verdict(d['goal_met'])})")
+        res["configs"][c] = d
+        growth = ", ".join(f"{r['cache_mb']} MiB: +{r['kmem_filled_kib']}" for r in rs)
+        md.append(f"| {c} | {own} | {growth} | {'(reference)' if c == 'raw' else fmt(d['slope_bytes_per_block'], 1)} |")
+    for k, v in PUBLISHED.items():
+        md.append(f"| {k} (published) | {v} | | |")
+    if runs:
+        md.append(f"\n- Cache sizes {' and '.join(str(x) for x in sizes)} MiB. Kernel memory = Slab + VmallocUsed + "
+                  "Percpu of /proc/meminfo, after creating the cache and writing its size sequentially and then "
+                  "4 KiB randomly; it includes fixed costs (bio sets, mempools, workqueues: hundreds of KiB for "
+                  "ssdprio) and each system's metadata buffers (dm-cache's dm-bufio, bcache's btree nodes), and "
+                  "noise of tens of KiB: only the slope between the two sizes estimates a per-block cost, within "
+                  "a few bytes. ssdprio's own figure is exact (status `metadata_bytes`).")
+    return res, md
+
+
+HANDLERS = {"cache": cache, "contention": contention, "timeline": timeline, "sweep": sweep,
+            "cachefull": cachefull, "evict": evict, "memory": memory}
+NEEDS_RAW = {"evict"}
 TITLES = {
     "cache": "Cache (dm-ssd paper table 3): time per workload, median; ratio to raw SSD / raw HDD",
     "contention": "Contention (deadline paper fig. 10/11): normal job alone vs with an `ionice -c3` sequential reader, medians",
     "timeline": "Timeline (deadline paper fig. 15): normal and idle sequential readers, per second",
+    "sweep": "Knob sweep (deadline paper fig. 16): idle throughput during normal load vs idle_dispatch_interval",
+    "cachefull": "Cache full (dm-ssd paper fig. 8): sustained writes once the cache is full of dirty data, vs raw HDD",
+    "evict": "Eviction under load: normal job's p99 latency over time, ssdprio vs dm-cache",
+    "memory": "Memory: RAM for cache metadata per cached 4 KiB block",
 }
-PLOTS = {"cache": "cache.png", "contention": "contention.png", "timeline": "timeline.png"}
+PLOTS = {"cache": "cache.png", "contention": "contention.png", "timeline": "timeline.png",
+         "sweep": "sweep.png", "cachefull": "cachefull.png", "evict": "evict.png"}
 
 
 def main():
@@ -157,7 +560,11 @@ def main():
     mp = os.path.join(raw, "meta.json")
     if os.path.exists(mp):
         with open(mp) as f:
-            meta = json.load(f)
+            meta.update(json.load(f))
+    host = host_info(raw)
+    if host:
+        meta["host"] = host
+        meta["module"] = host.get("module_rev", "?")
     for scen in wanted:
         rows = load(raw, scen)
         if rows is None:
@@ -168,7 +575,7 @@ def main():
         failed = any(r.get("failed") for r in rows)
         h = HANDLERS.get(scen)
         if h:
-            res, md = h(rows)
+            res, md = h(rows, raw) if scen in NEEDS_RAW else h(rows)
         else:
             res, md = {"skipped": skipped(rows)}, []
         res.update({"scenario": scen, "meta": meta, "failed": failed, "note": TCG_NOTE})
@@ -178,14 +585,48 @@ def main():
             f.write("\n".join(md) + "\n")
         if md:
             print(f"\n## {scen}\n" + "\n".join(md))
-    write_readme(out, meta)
+    write_readme(out)
 
 
-def write_readme(out, meta):
+def host_info(raw):
+    """bench/run's host.json plus the load samples of hostload.log."""
+    h = {}
+    p = os.path.join(raw, "host.json")
+    if os.path.exists(p):
+        with open(p) as f:
+            h.update(json.load(f))
+    p = os.path.join(raw, "hostload.log")
+    samples = []
+    if os.path.exists(p):
+        with open(p) as f:
+            for line in f:
+                x = line.split()
+                if len(x) == 3:
+                    samples.append((int(x[0]), float(x[1]), int(x[2])))
+    if samples:
+        loads = [s[1] for s in samples]
+        qs = [s[2] for s in samples]
+        h.update({"samples": len(samples), "wall_s": samples[-1][0] - samples[0][0],
+                  "load_min": min(loads), "load_max": max(loads), "load_median": med(loads),
+                  "other_qemu_min": min(qs), "other_qemu_max": max(qs), "other_qemu_median": med(qs)})
+    return h
+
+
+def host_line(h):
+    if not h:
+        return None
+    return (f"Host during the run: {h.get('cpus', '?')} CPUs; other QEMU guests running: "
+            f"{h.get('other_qemu_min', '?')}..{h.get('other_qemu_max', '?')} (median "
+            f"{h.get('other_qemu_median', '?')}); 1-min load average {h.get('load_min', '?')}.."
+            f"{h.get('load_max', '?')} (median {h.get('load_median', '?')}); "
+            f"{h.get('samples', 0)} samples, {h.get('wall_s', '?')} s wall.")
+
+
+def write_readme(out):
     lines = ["# dm-ssdprio bench: latest results", "",
              "Written by `bench/run` (see docs/bench.md). Each scenario's section comes from its last run.", "",
              f"> {TCG_NOTE}", ""]
-    for scen in ["cache", "contention", "timeline", "sweep", "cachefull", "evict", "memory"]:
+    for scen in ORDER:
         jp = os.path.join(out, scen + ".json")
         if not os.path.exists(jp):
             continue
@@ -196,9 +637,13 @@ def write_readme(out, meta):
         lines.append("")
         lines.append(TITLES.get(scen, scen))
         lines.append("")
-        lines.append(f"Kernel {m.get('kernel', '?')}, {m.get('date', '?')}, "
+        lines.append(f"Kernel {m.get('kernel', '?')}, module {m.get('module', '?')}, {m.get('date', '?')}, "
                      f"{'QUICK smoke run, ' if m.get('quick') else ''}{m.get('reps', '?')} repetition(s) "
-                     f"(medians), guest {m.get('cpus', '?')} CPUs / {m.get('mem_mb', '?')} MiB under QEMU TCG, {m.get('fio', '')}.")
+                     f"(medians), guest {m.get('cpus', '?')} CPUs / {m.get('mem_mb', '?')} MiB under QEMU TCG, "
+                     f"{m.get('fio', '')}.")
+        hl = host_line(m.get("host"))
+        if hl:
+            lines += ["", hl]
         model = m.get("model", {})
         if model:
             lines.append("")

@@ -20,8 +20,8 @@ PACKAGES=(
 	qemu-system-x86 busybox-static cpio
 	# Tools the guest tests use (from the host's root).
 	dmsetup lvm2 fio blktrace e2fsprogs xfsprogs udev procps python3
-	# Bench plots.
-	python3-matplotlib
+	# Bench: plots, JSON in the guest, the bcache peer.
+	python3-matplotlib jq bcache-tools
 )
 
 checkpatch=0

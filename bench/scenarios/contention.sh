@@ -1,51 +1,64 @@
 # shellcheck shell=bash
-# Scenario 1 (the deadline-with-low-priority paper, fig. 10/11): a normal
-# direct-I/O job (seqread, seqwrite, randread, randwrite) alone, then with a
-# concurrent `ionice -c3` sequential reader on another region of the disk.
-# Configs: bare HDD with mq-deadline and with bfq (loop, queue depth 1, over
-# the HDD model), ssdprio scheduler-only (cache off) and full over the HDD
-# model, and the same on the SSD (null_blk with mq-deadline; ssdprio whose
-# origin is an SSD).
+# Scenario 1 (the deadline-with-low-priority paper, fig. 10/11; issue 4's
+# figure): a normal direct-I/O job (seqread, seqwrite 128 KiB; randread,
+# randwrite 4 KiB; psync, queue depth 1) alone, then with a concurrent
+# `ionice -c3` 128 KiB sequential reader on another region of the disk.
+#
+# Configs (HDD = the hddsim model, 512 MiB: normal region = first 256 MiB,
+# idle region = second 256 MiB):
+#   hdd_deadline       bare HDD, mq-deadline (loop, queue depth 1, over hddsim)
+#   hdd_bfq            bare HDD, bfq (same loop)
+#   hdd_ssdprio_sched  ssdprio `cache off` (scheduler only) over the HDD
+#   hdd_ssdprio        ssdprio in full (64 MiB SSD cache): the normal job works
+#                      on a 32 MiB region written once before measuring, so all
+#                      of it is valid (dirty) in the SSD cache; the idle reader's
+#                      region is never cached (idle_alloc off)
+#   ssd_deadline       bare SSD (null_blk) with mq-deadline
+#   ssd_ssdprio_sched  ssdprio `cache off` over the SSD as origin
+# The idle reader starts 1 s before the normal job, in the same fio run (job
+# option prioclass=3, i.e. its process is `ionice -c3`). In repetition 1 it goes on
+# for batch_mode_delay + 3 s after the normal job ends (to show it resuming at
+# full speed); otherwise for 1 s. Its throughput while the normal job runs is
+# taken from its bandwidth log over the normal job's time window.
 # status: ready
 # minutes: 20
 # mem_mb: 700
 
 if ((Q)); then
-	RUNTIME=3 SSD_RUNTIME=3 PATTERNS="seqread randwrite"
-	CONFIGS=${CONTENTION_CONFIGS:-hdd_deadline hdd_bfq hdd_ssdprio_sched hdd_ssdprio ssd_deadline ssd_ssdprio}
+	RUNTIME=2 SSD_RUNTIME=2 PATTERNS=${CONTENTION_PATTERNS:-seqread}
+	CONFIGS=${CONTENTION_CONFIGS:-hdd_bfq hdd_ssdprio_sched hdd_ssdprio ssd_ssdprio_sched}
 else
-	RUNTIME=8 SSD_RUNTIME=5 PATTERNS="seqread seqwrite randread randwrite"
-	CONFIGS=${CONTENTION_CONFIGS:-hdd_deadline hdd_bfq hdd_ssdprio_sched hdd_ssdprio ssd_deadline ssd_ssdprio}
+	RUNTIME=5 SSD_RUNTIME=3 PATTERNS=${CONTENTION_PATTERNS:-seqread seqwrite randread randwrite}
+	CONFIGS=${CONTENTION_CONFIGS:-hdd_deadline hdd_bfq hdd_ssdprio_sched hdd_ssdprio ssd_deadline ssd_ssdprio_sched}
 fi
-HDD_MB=512  # two 256 MiB regions: normal job in the first, idle reader in the second
+HDD_MB=512 # two 256 MiB regions: normal job in the first, idle reader in the second
 REGION=256M
 CACHE_MB=64
+WARM_REGION=32M # hdd_ssdprio: the normal job's region, all in the cache
+BMD_S=5         # ssdprio's default batch_mode_delay
 
 setup() { # CONFIG: echoes the device
 	local hdd ssd
 	case $1 in
-	hdd_deadline)
+	hdd_deadline | hdd_bfq)
 		hdd=$(hddsim_dev hdd "$HDD_MB")
-		sched_dev "$hdd" mq-deadline ;;
-	hdd_bfq)
-		hdd=$(hddsim_dev hdd "$HDD_MB")
-		sched_dev "$hdd" bfq ;;
+		sched_dev "$hdd" "$([[ $1 == hdd_bfq ]] && echo bfq || echo mq-deadline)" ;;
 	hdd_ssdprio_sched)
 		hdd=$(hddsim_dev hdd "$HDD_MB")
 		ssd=$(ssd_dev ssd "$CACHE_MB")
-		dm_try_create ssdprio "0 $(sectors "$hdd") ssdprio $hdd $ssd 2 cache off" ;;
+		ssdprio_dev ssdprio "$hdd" "$ssd" cache off ;;
 	hdd_ssdprio)
 		hdd=$(hddsim_dev hdd "$HDD_MB")
 		ssd=$(ssd_dev ssd "$CACHE_MB")
-		dm_try_create ssdprio "0 $(sectors "$hdd") ssdprio $hdd $ssd" ;;
+		ssdprio_dev ssdprio "$hdd" "$ssd" ;;
 	ssd_deadline)
 		ssd=$(ssd_dev rawssd "$HDD_MB")
 		echo mq-deadline >/sys/block/rawssd/queue/scheduler
 		echo "$ssd" ;;
-	ssd_ssdprio)
+	ssd_ssdprio_sched)
 		hdd=$(ssd_dev ssdorig "$HDD_MB")
-		ssd=$(ssd_dev ssd "$CACHE_MB")
-		dm_try_create ssdprio "0 $(sectors "$hdd") ssdprio $hdd $ssd" ;;
+		ssd=$(ssd_dev ssd 16)
+		ssdprio_dev ssdprio "$hdd" "$ssd" cache off ;;
 	*) return 1 ;;
 	esac
 }
@@ -67,31 +80,47 @@ for config in $CONFIGS; do
 	fi
 	rt=$RUNTIME
 	[[ $config == ssd_* ]] && rt=$SSD_RUNTIME
-	base=(--filename="$dev" --direct=1 --ioengine=psync --iodepth=1 --time_based)
+	nregion=$REGION
+	cached='""'
+	if [[ $config == hdd_ssdprio ]]; then
+		nregion=$WARM_REGION
+		bfio /tmp/warm.json --filename="$dev" --direct=1 --ioengine=libaio --iodepth=4 \
+			--rw=write --bs=1M --size="$nregion" --name=warm
+		cached="\"normal region ($nregion) written once before measuring: all valid+dirty in the 64 MiB SSD cache; idle region uncached\""
+	fi
+	base=(--filename="$dev" --direct=1 --ioengine=psync --iodepth=1 --time_based
+		--log_avg_msec=500 --log_unix_epoch=1)
 	for rep in $(seq "$REPS"); do
 		for p in $PATTERNS; do
 			# shellcheck disable=SC2046
-			bfio /tmp/alone.json "${base[@]}" --runtime="$rt" --offset=0 --size="$REGION" \
+			bfio /tmp/alone.json "${base[@]}" --runtime="$rt" --offset=0 --size="$nregion" \
 				--name=normal $(pattern_args "$p" $((rep * 10)))
 			read -r rmb wmb _ _ _ < <(fio_sum /tmp/alone.json)
 			alone=$(awk -v a="$rmb" -v b="$wmb" 'BEGIN { print a + b }')
 
-			# The idle reader starts first and runs 1 s past the normal job.
-			ionice -c3 fio --output-format=json --output=/tmp/idle.json "${base[@]}" \
-				--runtime=$((rt + 2)) --offset="$REGION" --size="$REGION" \
-				--name=idle --rw=read --bs=128k &
-			idle_pid=$!
-			sleep 1
+			tail_s=1
+			((rep == 1 && !Q)) && tail_s=$((BMD_S + 3))
+			rm -f /tmp/ct_*.log
+			# One fio, two jobs (same clock, no start-up skew): the idle
+			# reader (prioclass=3: the job's process is ionice -c3) from
+			# t=0, the normal job from t=1 s.
 			# shellcheck disable=SC2046
-			bfio /tmp/with.json "${base[@]}" --runtime="$rt" --offset=0 --size="$REGION" \
-				--name=normal $(pattern_args "$p" $((rep * 10)))
-			wait "$idle_pid" || fail "idle fio failed"
-			grep -Eq '"error" *: *[1-9]' /tmp/idle.json && fail "idle fio reported an error"
-			read -r rmb wmb _ _ _ < <(fio_sum /tmp/with.json)
+			bfio /tmp/with.json "${base[@]}" \
+				--name=idle --prioclass=3 --runtime=$((rt + 1 + tail_s)) --offset="$REGION" \
+				--size="$REGION" --rw=read --bs=128k --write_bw_log=/tmp/ct_idle \
+				--name=normal --startdelay=1 --runtime="$rt" --offset=0 --size="$nregion" \
+				$(pattern_args "$p" $((rep * 10))) --write_bw_log=/tmp/ct_normal
+			read -r rmb wmb _ _ _ < <(fio_sum /tmp/with.json normal)
 			with=$(awk -v a="$rmb" -v b="$wmb" 'BEGIN { print a + b }')
-			read -r idle _ _ _ _ < <(fio_sum /tmp/idle.json)
-			record "$config" "$p" "$rep" alone_mbps="$alone" with_mbps="$with" idle_mbps="$idle"
-			log "contention $config $p rep $rep: alone $alone MB/s, with idle $with MB/s, idle $idle MB/s"
+			read -r idle_total _ _ _ _ < <(fio_sum /tmp/with.json idle)
+			extra=()
+			[[ $config == *ssdprio* ]] && extra+=(status="$(status_json ssdprio)")
+			record "$config" "$p" "$rep" alone_mbps="$alone" with_mbps="$with" \
+				idle_total_mbps="$idle_total" runtime_s="$rt" tail_s="$tail_s" \
+				batch_mode_delay_s="$BMD_S" normal_region="\"$nregion\"" cached="$cached" \
+				normal_series="$(bwlog_json /tmp/ct_normal_bw.2.log)" \
+				idle_series="$(bwlog_json /tmp/ct_idle_bw.1.log)" "${extra[@]}"
+			log "contention $config $p rep $rep: alone $alone MB/s, with idle $with MB/s (idle job overall $idle_total MB/s)"
 		done
 	done
 	teardown
