@@ -13,6 +13,9 @@
 #                      on a 32 MiB region written once before measuring, so all
 #                      of it is valid (dirty) in the SSD cache; the idle reader's
 #                      region is never cached (idle_alloc off)
+#   hdd_ssdprio_cpuctrl  (not in the default list) as hdd_ssdprio, but the
+#                      second reader works on another HDD model outside ssdprio:
+#                      the normal job's loss is then the emulator's CPU alone
 #   ssd_deadline       bare SSD (null_blk) with mq-deadline
 #   ssd_ssdprio_sched  ssdprio `cache off` over the SSD as origin
 # Each measurement is one fio run: the normal job alone, then the idle reader
@@ -48,7 +51,7 @@ setup() { # CONFIG: echoes the device
 		hdd=$(hddsim_dev hdd "$HDD_MB")
 		ssd=$(ssd_dev ssd "$CACHE_MB")
 		ssdprio_dev ssdprio "$hdd" "$ssd" cache off ;;
-	hdd_ssdprio)
+	hdd_ssdprio | hdd_ssdprio_cpuctrl)
 		hdd=$(hddsim_dev hdd "$HDD_MB")
 		ssd=$(ssd_dev ssd "$CACHE_MB")
 		ssdprio_dev ssdprio "$hdd" "$ssd" ;;
@@ -83,11 +86,19 @@ for config in $CONFIGS; do
 	[[ $config == ssd_* ]] && rt=$SSD_RUNTIME
 	nregion=$REGION
 	cached='""'
-	if [[ $config == hdd_ssdprio ]]; then
+	idle_dev=$dev
+	if [[ $config == hdd_ssdprio_cpuctrl ]]; then
+		# Control: the second reader works on another HDD model, outside
+		# ssdprio: what the normal job loses then is the emulator's CPU.
+		idle_dev=$(hddsim_dev hdd2 "$HDD_MB")
+	fi
+	if [[ $config == hdd_ssdprio* && $config != hdd_ssdprio_sched ]]; then
 		nregion=$WARM_REGION
 		bfio /tmp/warm.json --filename="$dev" --direct=1 --ioengine=libaio --iodepth=4 \
 			--rw=write --bs=1M --size="$nregion" --name=warm
 		cached="\"normal region ($nregion) written once before measuring: all valid+dirty in the 64 MiB SSD cache; idle region uncached\""
+		[[ $config == hdd_ssdprio_cpuctrl ]] &&
+			cached="\"as hdd_ssdprio, but the second reader reads another HDD model outside ssdprio (control: the emulator's CPU contention alone)\""
 	fi
 	base=(--filename="$dev" --direct=1 --ioengine=psync --iodepth=1 --time_based
 		--log_avg_msec=500 --log_unix_epoch=1)
@@ -105,7 +116,7 @@ for config in $CONFIGS; do
 			bfio /tmp/ct.json "${base[@]}" \
 				--name=alone --runtime="$rt" --offset=0 --size="$nregion" \
 				$(pattern_args "$p" $((rep * 10))) \
-				--name=idle --stonewall --prioclass=3 --runtime=$((rt + 2 + tail_s)) \
+				--name=idle --stonewall --prioclass=3 --filename="$idle_dev" --runtime=$((rt + 2 + tail_s)) \
 				--offset="$REGION" --size="$REGION" --rw=read --bs=128k --write_bw_log=/tmp/ct_idle \
 				--name=normal --startdelay=$((rt + 2)) --runtime="$rt" --offset=0 --size="$nregion" \
 				$(pattern_args "$p" $((rep * 10))) --write_bw_log=/tmp/ct_normal
