@@ -221,7 +221,7 @@ def contention(rows):
                 "idle_final_mbps": tails[0]["idle_final_mbps"] if tails else None,
                 "idle_resume_s": tails[0]["idle_resume_s"] if tails else None,
             }
-            if c.startswith("hdd_ssdprio") or c.startswith("ssd_ssdprio"):
+            if c in ("hdd_ssdprio_sched", "hdd_ssdprio", "ssd_ssdprio_sched"):
                 need = 0.99 if c.startswith("ssd") else 0.95
                 d["goal"] = need
                 d["goal_met"] = None if d["ratio"] is None else d["ratio"] >= need

@@ -13,10 +13,14 @@
 #                      on a 32 MiB region written once before measuring, so all
 #                      of it is valid (dirty) in the SSD cache; the idle reader's
 #                      region is never cached (idle_alloc off)
+#   hdd_ssdprio_cpuctrl  (not in the default list) as hdd_ssdprio, but the
+#                      second reader works on another HDD model outside ssdprio:
+#                      the normal job's loss is then the emulator's CPU alone
 #   ssd_deadline       bare SSD (null_blk) with mq-deadline
 #   ssd_ssdprio_sched  ssdprio `cache off` over the SSD as origin
-# The idle reader starts 1 s before the normal job, in the same fio run (job
-# option prioclass=3, i.e. its process is `ionice -c3`). In repetition 1 it goes on
+# Each measurement is one fio run: the normal job alone, then the idle reader
+# (job option prioclass=3, i.e. its process is `ionice -c3`) with the normal
+# job starting about 1 s after it. In repetition 1 it goes on
 # for batch_mode_delay + 3 s after the normal job ends (to show it resuming at
 # full speed); otherwise for 1 s. Its throughput while the normal job runs is
 # taken from its bandwidth log over the normal job's time window.
@@ -47,7 +51,7 @@ setup() { # CONFIG: echoes the device
 		hdd=$(hddsim_dev hdd "$HDD_MB")
 		ssd=$(ssd_dev ssd "$CACHE_MB")
 		ssdprio_dev ssdprio "$hdd" "$ssd" cache off ;;
-	hdd_ssdprio)
+	hdd_ssdprio | hdd_ssdprio_cpuctrl)
 		hdd=$(hddsim_dev hdd "$HDD_MB")
 		ssd=$(ssd_dev ssd "$CACHE_MB")
 		ssdprio_dev ssdprio "$hdd" "$ssd" ;;
@@ -82,44 +86,52 @@ for config in $CONFIGS; do
 	[[ $config == ssd_* ]] && rt=$SSD_RUNTIME
 	nregion=$REGION
 	cached='""'
-	if [[ $config == hdd_ssdprio ]]; then
+	idle_dev=$dev
+	if [[ $config == hdd_ssdprio_cpuctrl ]]; then
+		# Control: the second reader works on another HDD model, outside
+		# ssdprio: what the normal job loses then is the emulator's CPU.
+		idle_dev=$(hddsim_dev hdd2 "$HDD_MB")
+	fi
+	if [[ $config == hdd_ssdprio* && $config != hdd_ssdprio_sched ]]; then
 		nregion=$WARM_REGION
 		bfio /tmp/warm.json --filename="$dev" --direct=1 --ioengine=libaio --iodepth=4 \
 			--rw=write --bs=1M --size="$nregion" --name=warm
 		cached="\"normal region ($nregion) written once before measuring: all valid+dirty in the 64 MiB SSD cache; idle region uncached\""
+		[[ $config == hdd_ssdprio_cpuctrl ]] &&
+			cached="\"as hdd_ssdprio, but the second reader reads another HDD model outside ssdprio (control: the emulator's CPU contention alone)\""
 	fi
 	base=(--filename="$dev" --direct=1 --ioengine=psync --iodepth=1 --time_based
 		--log_avg_msec=500 --log_unix_epoch=1)
 	for rep in $(seq "$REPS"); do
 		for p in $PATTERNS; do
-			# shellcheck disable=SC2046
-			bfio /tmp/alone.json "${base[@]}" --runtime="$rt" --offset=0 --size="$nregion" \
-				--name=normal $(pattern_args "$p" $((rep * 10)))
-			read -r rmb wmb _ _ _ < <(fio_sum /tmp/alone.json)
-			alone=$(awk -v a="$rmb" -v b="$wmb" 'BEGIN { print a + b }')
-
 			tail_s=1
 			((rep == 1 && !Q)) && tail_s=$((BMD_S + 3))
 			rm -f /tmp/ct_*.log
-			# One fio, two jobs (same clock, no start-up skew): the idle
-			# reader (prioclass=3: the job's process is ionice -c3) from
-			# t=0, the normal job from t=1 s.
+			# One fio run: the normal job alone; then (stonewall) the idle
+			# reader (prioclass=3: its process is ionice -c3) and the same
+			# normal job again, started rt + 2 s after fio's start
+			# (startdelay counts from there), i.e. about 1 s after the idle
+			# reader. Same clock for both logs, no fio start-up between.
 			# shellcheck disable=SC2046
-			bfio /tmp/with.json "${base[@]}" \
-				--name=idle --prioclass=3 --runtime=$((rt + 1 + tail_s)) --offset="$REGION" \
-				--size="$REGION" --rw=read --bs=128k --write_bw_log=/tmp/ct_idle \
-				--name=normal --startdelay=1 --runtime="$rt" --offset=0 --size="$nregion" \
+			bfio /tmp/ct.json "${base[@]}" \
+				--name=alone --runtime="$rt" --offset=0 --size="$nregion" \
+				$(pattern_args "$p" $((rep * 10))) \
+				--name=idle --stonewall --prioclass=3 --filename="$idle_dev" --runtime=$((rt + 2 + tail_s)) \
+				--offset="$REGION" --size="$REGION" --rw=read --bs=128k --write_bw_log=/tmp/ct_idle \
+				--name=normal --startdelay=$((rt + 2)) --runtime="$rt" --offset=0 --size="$nregion" \
 				$(pattern_args "$p" $((rep * 10))) --write_bw_log=/tmp/ct_normal
-			read -r rmb wmb _ _ _ < <(fio_sum /tmp/with.json normal)
+			read -r rmb wmb _ _ _ < <(fio_sum /tmp/ct.json alone)
+			alone=$(awk -v a="$rmb" -v b="$wmb" 'BEGIN { print a + b }')
+			read -r rmb wmb _ _ _ < <(fio_sum /tmp/ct.json normal)
 			with=$(awk -v a="$rmb" -v b="$wmb" 'BEGIN { print a + b }')
-			read -r idle_total _ _ _ _ < <(fio_sum /tmp/with.json idle)
+			read -r idle_total _ _ _ _ < <(fio_sum /tmp/ct.json idle)
 			extra=()
 			[[ $config == *ssdprio* ]] && extra+=(status="$(status_json ssdprio)")
 			record "$config" "$p" "$rep" alone_mbps="$alone" with_mbps="$with" \
 				idle_total_mbps="$idle_total" runtime_s="$rt" tail_s="$tail_s" \
 				batch_mode_delay_s="$BMD_S" normal_region="\"$nregion\"" cached="$cached" \
-				normal_series="$(bwlog_json /tmp/ct_normal_bw.2.log)" \
-				idle_series="$(bwlog_json /tmp/ct_idle_bw.1.log)" "${extra[@]}"
+				normal_series="$(bwlog_json /tmp/ct_normal_bw.3.log)" \
+				idle_series="$(bwlog_json /tmp/ct_idle_bw.2.log)" "${extra[@]}"
 			log "contention $config $p rep $rep: alone $alone MB/s, with idle $with MB/s (idle job overall $idle_total MB/s)"
 		done
 	done
