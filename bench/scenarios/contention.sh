@@ -50,11 +50,11 @@ setup() { # CONFIG: echoes the device
 	hdd_ssdprio_sched)
 		hdd=$(hddsim_dev hdd "$HDD_MB")
 		ssd=$(ssd_dev ssd "$CACHE_MB")
-		ssdprio_dev ssdprio "$hdd" "$ssd" cache off ;;
+		ssdprio_dev ssdprio "$hdd" "$ssd" cache off $CONTENTION_SSDPRIO_ARGS ;;
 	hdd_ssdprio | hdd_ssdprio_cpuctrl)
 		hdd=$(hddsim_dev hdd "$HDD_MB")
 		ssd=$(ssd_dev ssd "$CACHE_MB")
-		ssdprio_dev ssdprio "$hdd" "$ssd" ;;
+		ssdprio_dev ssdprio "$hdd" "$ssd" $CONTENTION_SSDPRIO_ARGS ;;
 	ssd_deadline)
 		ssd=$(ssd_dev rawssd "$HDD_MB")
 		echo mq-deadline >/sys/block/rawssd/queue/scheduler
