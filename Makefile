@@ -15,7 +15,7 @@
 #   make install    modules_install + depmod, the tool and its udev rule
 
 # The engine units, one concern each.
-SSDP_ENGINE_SRCS := drivers/config.c drivers/cache_map.c drivers/evict_sm.c \
+SSDP_ENGINE_SRCS := drivers/config.c drivers/cache_map.c drivers/evict_sm.c drivers/seq_detect.c \
 	drivers/sched_policy.c drivers/classify.c drivers/sched.c drivers/cache.c \
 	drivers/evict.c drivers/promote.c drivers/io.c \
 	drivers/meta_codec.c drivers/meta.c

@@ -35,6 +35,7 @@ static const char * const ssdp_stat_names[SSDP_ST_NR] = {
 	[SSDP_ST_DEFERRED] = "deferred",
 	[SSDP_ST_PROMOTIONS] = "promotions",
 	[SSDP_ST_PROMOTIONS_SKIPPED] = "promotions_skipped",
+	[SSDP_ST_SEQ_SKIPPED] = "seq_skipped",
 	[SSDP_ST_BLOCKS_WRITTEN_BACK] = "blocks_written_back",
 };
 
@@ -395,6 +396,15 @@ static void ssdp_io_hints(struct dm_target *ti, struct queue_limits *limits)
 	/* Writes of whole blocks stay in the cache; tell file systems. */
 	if (sp->caching && limits->io_min < block_bytes)
 		blk_limits_io_min(limits, block_bytes);
+	/*
+	 * dm splits our bios at max_sectors too (max_io_len is set): a limit
+	 * that is not a whole number of blocks (255 sectors, the kernel's
+	 * safe default) would cut every large bio off a block boundary, and
+	 * each cut costs a partial-block bio of its own.
+	 */
+	if (sp->caching && limits->max_sectors > sp->cfg.block_sectors)
+		limits->max_sectors = rounddown(limits->max_sectors,
+						sp->cfg.block_sectors);
 }
 
 static struct target_type ssdp_target = {

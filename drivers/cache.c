@@ -68,6 +68,7 @@ int ssdp_cache_ctr(struct ssdprio *sp, char **error)
 	spin_lock_init(&sp->cache_lock);
 	bio_list_init(&sp->deferred);
 	INIT_LIST_HEAD(&sp->promotions);
+	ssdp_seq_init(&sp->seq);
 	init_waitqueue_head(&sp->bg_wait);
 	INIT_WORK(&sp->evict_work, ssdp_evict_work_fn);
 	INIT_DELAYED_WORK(&sp->evict_timer, ssdp_evict_timer_fn);
@@ -247,7 +248,9 @@ static enum ssdp_dest ssdp_route_read(struct ssdprio *sp, struct bio *bio,
 				      struct ssdp_bio *pb, bool may_split)
 {
 	u32 cset = ssdp_cmap_lookup(&sp->cmap, pb->oset);
+	u32 cutoff = READ_ONCE(sp->cfg.seq_cutoff_kib);
 	bool valid = false;
+	u64 stream;
 
 	if (cset != SSDP_NONE) {
 		u32 run = ssdp_valid_run(sp, cset, pb->first, pb->nr, &valid);
@@ -261,13 +264,16 @@ static enum ssdp_dest ssdp_route_read(struct ssdprio *sp, struct bio *bio,
 			pb->nr = run;
 		}
 		ssdp_cmap_touch(&sp->cmap, cset);
-		if (valid) {
-			ssdp_hold(sp, cset, false);
-			pb->cset = cset;
-			pb->kind = SSDP_BK_SSD_READ;
-			ssdp_count(sp, SSDP_ST_READ_HITS);
-			return SSDP_TO_SSD;
-		}
+	}
+	/* After the split: the rest comes back as the stream's next bio. */
+	stream = ssdp_seq_note(&sp->seq, bio->bi_iter.bi_sector,
+			       bio_sectors(bio));
+	if (valid) {
+		ssdp_hold(sp, cset, false);
+		pb->cset = cset;
+		pb->kind = SSDP_BK_SSD_READ;
+		ssdp_count(sp, SSDP_ST_READ_HITS);
+		return SSDP_TO_SSD;
 	}
 
 	ssdp_count(sp, SSDP_ST_READ_MISSES);
@@ -275,6 +281,11 @@ static enum ssdp_dest ssdp_route_read(struct ssdprio *sp, struct bio *bio,
 	if (pb->partial || !READ_ONCE(sp->cfg.read_alloc) ||
 	    (pb->idle && !READ_ONCE(sp->cfg.idle_alloc)) || sp->suspended)
 		return SSDP_TO_ORIGIN;
+	/* A long scan is read at the HDD's pace; copying it only costs. */
+	if (cutoff && stream > (u64)cutoff << 1) {
+		ssdp_count(sp, SSDP_ST_SEQ_SKIPPED);
+		return SSDP_TO_ORIGIN;
+	}
 	if (cset == SSDP_NONE) {
 		cset = ssdp_alloc_set(sp, pb->oset);
 		if (cset == SSDP_NONE) {

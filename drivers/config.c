@@ -51,6 +51,9 @@ static const struct ssdp_key ssdp_keys[] = {
 	  0, HOUR_MS, 1000, NULL },
 	{ "evict_inflight", CFG_OFF(evict_inflight), SSDP_KEY_U32, BOTH,
 	  1, 64, 4, NULL },
+	/* KiB; bcache's sequential_cutoff default. 0 = promote every miss. */
+	{ "seq_cutoff", CFG_OFF(seq_cutoff_kib), SSDP_KEY_U32, BOTH,
+	  0, 1U << 30, 4096, NULL },
 	{ "throttle", CFG_OFF(throttle), SSDP_KEY_BOOL, BOTH,
 	  0, 1, 1, NULL },
 	{ "idle_dispatch_interval", CFG_OFF(idle_dispatch_interval_ms),

@@ -31,6 +31,7 @@ struct ssdp_config {
 	u32 free_floor;			/* sets; 0 = automatic */
 	u32 evict_wait_ms;		/* quiet time before writeback */
 	u32 evict_inflight;		/* sets under writeback at once */
+	u32 seq_cutoff_kib;		/* no promotion past this in a stream */
 
 	/* Scheduler. */
 	u32 throttle;			/* 0: idle bios are not held */

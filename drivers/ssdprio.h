@@ -30,6 +30,7 @@
 #include "cache_map.h"
 #include "evict_sm.h"
 #include "sched_policy.h"
+#include "seq_detect.h"
 #include "ssdprio_format.h"
 #include "meta_codec.h"
 
@@ -54,6 +55,7 @@ enum ssdp_stat {
 	SSDP_ST_DEFERRED,
 	SSDP_ST_PROMOTIONS,
 	SSDP_ST_PROMOTIONS_SKIPPED,
+	SSDP_ST_SEQ_SKIPPED,
 	SSDP_ST_BLOCKS_WRITTEN_BACK,
 	SSDP_ST_NR,
 };
@@ -168,7 +170,7 @@ struct ssdprio {
 
 	/*
 	 * cache_lock protects: cmap, evict, set_io, deferred, promo_gen,
-	 * origin_writes, origin_unflushed, ssd_unflushed, commit_bios.
+	 * origin_writes, origin_unflushed, ssd_unflushed, commit_bios, seq.
 	 * Taken with irqsave: end_io may run in hard irq.
 	 */
 	spinlock_t cache_lock;
@@ -176,6 +178,7 @@ struct ssdprio {
 	struct ssdp_evict_sm evict;
 	struct ssdp_set_io *set_io;
 	struct bio_list deferred;	/* writes waiting for an excl set */
+	struct ssdp_seq_detect seq;	/* recent read streams */
 	/*
 	 * promo_gen moves whenever a user write or discard to the origin
 	 * completes; origin_writes counts those in flight.  Together with

@@ -32,7 +32,7 @@ setup() {
 	ssdprio)
 		hdd=$(hddsim_dev hdd "$HDD_MB")
 		ssd=$(ssd_dev ssd "$CACHE_MB")
-		ssdprio_dev ssdprio "$hdd" "$ssd" ;;
+		ssdprio_dev ssdprio "$hdd" "$ssd" $CACHE_SSDPRIO_ARGS ;;
 	dmcache)
 		hdd=$(hddsim_dev hdd "$HDD_MB")
 		ssd=$(ssd_dev ssd "$CACHE_MB")

@@ -138,6 +138,7 @@ _make_nullb() {
 	{
 		echo "$size" >"$d/size" &&
 			echo 512 >"$d/blocksize" &&
+			echo "${NULLB_MAX_SECTORS:-2560}" >"$d/max_sectors" &&
 			echo 1 >"$d/memory_backed" &&
 			echo 2 >"$d/irqmode" &&
 			echo "$nsec" >"$d/completion_nsec" &&
@@ -161,6 +162,10 @@ _make_nullb() {
 	echo "/dev/$name"
 }
 
+# Requests up to 1280 KiB (NULLB_MAX_SECTORS, default 2560: a SATA disk's
+# max_sectors_kb) rather than null_blk's 255 sectors, which no real disk has
+# and which is not a whole number of 4 KiB blocks.
+#
 # NULLB_DISCARD=1 before make_hdd/make_ssd (e.g. `hdd=$(NULLB_DISCARD=1 make_hdd hdd 64)`)
 # makes a device that supports discard (null_blk's `discard`, 512-byte granularity;
 # memory-backed, so discarded sectors read back as zeroes). Default: no discard.
