@@ -13,7 +13,7 @@
 #                      on a 32 MiB region written once before measuring, so all
 #                      of it is valid (dirty) in the SSD cache; the idle reader's
 #                      region is never cached (idle_alloc off)
-#   hdd_ssdprio_cpuctrl  (not in the default list) as hdd_ssdprio, but the
+#   hdd_ssdprio_cpuctrl  (control, full runs only) as hdd_ssdprio, but the
 #                      second reader works on another HDD model outside ssdprio:
 #                      the normal job's loss is then the emulator's CPU alone
 #   ssd_deadline       bare SSD (null_blk) with mq-deadline
@@ -25,7 +25,7 @@
 # full speed); otherwise for 1 s. Its throughput while the normal job runs is
 # taken from its bandwidth log over the normal job's time window.
 # status: ready
-# minutes: 20
+# minutes: 24
 # mem_mb: 700
 
 if ((Q)); then
@@ -33,7 +33,7 @@ if ((Q)); then
 	CONFIGS=${CONTENTION_CONFIGS:-hdd_bfq hdd_ssdprio_sched hdd_ssdprio ssd_ssdprio_sched}
 else
 	RUNTIME=5 SSD_RUNTIME=3 PATTERNS=${CONTENTION_PATTERNS:-seqread seqwrite randread randwrite}
-	CONFIGS=${CONTENTION_CONFIGS:-hdd_deadline hdd_bfq hdd_ssdprio_sched hdd_ssdprio ssd_deadline ssd_ssdprio_sched}
+	CONFIGS=${CONTENTION_CONFIGS:-hdd_deadline hdd_bfq hdd_ssdprio_sched hdd_ssdprio hdd_ssdprio_cpuctrl ssd_deadline ssd_ssdprio_sched}
 fi
 HDD_MB=512 # two 256 MiB regions: normal job in the first, idle reader in the second
 REGION=256M
