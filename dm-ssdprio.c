@@ -105,6 +105,103 @@ static int ssdp_parse_features(struct ssdprio *sp, struct dm_arg_set *as,
 	return 0;
 }
 
+/*
+ * Devices in use by a caching ssdprio, each with the mapped device that
+ * uses it.  dm lets any number of tables open one device, but two caches
+ * over one SSD (or two caches in front of one origin) would overwrite each
+ * other's blocks and metadata.  A table reload builds the new table while
+ * the old one is live: a device held by the same mapped device is no
+ * conflict, so claims are counted.
+ *
+ * ssdp_claims_lock protects ssdp_claims; taken alone, in ctr and dtr only.
+ */
+struct ssdp_claim {
+	struct list_head list;
+	dev_t dev;
+	struct mapped_device *md;
+	unsigned int refs;
+};
+
+static LIST_HEAD(ssdp_claims);
+static DEFINE_MUTEX(ssdp_claims_lock);
+
+static struct ssdp_claim *ssdp_claim_find(dev_t dev)
+{
+	struct ssdp_claim *c;
+
+	list_for_each_entry(c, &ssdp_claims, list)
+		if (c->dev == dev)
+			return c;
+	return NULL;
+}
+
+static void ssdp_unclaim_one(dev_t dev)
+{
+	struct ssdp_claim *c = ssdp_claim_find(dev);
+
+	if (c && !--c->refs) {
+		list_del(&c->list);
+		kfree(c);
+	}
+}
+
+/* Claim the origin and the cache for this table's mapped device. */
+static int ssdp_claim(struct ssdprio *sp, char **error)
+{
+	struct mapped_device *md = dm_table_get_md(sp->ti->table);
+	dev_t devs[2] = { sp->origin->bdev->bd_dev, sp->cache->bdev->bd_dev };
+	struct ssdp_claim *c, *fresh[2] = { NULL, NULL };
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		fresh[i] = kzalloc(sizeof(*fresh[i]), GFP_KERNEL);
+		if (!fresh[i]) {
+			kfree(fresh[0]);
+			*error = "Cannot allocate context";
+			return -ENOMEM;
+		}
+	}
+	mutex_lock(&ssdp_claims_lock);
+	for (i = 0; i < 2; i++) {
+		c = ssdp_claim_find(devs[i]);
+		if (c && c->md != md) {
+			mutex_unlock(&ssdp_claims_lock);
+			kfree(fresh[0]);
+			kfree(fresh[1]);
+			*error = i ? "Cache device is in use by another ssdprio device" :
+				     "Origin device is in use by another ssdprio device";
+			return -EBUSY;
+		}
+	}
+	for (i = 0; i < 2; i++) {
+		c = ssdp_claim_find(devs[i]);
+		if (!c) {
+			c = fresh[i];
+			fresh[i] = NULL;
+			c->dev = devs[i];
+			c->md = md;
+			list_add(&c->list, &ssdp_claims);
+		}
+		c->refs++;
+	}
+	mutex_unlock(&ssdp_claims_lock);
+	kfree(fresh[0]);
+	kfree(fresh[1]);
+	sp->claimed = true;
+	return 0;
+}
+
+static void ssdp_unclaim(struct ssdprio *sp)
+{
+	if (!sp->claimed)
+		return;
+	mutex_lock(&ssdp_claims_lock);
+	ssdp_unclaim_one(sp->origin->bdev->bd_dev);
+	ssdp_unclaim_one(sp->cache->bdev->bd_dev);
+	mutex_unlock(&ssdp_claims_lock);
+	sp->claimed = false;
+}
+
 static int ssdp_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 {
 	struct dm_arg_set as = { .argc = argc, .argv = argv };
@@ -148,6 +245,11 @@ static int ssdp_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	r = ssdp_parse_features(sp, &as, &ti->error);
 	if (r)
 		goto bad;
+	if (sp->cfg.cache) {
+		r = ssdp_claim(sp, &ti->error);
+		if (r)
+			goto bad;
+	}
 	r = ssdp_cache_ctr(sp, &ti->error);
 	if (r)
 		goto bad;
@@ -177,6 +279,8 @@ bad_cache:
 	ssdp_cache_dtr(sp);
 bad:
 	ssdp_idle_cgroup_clear(sp);
+	if (sp->origin && sp->cache)
+		ssdp_unclaim(sp);
 	if (sp->cache)
 		dm_put_device(ti, sp->cache);
 	if (sp->origin)
@@ -193,6 +297,7 @@ static void ssdp_dtr(struct dm_target *ti)
 	ssdp_cache_dtr(sp);
 	ssdp_sched_exit_dev(sp);
 	ssdp_idle_cgroup_clear(sp);
+	ssdp_unclaim(sp);
 	dm_put_device(ti, sp->cache);
 	dm_put_device(ti, sp->origin);
 	kfree(sp);

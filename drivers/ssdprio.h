@@ -203,6 +203,7 @@ struct ssdprio {
 	atomic_t bg_jobs;		/* writeback + promotion in flight */
 	wait_queue_head_t bg_wait;
 	bool suspended;			/* cache_lock */
+	bool claimed;			/* origin and cache in ssdp_claims */
 	struct bio_set bs;		/* writethrough clones, internal bios */
 
 	/*

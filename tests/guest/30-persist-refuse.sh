@@ -90,4 +90,19 @@ refused sp "0 $len ssdprio $hdd $ssd" "another origin \(origin_id differs\)"
 dm_create sp "0 $len ssdprio $hdd $ssd 2 origin_id $id" >/dev/null
 assert_eq "$(status_get sp meta_state)" clean "origin_id matches"
 dm_remove sp
+
+# --- a cache or an origin serves one ssdprio device at a time --------------------------
+dd if=/dev/zero of="$ssd" bs=1M count=$META_MB oflag=direct status=none
+ssd2=$(make_ssd ssd2 24)
+dm_create sp "0 $len ssdprio $hdd $ssd 1 format" >/dev/null
+refused sp2 "0 $(sectors "$hdd2") ssdprio $hdd2 $ssd 1 format" "Cache device is in use by another ssdprio device"
+refused sp2 "0 $len ssdprio $hdd $ssd2 1 format" "Origin device is in use by another ssdprio device"
+# a reload of the same device builds its new table while the old one is live
+dmsetup reload sp --table "0 $len ssdprio $hdd $ssd 2 evict_wait 500" || fail "reload refused"
+dmsetup resume sp || fail "resume after reload"
+assert_eq "$(status_get sp meta_state)" clean "reloaded table loads the cache"
+dm_remove sp
+# released with the device: another may use them now
+dm_create sp2 "0 $len ssdprio $hdd $ssd2 1 format" >/dev/null
+dm_remove sp2
 log "ok"
