@@ -139,7 +139,12 @@ static void arm_timer_locked(struct ssdp_sched *s, u64 when)
 {
 	if (s->passthrough || s->dead)
 		return;
-	if (s->timer_at == when && hrtimer_is_queued(&s->timer))
+	/*
+	 * An earlier wake-up decides again and re-arms if it is too soon:
+	 * moving the timer on every normal completion (the grace period
+	 * follows each of them) would cost a clock reprogram per bio.
+	 */
+	if (hrtimer_is_queued(&s->timer) && s->timer_at <= when)
 		return;
 	s->timer_at = when;
 	hrtimer_start_range_ns(&s->timer, ns_to_ktime(when),
@@ -270,8 +275,21 @@ static void dispatch_work_fn(struct work_struct *work)
 static enum hrtimer_restart timer_fn(struct hrtimer *timer)
 {
 	struct ssdp_sched *s = container_of(timer, struct ssdp_sched, timer);
+	unsigned long flags;
+	bool busy;
 
-	kick(s);
+	/*
+	 * The grace timer is armed when normal I/O drains and is often
+	 * overtaken by the next normal bio: with one in flight nothing idle
+	 * may go, and its completion decides again.  Waking the worker for
+	 * nothing would cost the normal stream CPU on every long request.
+	 */
+	spin_lock_irqsave(&s->lock, flags);
+	busy = s->normal_inflight && !s->passthrough &&
+	       !s->st.k.idle_max_wait_ns;
+	spin_unlock_irqrestore(&s->lock, flags);
+	if (!busy)
+		kick(s);
 	return HRTIMER_NORESTART;
 }
 
