@@ -98,7 +98,7 @@ def timeline(res, out):
         ax.set_title(f"{c}" + (f" (idle_dispatch_interval {p['idle_dispatch_interval_ms']} ms, "
                                f"batch_mode_delay {p['batch_mode_delay_s']} s)" if "ssdprio" in c else ""),
                      fontsize=9)
-        ax.set_ylabel("MB/s (1 s)")
+        ax.set_ylabel("MB/s")
         ax.legend(fontsize=7)
     axes[-1, 0].set_xlabel("seconds")
     footer(fig, res, "one run per config")
