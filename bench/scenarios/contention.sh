@@ -13,6 +13,10 @@
 #                      on a 32 MiB region written once before measuring, so all
 #                      of it is valid (dirty) in the SSD cache; the idle reader's
 #                      region is never cached (idle_alloc off)
+#   hdd_ssdprio_sched_aa  (control, not in the default list) as
+#                      hdd_ssdprio_sched, but the second job does no I/O (fio's
+#                      null engine, 10 ops/s): the normal job twice, A/A, for
+#                      the spread of the measurement itself
 #   hdd_ssdprio_cpuctrl  (control, full runs only) as hdd_ssdprio, but the
 #                      second reader works on another HDD model outside ssdprio:
 #                      the normal job's loss is then the emulator's CPU alone
@@ -47,7 +51,7 @@ setup() { # CONFIG: echoes the device
 	hdd_deadline | hdd_bfq)
 		hdd=$(hddsim_dev hdd "$HDD_MB")
 		sched_dev "$hdd" "$([[ $1 == hdd_bfq ]] && echo bfq || echo mq-deadline)" ;;
-	hdd_ssdprio_sched)
+	hdd_ssdprio_sched | hdd_ssdprio_sched_aa)
 		hdd=$(hddsim_dev hdd "$HDD_MB")
 		ssd=$(ssd_dev ssd "$CACHE_MB")
 		ssdprio_dev ssdprio "$hdd" "$ssd" cache off $CONTENTION_SSDPRIO_ARGS ;;
@@ -87,12 +91,15 @@ for config in $CONFIGS; do
 	nregion=$REGION
 	cached='""'
 	idle_dev=$dev
+	idle_extra=()
+	# A/A control: the second job exists but does no I/O.
+	[[ $config == *_aa ]] && idle_extra=(--ioengine=null --rate_iops=10)
 	if [[ $config == hdd_ssdprio_cpuctrl ]]; then
 		# Control: the second reader works on another HDD model, outside
 		# ssdprio: what the normal job loses then is the emulator's CPU.
 		idle_dev=$(hddsim_dev hdd2 "$HDD_MB")
 	fi
-	if [[ $config == hdd_ssdprio* && $config != hdd_ssdprio_sched ]]; then
+	if [[ $config == hdd_ssdprio* && $config != hdd_ssdprio_sched* ]]; then
 		nregion=$WARM_REGION
 		bfio /tmp/warm.json --filename="$dev" --direct=1 --ioengine=libaio --iodepth=4 \
 			--rw=write --bs=1M --size="$nregion" --name=warm
@@ -117,7 +124,7 @@ for config in $CONFIGS; do
 				--name=alone --runtime="$rt" --offset=0 --size="$nregion" \
 				$(pattern_args "$p" $((rep * 10))) \
 				--name=idle --stonewall --prioclass=3 --filename="$idle_dev" --runtime=$((rt + 2 + tail_s)) \
-				--offset="$REGION" --size="$REGION" --rw=read --bs=128k --write_bw_log=/tmp/ct_idle \
+				--offset="$REGION" --size="$REGION" --rw=read --bs=128k --write_bw_log=/tmp/ct_idle "${idle_extra[@]}" \
 				--name=normal --startdelay=$((rt + 2)) --runtime="$rt" --offset=0 --size="$nregion" \
 				$(pattern_args "$p" $((rep * 10))) --write_bw_log=/tmp/ct_normal
 			read -r rmb wmb _ _ _ < <(fio_sum /tmp/ct.json alone)
