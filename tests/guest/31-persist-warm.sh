@@ -11,7 +11,9 @@ load_module
 hdd=$(make_hdd hdd 128 0 32)
 ssd=$(make_ssd ssd 40)
 len=$(sectors "$hdd")
-table="0 $len ssdprio $hdd $ssd 2 evict_wait 60000"
+# seq_cutoff 0: the 8 MiB sequential read below is to be promoted whole (by
+# default a stream past 4 MiB is not).
+table="0 $len ssdprio $hdd $ssd 4 evict_wait 60000 seq_cutoff 0"
 
 origin_reads() { awk '{ print $1 }' /sys/block/hdd/stat; }
 data() { # data DEV EXTRA-FIO-ARGS: 16 MiB of writes at 4 KiB, then 8 MiB read once
@@ -21,7 +23,7 @@ data() { # data DEV EXTRA-FIO-ARGS: 16 MiB of writes at 4 KiB, then 8 MiB read o
 		--randrepeat=0 --randseed=21 --verify=crc32c --ioengine=psync "$@" >/dev/null
 }
 
-dm_create sp "0 $len ssdprio $hdd $ssd 3 format evict_wait 60000" >/dev/null
+dm_create sp "0 $len ssdprio $hdd $ssd 5 format evict_wait 60000 seq_cutoff 0" >/dev/null
 data /dev/mapper/sp
 # a cold range read once is promoted: valid and clean after the copy lands
 dd if=/dev/mapper/sp of=/dev/null bs=1M skip=64 count=8 iflag=direct status=none
