@@ -13,7 +13,7 @@
 #                      on a 32 MiB region written once before measuring, so all
 #                      of it is valid (dirty) in the SSD cache; the idle reader's
 #                      region is never cached (idle_alloc off)
-#   hdd_ssdprio_sched_aa  (control, not in the default list) as
+#   hdd_ssdprio_sched_aa  (control, full runs only) as
 #                      hdd_ssdprio_sched, but the second job does no I/O (fio's
 #                      null engine, 10 ops/s): the normal job twice, A/A, for
 #                      the spread of the measurement itself
@@ -29,7 +29,7 @@
 # full speed); otherwise for 1 s. Its throughput while the normal job runs is
 # taken from its bandwidth log over the normal job's time window.
 # status: ready
-# minutes: 24
+# minutes: 27
 # mem_mb: 700
 
 if ((Q)); then
@@ -37,7 +37,7 @@ if ((Q)); then
 	CONFIGS=${CONTENTION_CONFIGS:-hdd_bfq hdd_ssdprio_sched hdd_ssdprio ssd_ssdprio_sched}
 else
 	RUNTIME=5 SSD_RUNTIME=3 PATTERNS=${CONTENTION_PATTERNS:-seqread seqwrite randread randwrite}
-	CONFIGS=${CONTENTION_CONFIGS:-hdd_deadline hdd_bfq hdd_ssdprio_sched hdd_ssdprio hdd_ssdprio_cpuctrl ssd_deadline ssd_ssdprio_sched}
+	CONFIGS=${CONTENTION_CONFIGS:-hdd_deadline hdd_bfq hdd_ssdprio_sched hdd_ssdprio_sched_aa hdd_ssdprio hdd_ssdprio_cpuctrl ssd_deadline ssd_ssdprio_sched}
 fi
 HDD_MB=512 # two 256 MiB regions: normal job in the first, idle reader in the second
 REGION=256M
