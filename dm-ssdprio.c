@@ -37,6 +37,12 @@ static const char * const ssdp_stat_names[SSDP_ST_NR] = {
 	[SSDP_ST_PROMOTIONS_SKIPPED] = "promotions_skipped",
 	[SSDP_ST_SEQ_SKIPPED] = "seq_skipped",
 	[SSDP_ST_BLOCKS_WRITTEN_BACK] = "blocks_written_back",
+	[SSDP_ST_SSD_READ_ERRORS] = "ssd_read_errors",
+	[SSDP_ST_SSD_WRITE_ERRORS] = "ssd_write_errors",
+	[SSDP_ST_ORIGIN_READ_ERRORS] = "origin_read_errors",
+	[SSDP_ST_ORIGIN_WRITE_ERRORS] = "origin_write_errors",
+	[SSDP_ST_READ_FALLBACKS] = "read_fallbacks",
+	[SSDP_ST_WRITEBACK_ERRORS] = "writeback_errors",
 };
 
 /* origin_id: 32 hex digits, not all zero (zero means "none"). */

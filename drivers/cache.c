@@ -60,6 +60,8 @@ static void ssdp_evict_knobs_locked(struct ssdprio *sp)
 			     READ_ONCE(sp->cfg.evict_inflight));
 }
 
+static void ssdp_retry_work_fn(struct work_struct *work);
+
 int ssdp_cache_ctr(struct ssdprio *sp, char **error)
 {
 	u32 block_bytes = sp->cfg.block_sectors << SECTOR_SHIFT;
@@ -74,6 +76,9 @@ int ssdp_cache_ctr(struct ssdprio *sp, char **error)
 	INIT_DELAYED_WORK(&sp->evict_timer, ssdp_evict_timer_fn);
 	INIT_WORK(&sp->deferred_work, ssdp_deferred_work_fn);
 	INIT_WORK(&sp->promote_work, ssdp_promote_work_fn);
+	bio_list_init(&sp->retry);
+	INIT_WORK(&sp->retry_work, ssdp_retry_work_fn);
+	INIT_DELAYED_WORK(&sp->wb_retry, ssdp_wb_retry_fn);
 
 	if (block_bytes < bdev_logical_block_size(sp->origin->bdev) ||
 	    block_bytes < bdev_logical_block_size(sp->cache->bdev)) {
@@ -157,10 +162,12 @@ bad:
 static void ssdp_cache_drain(struct ssdprio *sp)
 {
 	cancel_delayed_work_sync(&sp->evict_timer);
+	cancel_delayed_work_sync(&sp->wb_retry);
 	flush_work(&sp->evict_work);
 	ssdp_promote_drain(sp);
 	wait_event(sp->bg_wait, !atomic_read(&sp->bg_jobs));
 	flush_work(&sp->deferred_work);
+	flush_work(&sp->retry_work);
 }
 
 void ssdp_cache_dtr(struct ssdprio *sp)
@@ -229,17 +236,28 @@ static u32 ssdp_alloc_set(struct ssdprio *sp, u64 oset)
 }
 
 /*
- * Count the blocks from @first on (at most @nr) that share the validity of
- * @first, so a read is served from one place.
+ * Is block @blk to be read from the SSD?  Degraded, only where the SSD
+ * holds the one copy: a clean block is read from the origin instead.
+ */
+static bool ssdp_read_from_ssd(struct ssdprio *sp, u32 cset, u32 blk)
+{
+	if (sp->degraded)
+		return ssdp_cmap_block_dirty(&sp->cmap, cset, blk);
+	return ssdp_cmap_block_valid(&sp->cmap, cset, blk);
+}
+
+/*
+ * Count the blocks from @first on (at most @nr) that are read from where
+ * @first is, so a read is served from one place.
  */
 static u32 ssdp_valid_run(struct ssdprio *sp, u32 cset, u32 first, u32 nr,
 			  bool *valid)
 {
 	u32 n;
 
-	*valid = ssdp_cmap_block_valid(&sp->cmap, cset, first);
+	*valid = ssdp_read_from_ssd(sp, cset, first);
 	for (n = 1; n < nr; n++)
-		if (ssdp_cmap_block_valid(&sp->cmap, cset, first + n) != *valid)
+		if (ssdp_read_from_ssd(sp, cset, first + n) != *valid)
 			break;
 	return n;
 }
@@ -272,6 +290,8 @@ static enum ssdp_dest ssdp_route_read(struct ssdprio *sp, struct bio *bio,
 		ssdp_hold(sp, cset, false);
 		pb->cset = cset;
 		pb->kind = SSDP_BK_SSD_READ;
+		/* Kept to read a clean block again from the origin. */
+		pb->saved_iter = bio->bi_iter;
 		ssdp_count(sp, SSDP_ST_READ_HITS);
 		return SSDP_TO_SSD;
 	}
@@ -279,7 +299,8 @@ static enum ssdp_dest ssdp_route_read(struct ssdprio *sp, struct bio *bio,
 	ssdp_count(sp, SSDP_ST_READ_MISSES);
 	pb->kind = SSDP_BK_ORIGIN_READ;
 	if (pb->partial || !READ_ONCE(sp->cfg.read_alloc) ||
-	    (pb->idle && !READ_ONCE(sp->cfg.idle_alloc)) || sp->suspended)
+	    (pb->idle && !READ_ONCE(sp->cfg.idle_alloc)) || sp->suspended ||
+	    sp->degraded)
 		return SSDP_TO_ORIGIN;
 	/* A long scan is read at the HDD's pace; copying it only costs. */
 	if (cutoff && stream > (u64)cutoff << 1) {
@@ -317,6 +338,9 @@ static enum ssdp_dest ssdp_route_write(struct ssdprio *sp,
 
 	if (cset != SSDP_NONE && sp->set_io[cset].excl)
 		return SSDP_DEFERRED;
+	/* Around a failing SSD, except where it holds the only copy. */
+	if (sp->degraded)
+		policy = SSDP_WP_WRITEAROUND;
 
 	if (pb->partial) {
 		bool dirty;
@@ -394,10 +418,26 @@ static enum ssdp_dest ssdp_route_discard(struct ssdprio *sp,
 			return SSDP_DEFERRED;
 		/* Dirty too: the data is being thrown away. */
 		ssdp_cmap_clear_valid(&sp->cmap, cset, pb->first, pb->nr);
+		/* Nothing left that could fail to be written back. */
+		if (!ssdp_cmap_nr_dirty(&sp->cmap, cset))
+			ssdp_wb_unfail_locked(sp, cset);
 	}
 	sp->origin_writes++;
 	pb->kind = SSDP_BK_DISCARD;
 	return SSDP_TO_ORIGIN;
+}
+
+static void ssdp_both_ssd_endio(struct bio *clone)
+{
+	struct bio *parent = clone->bi_private;
+
+	if (clone->bi_status) {
+		ssdp_pb(parent)->ssd_failed = true;
+		if (!parent->bi_status)
+			parent->bi_status = clone->bi_status;
+	}
+	bio_put(clone);
+	bio_endio(parent);
 }
 
 /* Send a routed bio on its way; returns a DM_MAPIO_* code. */
@@ -425,7 +465,10 @@ static int ssdp_dispatch(struct ssdprio *sp, struct bio *bio,
 					&sp->bs);
 		clone->bi_iter.bi_sector = ssdp_cset_sector(sp, pb->cset, 0) +
 					   in_set;
-		bio_chain(clone, bio);
+		/* bio_chain(), telling end_io which leg failed. */
+		clone->bi_private = bio;
+		clone->bi_end_io = ssdp_both_ssd_endio;
+		bio_inc_remaining(bio);
 		submit_bio_noacct(clone);
 		fallthrough;
 	case SSDP_TO_ORIGIN:
@@ -516,15 +559,103 @@ void ssdp_deferred_work_fn(struct work_struct *work)
 	}
 }
 
+/* SSD read errors before the cache stops trusting the SSD for clean data. */
+#define SSDP_SSD_READ_ERRORS_DEGRADE	8
+
+/*
+ * A read hit failed on the SSD; cache_lock held.  Where every block of it
+ * is clean the origin has the same data: read it from there and stop
+ * using these SSD copies.  A dirty block's only copy is gone: the error
+ * stands.  Returns true if the bio is to be read again.
+ */
+static bool ssdp_ssd_read_failed_locked(struct ssdprio *sp,
+					struct ssdp_bio *pb)
+{
+	lockdep_assert_held(&sp->cache_lock);
+	ssdp_count(sp, SSDP_ST_SSD_READ_ERRORS);
+	if (atomic64_read(&sp->stats[SSDP_ST_SSD_READ_ERRORS]) >=
+	    SSDP_SSD_READ_ERRORS_DEGRADE)
+		ssdp_degrade_locked(sp, "SSD read errors");
+	if (ssdp_cmap_any_dirty(&sp->cmap, pb->cset, pb->first, pb->nr))
+		return false;
+	/* A writer in flight may be about to make them dirty: leave them. */
+	if (!sp->set_io[pb->cset].writers)
+		ssdp_cmap_clear_valid(&sp->cmap, pb->cset, pb->first, pb->nr);
+	return true;
+}
+
+/*
+ * A write to the SSD (or, writethrough, either leg) failed; cache_lock
+ * held.  Its blocks hold undefined data now.  A block that was clean (or invalid) has its latest
+ * acknowledged data on the origin: drop the SSD copy.  A dirty block has
+ * it nowhere else, so it stays dirty: falling back to the origin would
+ * silently revert acknowledged writes.  Pending promotions of these blocks
+ * are dropped (promo_gen), as they could refill them with origin data.
+ */
+static void ssdp_write_failed_locked(struct ssdprio *sp,
+				     struct ssdp_bio *pb, bool ssd_failed)
+{
+	u32 blk;
+
+	lockdep_assert_held(&sp->cache_lock);
+	for (blk = pb->first; blk < pb->first + pb->nr; blk++)
+		if (!ssdp_cmap_block_dirty(&sp->cmap, pb->cset, blk))
+			ssdp_cmap_clear_valid(&sp->cmap, pb->cset, blk, 1);
+	sp->promo_gen++;
+	if (ssd_failed) {
+		ssdp_count(sp, SSDP_ST_SSD_WRITE_ERRORS);
+		ssdp_degrade_locked(sp, "SSD write error");
+	}
+}
+
+static void ssdp_count_origin_error(struct ssdprio *sp, struct bio *bio)
+{
+	ssdp_count(sp, op_is_write(bio_op(bio)) ? SSDP_ST_ORIGIN_WRITE_ERRORS :
+						   SSDP_ST_ORIGIN_READ_ERRORS);
+}
+
+/* Read failed clean hits again from the origin, in process context. */
+static void ssdp_retry_work_fn(struct work_struct *work)
+{
+	struct ssdprio *sp = container_of(work, struct ssdprio, retry_work);
+	struct bio_list list;
+	unsigned long flags;
+	struct bio *bio;
+
+	spin_lock_irqsave(&sp->cache_lock, flags);
+	list = sp->retry;
+	bio_list_init(&sp->retry);
+	spin_unlock_irqrestore(&sp->cache_lock, flags);
+
+	while ((bio = bio_list_pop(&list))) {
+		struct ssdp_bio *pb = ssdp_pb(bio);
+
+		pb->kind = SSDP_BK_ORIGIN_READ;
+		bio->bi_iter = pb->saved_iter;
+		bio->bi_status = BLK_STS_OK;
+		/* The SSD's queue accounted this bio; the origin's will. */
+		bio_clear_flag(bio, BIO_QOS_THROTTLED);
+		bio_clear_flag(bio, BIO_QOS_MERGED);
+		bio_set_dev(bio, sp->origin->bdev);
+		ssdp_count(sp, SSDP_ST_READ_FALLBACKS);
+		if (ssdp_sched_map(sp, bio, pb->idle) == DM_MAPIO_REMAPPED)
+			dm_submit_bio_remap(bio, NULL);
+	}
+}
+
 int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 		      blk_status_t *error)
 {
 	struct ssdp_bio *pb = ssdp_pb(bio);
-	bool ok = !*error;
+	bool ok = !*error, retry = false;
 	unsigned long flags;
 
-	if (pb->origin)
+	if (pb->origin) {
 		ssdp_sched_end_io(sp, bio);
+		if (!ok && pb->kind != SSDP_BK_COMMITTED &&
+		    !(pb->kind == SSDP_BK_BOTH_WRITE && pb->ssd_failed))
+			ssdp_count_origin_error(sp, bio);
+	}
 
 	switch (pb->kind) {
 	case SSDP_BK_NONE:
@@ -541,16 +672,22 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	switch (pb->kind) {
 	case SSDP_BK_SSD_READ:
+		if (!ok)
+			retry = ssdp_ssd_read_failed_locked(sp, pb);
 		ssdp_release_locked(sp, pb->cset, false);
+		if (retry) {
+			bio_list_add(&sp->retry, bio);
+			queue_work(sp->wq, &sp->retry_work);
+		}
 		break;
 	case SSDP_BK_SSD_WRITE:
 		if (ok) {
 			ssdp_cmap_set_dirty(&sp->cmap, pb->cset, pb->first,
 					    pb->nr);
 			sp->ssd_unflushed++;
-		} else
-			ssdp_cmap_clear_valid(&sp->cmap, pb->cset, pb->first,
-					      pb->nr);
+		} else {
+			ssdp_write_failed_locked(sp, pb, true);
+		}
 		ssdp_release_locked(sp, pb->cset, true);
 		break;
 	case SSDP_BK_BOTH_WRITE:
@@ -564,8 +701,7 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 			sp->ssd_unflushed++;
 			sp->origin_unflushed++;
 		} else {
-			ssdp_cmap_clear_valid(&sp->cmap, pb->cset, pb->first,
-					      pb->nr);
+			ssdp_write_failed_locked(sp, pb, pb->ssd_failed);
 		}
 		ssdp_release_locked(sp, pb->cset, true);
 		sp->origin_writes--;
@@ -580,6 +716,10 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 	}
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 
+	if (retry) {
+		*error = BLK_STS_OK;
+		return DM_ENDIO_INCOMPLETE;
+	}
 	if (pb->commit && ok) {
 		/* FUA: durable only once the metadata that finds it is. */
 		pb->kind = SSDP_BK_COMMITTED;
@@ -588,6 +728,16 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 		return DM_ENDIO_INCOMPLETE;
 	}
 	return DM_ENDIO_DONE;
+}
+
+/* A metadata write failed: the SSD cannot be trusted for new data. */
+void ssdp_cache_note_meta_failed(struct ssdprio *sp)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&sp->cache_lock, flags);
+	ssdp_degrade_locked(sp, "metadata write failed");
+	spin_unlock_irqrestore(&sp->cache_lock, flags);
 }
 
 void ssdp_cache_presuspend(struct ssdprio *sp)
@@ -627,7 +777,8 @@ void ssdp_cache_resume(struct ssdprio *sp)
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	sp->suspended = false;
 	ssdp_evict_resume(&sp->evict);
-	ssdp_evict_kick_locked(sp);
+	/* Also gives sets whose writeback failed another try. */
+	ssdp_wb_retry_now_locked(sp);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 }
 
@@ -651,8 +802,10 @@ int ssdp_cache_flush_dirty(struct ssdprio *sp)
 	if (!sp->caching)
 		return 0;
 	spin_lock_irqsave(&sp->cache_lock, flags);
+	sp->flush_failed = false;
 	ssdp_evict_flush_all(&sp->evict);
-	ssdp_evict_kick_locked(sp);
+	/* Asked again: the sets that failed before are tried at once. */
+	ssdp_wb_retry_now_locked(sp);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 	return 0;
 }
@@ -663,7 +816,9 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 	struct ssdp_cmap *cm = &sp->cmap;
 	unsigned long flags;
 	u64 valid, dirty, evicted, mem;
-	u32 mapped, free, limbo, total, state, deferred, wb;
+	u32 mapped, free, limbo, total, state, deferred, wb, failed;
+	const char *flush;
+	bool degraded;
 
 	if (!sp->caching) {
 		DMEMIT(" cache off");
@@ -680,15 +835,21 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 	wb = ssdp_evict_inflight(&sp->evict);
 	evicted = sp->evict.sets_evicted;
 	deferred = bio_list_size(&sp->deferred);
+	failed = sp->nr_wb_failed;
+	degraded = sp->degraded;
+	flush = sp->evict.flushing ? "running" :
+		sp->flush_failed ? "failed" : "idle";
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 	mem = ssdp_cmap_mem_bytes(cm) + total * sizeof(*sp->set_io) +
 	      2 * BITS_TO_LONGS(ssdp_meta_blocks(&sp->layout)) * sizeof(long);
 
-	DMEMIT(" cache on valid_blocks %llu dirty_blocks %llu", valid, dirty);
+	DMEMIT(" cache on cache_mode %s valid_blocks %llu dirty_blocks %llu",
+	       degraded ? "degraded" : "normal", valid, dirty);
 	DMEMIT(" mapped_sets %u free_sets %u limbo_sets %u total_sets %u",
 	       mapped, free, limbo, total);
 	DMEMIT(" evict_state %s writeback_sets %u sets_evicted %llu deferred_now %u",
 	       ssdp_evict_state_name(state), wb, evicted, deferred);
+	DMEMIT(" failed_sets %u flush_state %s", failed, flush);
 	DMEMIT(" metadata_bytes %llu block_sectors %u set_blocks %u", mem,
 	       sp->cfg.block_sectors, sp->cfg.set_blocks);
 	return ssdp_meta_status(sp, result, maxlen, sz);

@@ -9,12 +9,25 @@
  * for a quiet window in the scheduler), flushes the origin, and only then
  * marks the blocks clean, so a clean block always has a durable origin
  * copy.
+ *
+ * A writeback that fails (origin write error, unreadable SSD block, no
+ * memory) changes nothing: the blocks stay dirty.  The set is held aside
+ * (pinned, set_io.wb_failed) so eviction and flush_dirty move on to other
+ * sets instead of retrying it back to back.  The sets held aside are tried
+ * again in the background, a few at a time, after a backoff that doubles
+ * up to SSDP_WB_BACKOFF_MAX_MS while they keep failing; they return to the
+ * normal flow at once when flush_dirty is asked for again or on resume.
  */
 #include <linux/blkdev.h>
 #include <linux/ktime.h>
 #include <linux/slab.h>
 
 #include "ssdprio.h"
+
+#define SSDP_WB_BACKOFF_MIN_MS	1000U
+#define SSDP_WB_BACKOFF_MAX_MS	64000U
+/* Writeback buffer: dirty runs are copied in pieces of at most this. */
+#define SSDP_WB_BUF_BYTES	(256U << 10)
 
 struct ssdp_wb_job {
 	struct work_struct work;
@@ -49,6 +62,7 @@ static int ssdp_writeback_set(struct ssdprio *sp, u32 cset,
 			      struct ssdp_buf *buf)
 {
 	u32 block_bytes = sp->cfg.block_sectors << SECTOR_SHIFT;
+	u32 buf_blocks = (buf->nr_pages << PAGE_SHIFT) / block_bytes;
 	u32 from = 0, first, nr, written = 0;
 	sector_t origin_sector;
 	unsigned long flags;
@@ -64,6 +78,7 @@ static int ssdp_writeback_set(struct ssdprio *sp, u32 cset,
 		spin_unlock_irqrestore(&sp->cache_lock, flags);
 		if (!more)
 			break;
+		nr = min(nr, buf_blocks);
 
 		r = ssdp_io_ssd_sync(sp, buf, ssdp_cset_sector(sp, cset, first),
 				     nr * block_bytes, REQ_OP_READ);
@@ -104,6 +119,70 @@ static void ssdp_excl_end_locked(struct ssdprio *sp, u32 cset)
 	ssdp_cache_kick_deferred(sp);
 }
 
+/* Hold @cset aside after a failed writeback; cache_lock held. */
+static void ssdp_wb_fail_locked(struct ssdprio *sp, u32 cset)
+{
+	lockdep_assert_held(&sp->cache_lock);
+	ssdp_count(sp, SSDP_ST_WRITEBACK_ERRORS);
+	if (!sp->set_io[cset].wb_failed) {
+		sp->set_io[cset].wb_failed = true;
+		ssdp_cmap_pin(&sp->cmap, cset);
+		sp->nr_wb_failed++;
+	}
+	if (!sp->wb_backoff_ms)
+		sp->wb_backoff_ms = SSDP_WB_BACKOFF_MIN_MS;
+	if (!sp->suspended && !delayed_work_pending(&sp->wb_retry))
+		queue_delayed_work(sp->wq, &sp->wb_retry,
+				   msecs_to_jiffies(sp->wb_backoff_ms));
+	sp->wb_backoff_ms = min(sp->wb_backoff_ms * 2, SSDP_WB_BACKOFF_MAX_MS);
+}
+
+/* @cset is no longer held aside; cache_lock held. */
+void ssdp_wb_unfail_locked(struct ssdprio *sp, u32 cset)
+{
+	lockdep_assert_held(&sp->cache_lock);
+	if (!sp->set_io[cset].wb_failed)
+		return;
+	sp->set_io[cset].wb_failed = false;
+	ssdp_cmap_unpin(&sp->cmap, cset);
+	sp->nr_wb_failed--;
+}
+
+/* Return every set held aside to the normal flow; cache_lock held. */
+void ssdp_wb_retry_now_locked(struct ssdprio *sp)
+{
+	u32 cset;
+
+	lockdep_assert_held(&sp->cache_lock);
+	for (cset = 0; sp->nr_wb_failed && cset < sp->layout.nr_csets; cset++)
+		ssdp_wb_unfail_locked(sp, cset);
+	ssdp_evict_kick(&sp->evict);
+	ssdp_evict_kick_locked(sp);
+}
+
+static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset,
+				 enum ssdp_evict_wb_kind kind);
+
+/* Backoff over: write back a few sets held aside, where they are. */
+void ssdp_wb_retry_fn(struct work_struct *work)
+{
+	struct ssdprio *sp = container_of(to_delayed_work(work),
+					  struct ssdprio, wb_retry);
+	u32 budget = max_t(u32, READ_ONCE(sp->cfg.evict_inflight), 1);
+	u32 n = sp->layout.nr_csets, i, cset;
+	unsigned long flags;
+
+	spin_lock_irqsave(&sp->cache_lock, flags);
+	for (i = 0; i < n && budget && !sp->suspended; i++) {
+		cset = (sp->wb_retry_cursor + i) % n;
+		if (sp->set_io[cset].wb_failed && !sp->set_io[cset].excl &&
+		    ssdp_wb_start_locked(sp, cset, SSDP_WB_RETRY))
+			budget--;
+	}
+	sp->wb_retry_cursor = (sp->wb_retry_cursor + i) % n;
+	spin_unlock_irqrestore(&sp->cache_lock, flags);
+}
+
 static void ssdp_wb_job_fn(struct work_struct *work)
 {
 	struct ssdp_wb_job *job = container_of(work, struct ssdp_wb_job, work);
@@ -112,23 +191,37 @@ static void ssdp_wb_job_fn(struct work_struct *work)
 	unsigned long flags;
 	int r;
 
-	r = ssdp_buf_alloc(&buf, sp->layout.set_sectors << SECTOR_SHIFT,
-			   GFP_NOIO);
+	r = ssdp_buf_alloc(&buf, min_t(u32, SSDP_WB_BUF_BYTES,
+				       sp->layout.set_sectors << SECTOR_SHIFT),
+			   GFP_NOIO | __GFP_NOWARN);
 	if (!r) {
 		r = ssdp_writeback_set(sp, job->cset, &buf);
 		ssdp_buf_free(&buf);
+	} else {
+		DMERR_LIMIT("%s: no memory for the writeback of cache set %u",
+			    ssdp_name(sp), job->cset);
 	}
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	ssdp_excl_end_locked(sp, job->cset);
-	/* A reader may still hold the set: it stays mapped, clean. */
-	if (!r && job->kind == SSDP_WB_EVICT &&
-	    !ssdp_cmap_pinned(&sp->cmap, job->cset) &&
-	    !ssdp_cmap_unmap_deferred(&sp->cmap, job->cset)) {
-		sp->set_io[job->cset].incarnation++;
-		ssdp_meta_commit_async(sp);
+	if (r) {
+		ssdp_wb_fail_locked(sp, job->cset);
+		ssdp_evict_wb_failed(&sp->evict, job->kind);
+	} else {
+		sp->wb_backoff_ms = SSDP_WB_BACKOFF_MIN_MS;
+		ssdp_wb_unfail_locked(sp, job->cset);
+		/* Others held aside may work now too. */
+		if (sp->nr_wb_failed && !sp->suspended)
+			mod_delayed_work(sp->wq, &sp->wb_retry, 0);
+		/* A reader may still hold the set: it stays mapped, clean. */
+		if (job->kind == SSDP_WB_EVICT &&
+		    !ssdp_cmap_pinned(&sp->cmap, job->cset) &&
+		    !ssdp_cmap_unmap_deferred(&sp->cmap, job->cset)) {
+			sp->set_io[job->cset].incarnation++;
+			ssdp_meta_commit_async(sp);
+		}
+		ssdp_evict_wb_done(&sp->evict, job->kind);
 	}
-	ssdp_evict_wb_done(&sp->evict, job->kind);
 	ssdp_evict_kick_locked(sp);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 
@@ -175,15 +268,19 @@ void ssdp_evict_work_fn(struct work_struct *work)
 	struct ssdp_evict_action act;
 	struct ssdp_evict_view view;
 	unsigned long flags;
-	bool freed = false;
+	bool freed = false, flushing;
 	u64 now;
 	u32 cset;
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
+	flushing = sp->evict.flushing;
 	for (;;) {
 		now = ktime_get_ns();
 		view.nr_free = ssdp_nr_free_soon(sp);
+		/* Every set held aside is dirty (see ssdp_wb_unfail_locked). */
 		view.nr_dirty_sets = ssdp_cmap_nr_dirty_sets(&sp->cmap);
+		if (!WARN_ON_ONCE(view.nr_dirty_sets < sp->nr_wb_failed))
+			view.nr_dirty_sets -= sp->nr_wb_failed;
 		view.head = ssdp_head_locked(sp);
 		act = ssdp_evict_next_action(&sp->evict, now, &view);
 
@@ -223,6 +320,11 @@ void ssdp_evict_work_fn(struct work_struct *work)
 			break;
 		}
 		break;
+	}
+	if (flushing && !sp->evict.flushing && sp->nr_wb_failed) {
+		sp->flush_failed = true;
+		DMERR("%s: flush_dirty ended with %u cache sets not written back (see writeback_errors)",
+		      ssdp_name(sp), sp->nr_wb_failed);
 	}
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 	if (freed)

@@ -56,6 +56,8 @@ void ssdp_evict_wb_done(struct ssdp_evict_sm *sm,
 			enum ssdp_evict_wb_kind kind)
 {
 	sm->stalled = false;
+	if (kind == SSDP_WB_RETRY)
+		return;
 	if (kind == SSDP_WB_FLUSH) {
 		if (!WARN_ON_ONCE(!sm->nr_flush))
 			sm->nr_flush--;
@@ -65,6 +67,21 @@ void ssdp_evict_wb_done(struct ssdp_evict_sm *sm,
 		return;
 	sm->nr_wb--;
 	sm->sets_evicted++;
+}
+
+void ssdp_evict_wb_failed(struct ssdp_evict_sm *sm,
+			  enum ssdp_evict_wb_kind kind)
+{
+	sm->stalled = false;
+	sm->wb_failed++;
+	if (kind == SSDP_WB_RETRY)
+		return;
+	if (kind == SSDP_WB_FLUSH) {
+		if (!WARN_ON_ONCE(!sm->nr_flush))
+			sm->nr_flush--;
+	} else if (!WARN_ON_ONCE(!sm->nr_wb)) {
+		sm->nr_wb--;
+	}
 }
 
 void ssdp_evict_timer(struct ssdp_evict_sm *sm)

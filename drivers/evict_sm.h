@@ -40,7 +40,8 @@ enum ssdp_evict_head {
 
 struct ssdp_evict_view {
 	u32 nr_free;		/* free cache sets */
-	u32 nr_dirty_sets;	/* mapped sets with dirty blocks, pinned too */
+	/* mapped sets with dirty blocks, pinned too, not held aside */
+	u32 nr_dirty_sets;
 	enum ssdp_evict_head head;
 };
 
@@ -71,6 +72,8 @@ struct ssdp_evict_action {
 enum ssdp_evict_wb_kind {
 	SSDP_WB_EVICT,
 	SSDP_WB_FLUSH,
+	/* A set held aside after a failure, tried again: not counted here. */
+	SSDP_WB_RETRY,
 };
 
 struct ssdp_evict_sm {
@@ -94,6 +97,7 @@ struct ssdp_evict_sm {
 	u64 sets_evicted;	/* clean frees + completed evictions */
 	u64 wb_started;		/* eviction writebacks started */
 	u64 flush_started;	/* flush writebacks started */
+	u64 wb_failed;		/* writebacks that failed */
 	u64 state_entries[SSDP_EVICT_NR_STATES];
 };
 
@@ -111,6 +115,13 @@ void ssdp_evict_io_arrival(struct ssdp_evict_sm *sm, u64 now);
 /* A started writeback finished (EVICT: the engine has unmapped the set). */
 void ssdp_evict_wb_done(struct ssdp_evict_sm *sm,
 			enum ssdp_evict_wb_kind kind);
+/*
+ * A started writeback failed: the set stays mapped and dirty (the engine
+ * holds it aside; v->nr_dirty_sets must not count it, or a flush waits
+ * for it forever).
+ */
+void ssdp_evict_wb_failed(struct ssdp_evict_sm *sm,
+			  enum ssdp_evict_wb_kind kind);
 /* The timer armed by ARM_TIMER fired. */
 void ssdp_evict_timer(struct ssdp_evict_sm *sm);
 /* The cache map changed (mapping, unpin, discard): re-evaluate. */

@@ -622,6 +622,7 @@ int ssdp_meta_commit(struct ssdprio *sp)
 		DMERR("%s: metadata commit failed: %d; flushes will fail from now on",
 		      ssdp_name(sp), r);
 		sp->meta_state = SSDP_META_FAILED;
+		ssdp_cache_note_meta_failed(sp);
 		goto out;
 	}
 	sp->meta_commits++;

@@ -84,7 +84,8 @@ static bool ssdp_promote_begin_locked(struct ssdprio *sp,
 {
 	struct ssdp_set_io *sio = &sp->set_io[p->cset];
 
-	if (sp->suspended || p->gen != sp->promo_gen || sp->origin_writes ||
+	if (sp->suspended || sp->degraded || p->gen != sp->promo_gen ||
+	    sp->origin_writes ||
 	    ssdp_cmap_lookup(&sp->cmap, p->oset) != p->cset ||
 	    sio->incarnation != p->incarnation ||
 	    sio->excl || sio->writers ||

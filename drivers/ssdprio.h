@@ -57,6 +57,12 @@ enum ssdp_stat {
 	SSDP_ST_PROMOTIONS_SKIPPED,
 	SSDP_ST_SEQ_SKIPPED,
 	SSDP_ST_BLOCKS_WRITTEN_BACK,
+	SSDP_ST_SSD_READ_ERRORS,
+	SSDP_ST_SSD_WRITE_ERRORS,
+	SSDP_ST_ORIGIN_READ_ERRORS,
+	SSDP_ST_ORIGIN_WRITE_ERRORS,
+	SSDP_ST_READ_FALLBACKS,
+	SSDP_ST_WRITEBACK_ERRORS,
 	SSDP_ST_NR,
 };
 
@@ -112,6 +118,7 @@ struct ssdp_bio {
 	bool promote;
 	bool origin;			/* counted in the scheduler's leg */
 	bool commit;			/* FUA: complete after a commit */
+	bool ssd_failed;		/* writethrough: the SSD copy failed */
 };
 
 /* Per cache set I/O holds, beside the pure map (cache_lock). */
@@ -119,6 +126,7 @@ struct ssdp_set_io {
 	u16 readers;			/* user reads in flight on the SSD */
 	u16 writers;			/* user writes in flight on the SSD */
 	bool excl;			/* promotion or writeback: no writes */
+	bool wb_failed;			/* writeback failed: pinned until retry */
 	u32 incarnation;		/* bumped at every unmap */
 };
 
@@ -178,6 +186,29 @@ struct ssdprio {
 	struct ssdp_evict_sm evict;
 	struct ssdp_set_io *set_io;
 	struct bio_list deferred;	/* writes waiting for an excl set */
+	/* Clean SSD reads that failed, to be read again from the origin. */
+	struct bio_list retry;
+	struct work_struct retry_work;
+	/*
+	 * Degraded: the SSD failed a write (or too many reads, or a metadata
+	 * write).  No new allocation, clean blocks are read from the origin,
+	 * writes to blocks that are not dirty go around the cache; dirty
+	 * blocks are still served and written back.  Set once, cleared only
+	 * by a new table.  cache_lock.
+	 */
+	bool degraded;
+	/*
+	 * Sets whose writeback failed sit pinned (set_io.wb_failed) until
+	 * wb_retry fires, wb_backoff_ms later (doubling up to a bound), so a
+	 * broken origin or an unreadable SSD block costs no busy loop.
+	 * flush_failed: a flush_dirty ended with only failed sets left.
+	 * All cache_lock.
+	 */
+	u32 nr_wb_failed;
+	u32 wb_backoff_ms;
+	u32 wb_retry_cursor;
+	bool flush_failed;
+	struct delayed_work wb_retry;
 	struct ssdp_seq_detect seq;	/* recent read streams */
 	/*
 	 * promo_gen moves whenever a user write or discard to the origin
@@ -267,6 +298,17 @@ static inline u64 ssdp_nr_osets(struct ssdprio *sp)
 	return (sp->ti->len + sp->layout.set_sectors - 1) >> sp->set_shift;
 }
 
+/* The SSD is failing: stop relying on it where the origin can serve. */
+static inline void ssdp_degrade_locked(struct ssdprio *sp, const char *why)
+{
+	lockdep_assert_held(&sp->cache_lock);
+	if (sp->degraded)
+		return;
+	sp->degraded = true;
+	DMERR("%s: cache degraded (%s): no new caching, clean blocks read from the origin, dirty blocks still written back",
+	      ssdp_name(sp), why);
+}
+
 /* Free sets, counting those about to be freed (limbo); cache_lock held. */
 static inline u32 ssdp_nr_free_soon(struct ssdprio *sp)
 {
@@ -302,11 +344,15 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 			       unsigned int maxlen, unsigned int sz);
 void ssdp_cache_kick_deferred(struct ssdprio *sp);
 void ssdp_deferred_work_fn(struct work_struct *work);
+void ssdp_cache_note_meta_failed(struct ssdprio *sp);
 
 /* evict.c */
 void ssdp_evict_work_fn(struct work_struct *work);
 void ssdp_evict_timer_fn(struct work_struct *work);
 void ssdp_evict_kick_locked(struct ssdprio *sp);
+void ssdp_wb_retry_fn(struct work_struct *work);
+void ssdp_wb_retry_now_locked(struct ssdprio *sp);
+void ssdp_wb_unfail_locked(struct ssdprio *sp, u32 cset);
 
 /* promote.c */
 void ssdp_promote_capture(struct ssdprio *sp, struct bio *bio,

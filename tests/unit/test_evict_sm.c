@@ -285,6 +285,40 @@ TEST(evict_flush_all_ignores_wait_and_floor)
 	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 100));
 }
 
+/*
+ * A failed writeback frees its slot at once and counts nothing as
+ * evicted; the engine holds the set aside (not in nr_dirty_sets), so a
+ * flush whose remaining sets all failed ends instead of waiting forever.
+ */
+TEST(evict_failed_writeback_frees_slot_and_ends_flush)
+{
+	struct ssdp_evict_sm sm;
+
+	ssdp_evict_init(&sm, 10, 0, 1);
+	ASSERT_EQ(next(&sm, 1, 0, 3, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_START_WRITEBACK);
+	ASSERT_EQ(next(&sm, 1, 0, 3, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_NONE);
+	ssdp_evict_wb_failed(&sm, SSDP_WB_EVICT);
+	ASSERT_EQ(sm.sets_evicted, 0);
+	ASSERT_EQ(sm.wb_failed, 1);
+	/* The slot is free again: the next head may be tried. */
+	ASSERT_EQ(next(&sm, 2, 0, 2, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_START_WRITEBACK);
+
+	ssdp_evict_init(&sm, 1, WAIT, 4);
+	ssdp_evict_flush_all(&sm);
+	ASSERT_EQ(next(&sm, 1, 100, 1, SSDP_HEAD_CLEAN, NULL),
+		  SSDP_EVICT_ACT_START_FLUSH);
+	ssdp_evict_wb_failed(&sm, SSDP_WB_FLUSH);
+	ASSERT_TRUE(sm.flushing);
+	/* The failed set is held aside: no dirty set is left to try. */
+	ASSERT_EQ(next(&sm, 2, 100, 0, SSDP_HEAD_CLEAN, NULL),
+		  SSDP_EVICT_ACT_NONE);
+	ASSERT_FALSE(sm.flushing);
+	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 100));
+}
+
 TEST(evict_flush_all_during_wait_then_normal_rules)
 {
 	struct ssdp_evict_sm sm;

@@ -1,0 +1,150 @@
+#!/bin/bash
+# A failing SSD or origin, switched on at chosen moments with dm-flakey under
+# one leg: a clean block whose SSD read fails is read from the origin (no
+# error for the user), a dirty one reports the error; a failed SSD write
+# never makes older data visible (a 512-byte write into a dirty block, a
+# whole-block overwrite); the device degrades and keeps serving; a
+# writeback the origin refuses is held aside with backoff, flush_dirty ends
+# as "failed" instead of spinning, and finishes once the origin is back.
+# timeout: 900
+# shellcheck source=tests/guest/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+load_module
+modprobe dm-flakey
+
+BLK=4096
+# pat CHAR: one 4 KiB block of CHAR.
+pat() { head -c "$BLK" </dev/zero | tr '\0' "$1"; }
+# put DEV BLOCKNR CHAR [BYTES]: direct write of BYTES (default a block) of
+# CHAR at the block's start; returns dd's status.
+put() {
+	set -o pipefail
+	head -c "${4:-$BLK}" </dev/zero | tr '\0' "$3" |
+		dd of="$1" bs="${4:-$BLK}" seek="$(($2 * BLK / ${4:-$BLK}))" count=1 \
+			oflag=direct conv=notrunc status=none 2>/dev/null
+}
+# get DEV BLOCKNR: the block's bytes as one line of characters (direct read);
+# returns dd's status.
+get() {
+	local out
+	out=$(set -o pipefail
+		dd if="$1" bs="$BLK" skip="$2" count=1 iflag=direct status=none 2>/dev/null | tr '\0' '0') ||
+		return 1
+	printf '%s' "$out"
+}
+# leg NAME DEV MODE: (re)load the dm device NAME over DEV as linear, as
+# flakey failing all I/O ("all"), or failing writes only ("writes").
+leg() {
+	local n t
+	n=$(sectors "$2")
+	case $3 in
+	linear) t="0 $n linear $2 0" ;;
+	all) t="0 $n flakey $2 0 0 1" ;;
+	writes) t="0 $n flakey $2 0 0 1 1 error_writes" ;;
+	esac
+	if dmsetup info "$1" >/dev/null 2>&1; then
+		dmsetup reload "$1" --table "$t" && dmsetup resume "$1"
+	else
+		dm_create "$1" "$t" >/dev/null
+	fi
+}
+
+# --- SSD failing under a device with clean and dirty blocks -------------------------
+hdd=$(make_hdd hdd 64 0 32)
+ssd=$(make_ssd ssd 32)
+len=$(sectors "$hdd")
+for b in 10 20 30 40; do put "$hdd" $b A || fail "origin write"; done
+leg ssdleg "$ssd" linear
+dev=$(dm_create sp "0 $len ssdprio $hdd /dev/mapper/ssdleg 5 format evict_wait 600000 seq_cutoff 0")
+
+put "$dev" 10 E || fail "write E"
+dmsetup message sp 0 flush_dirty
+wait_status sp dirty_blocks -eq 0 120
+put "$dev" 20 F || fail "write F"
+assert_eq "$(status_get sp dirty_blocks)" 1 "block 20 dirty"
+[[ $(get "$dev" 10) == "$(pat E)" ]] || fail "block 10 before the fault"
+
+leg ssdleg "$ssd" all
+got=$(get "$dev" 10) || fail "clean cached block: the SSD read error reached the user"
+[[ $got == "$(pat E)" ]] || fail "clean cached block read from the origin: wrong data"
+assert_ge "$(status_get sp read_fallbacks)" 1 "read_fallbacks counted"
+assert_ge "$(status_get sp ssd_read_errors)" 1 "ssd_read_errors counted"
+if get "$dev" 20 >/dev/null; then
+	fail "dirty block read while the SSD fails: its only copy cannot be read, yet no error"
+fi
+log "SSD failing: clean read served from the origin, dirty read reported: $(dmsetup status sp)"
+
+leg ssdleg "$ssd" linear
+[[ $(get "$dev" 20) == "$(pat F)" ]] || fail "dirty block after the SSD came back"
+
+# --- SSD write errors never revert acknowledged data --------------------------------
+put "$dev" 30 B || fail "write B"
+assert_eq "$(status_get sp dirty_blocks)" 2 "blocks 20 and 30 dirty"
+leg ssdleg "$ssd" writes
+if put "$dev" 30 C 512; then fail "512-byte write into a dirty block succeeded on a failing SSD"; fi
+got=$(get "$dev" 30) || fail "read of block 30 after the failed partial write"
+[[ ${got:512} == "$(pat B | tail -c +513)" ]] ||
+	fail "the untouched 3.5 KiB of a dirty block changed after a failed 512-byte write: ${got:512:16}..."
+[[ ${got:0:512} =~ ^(B+|C+)$ ]] || fail "failed 512-byte write left neither old nor new data: ${got:0:16}"
+if put "$dev" 30 D; then fail "whole-block overwrite of a dirty block succeeded on a failing SSD"; fi
+got=$(get "$dev" 30) || fail "read of block 30 after the failed overwrite"
+[[ $got != *A* ]] || fail "a failed overwrite of a dirty block made the origin's older data visible"
+assert_ge "$(status_get sp ssd_write_errors)" 2 "ssd_write_errors counted"
+assert_eq "$(status_get sp cache_mode)" degraded "cache_mode after an SSD write error"
+
+# Degraded: what the SSD does not hold alone goes around it, and works.
+put "$dev" 40 G || fail "write around a failing SSD"
+[[ $(get "$dev" 40) == "$(pat G)" ]] || fail "block 40 after a write around the cache"
+[[ $(get "$dev" 10) == "$(pat E)" ]] || fail "clean block 10 while degraded"
+log "after SSD write errors: $(dmsetup status sp)"
+
+# The SSD comes back: the dirty blocks are written back; the origin alone
+# holds every acknowledged write.
+leg ssdleg "$ssd" linear
+dmsetup message sp 0 flush_dirty
+wait_status sp dirty_blocks -eq 0 120
+dm_remove sp
+[[ $(get "$hdd" 10) == "$(pat E)" ]] || fail "origin block 10"
+[[ $(get "$hdd" 20) == "$(pat F)" ]] || fail "origin block 20"
+got=$(get "$hdd" 30)
+[[ $got != *A* && ${got:512} =~ ^(B+|D+)$ ]] || fail "origin block 30: ${got:0:16}...${got:512:16}"
+[[ $(get "$hdd" 40) == "$(pat G)" ]] || fail "origin block 40"
+dm_remove ssdleg
+
+# --- writeback refused by the origin ------------------------------------------------
+hdd2=$(make_hdd hdd2 64 0 32)
+ssd2=$(make_ssd ssd2 32)
+len=$(sectors "$hdd2")
+leg hddleg "$hdd2" linear
+dev=$(dm_create sp2 "0 $len ssdprio /dev/mapper/hddleg $ssd2 5 format evict_wait 600000 seq_cutoff 0")
+head -c $((4 << 20)) /dev/urandom >/tmp/data
+dd if=/tmp/data of="$dev" bs=1M oflag=direct status=none || fail "write 4 MiB"
+want=$(sha256sum </tmp/data)
+assert_eq "$(status_get sp2 dirty_blocks)" 1024 "4 MiB dirty"
+
+leg hddleg "$hdd2" writes
+dmsetup message sp2 0 flush_dirty
+wait_status sp2 flush_state == failed 300
+assert_ge "$(status_get sp2 failed_sets)" 1 "failed_sets"
+assert_ge "$(status_get sp2 writeback_errors)" 1 "writeback_errors"
+assert_eq "$(status_get sp2 dirty_blocks)" 1024 "nothing marked clean by a failed writeback"
+# Held aside with backoff: a handful of tries in a few seconds, not a loop.
+e0=$(status_get sp2 writeback_errors)
+sleep 5
+e1=$(status_get sp2 writeback_errors)
+assert_le "$((e1 - e0))" 40 "writeback retried back to back ($e0 -> $e1 errors in 5 s)"
+[[ $(dd if="$dev" bs=1M count=4 iflag=direct status=none | sha256sum) == "$want" ]] ||
+	fail "data through the cache while writeback fails"
+log "origin refusing writes: $(dmsetup status sp2)"
+
+leg hddleg "$hdd2" linear
+dmsetup message sp2 0 flush_dirty
+wait_status sp2 dirty_blocks -eq 0 300
+wait_status sp2 flush_state == idle 60
+assert_eq "$(status_get sp2 failed_sets)" 0 "failed_sets after the origin came back"
+dm_remove sp2
+[[ $(dd if=/dev/mapper/hddleg bs=1M count=4 iflag=direct status=none | sha256sum) == "$want" ]] ||
+	fail "origin alone after the writeback finished"
+dm_remove hddleg
+log "ok"
