@@ -495,6 +495,9 @@ static int ssdp_route(struct ssdprio *sp, struct bio *bio, bool may_split)
 	if (dest == SSDP_DEFERRED) {
 		bio_list_add(&sp->deferred, bio);
 		ssdp_count(sp, SSDP_ST_DEFERRED);
+		/* It waits for a writeback or promotion: hurry that up. */
+		if (!pb->idle && !sp->deferred_normal++)
+			ssdp_sched_boost(sp, true);
 	}
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 
@@ -551,6 +554,11 @@ void ssdp_deferred_work_fn(struct work_struct *work)
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	list = sp->deferred;
 	bio_list_init(&sp->deferred);
+	/* Whatever still has to wait boosts again when routed. */
+	if (sp->deferred_normal) {
+		sp->deferred_normal = 0;
+		ssdp_sched_boost(sp, false);
+	}
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 
 	while ((bio = bio_list_pop(&list))) {

@@ -477,9 +477,12 @@ void ssdp_sched_submit_internal(struct ssdprio *sp, struct ssdp_qnode *qn)
 		count_inflight(s, qn, true);
 		s->idle_unheld++;
 		direct = true;
-	} else if (s->passthrough || !s->throttle) {
+	} else if (s->passthrough || !s->throttle || s->boost) {
 		count_inflight(s, qn, true);
-		s->idle_unheld++;
+		if (s->boost)
+			s->idle_boosted++;
+		else
+			s->idle_unheld++;
 		list_add_tail(&qn->fifo, &s->ready);
 	} else {
 		qn->time = now;
@@ -496,6 +499,32 @@ void ssdp_sched_submit_internal(struct ssdprio *sp, struct ssdp_qnode *qn)
 void ssdp_sched_internal_done(struct ssdprio *sp, struct ssdp_qnode *qn)
 {
 	complete_qn(sp, qn);
+}
+
+/*
+ * Priority inheritance for our background I/O: while @on, a normal bio
+ * waits for it, so what is queued goes down now and nothing new is held.
+ * Any context (cache_lock may be held: it is taken outside ours).
+ */
+void ssdp_sched_boost(struct ssdprio *sp, bool on)
+{
+	struct ssdp_sched *s = &sp->sched;
+	struct ssdp_qnode *qn, *tmp;
+	unsigned long flags;
+
+	spin_lock_irqsave(&s->lock, flags);
+	s->boost = on;
+	if (on) {
+		list_for_each_entry_safe(qn, tmp, &s->fifo[SSDP_Q_IDLE], fifo) {
+			if (!(qn->flags & SSDP_QN_INTERNAL))
+				continue;
+			s->idle_boosted++;
+			dispatch_locked(s, SSDP_Q_IDLE, qn, &s->ready);
+		}
+	}
+	if (!list_empty(&s->ready))
+		kick(s);
+	spin_unlock_irqrestore(&s->lock, flags);
 }
 
 /*
@@ -563,7 +592,7 @@ unsigned int ssdp_sched_status(struct ssdprio *sp, char *result,
 	struct ssdp_sched *s = &sp->sched;
 	struct ssdp_sched_view v = { 0 };
 	u32 qr, qw, qi, ni, ii;
-	u64 disp, entries, promoted;
+	u64 disp, entries, promoted, boosted;
 	enum ssdp_sched_mode mode;
 	unsigned long flags;
 
@@ -587,6 +616,7 @@ unsigned int ssdp_sched_status(struct ssdprio *sp, char *result,
 	disp = s->st.idle_dispatched + s->idle_unheld;
 	entries = s->st.batch_entries;
 	promoted = s->st.idle_promoted;
+	boosted = s->idle_boosted;
 	mode = ssdp_sched_mode(&s->st);
 	spin_unlock_irqrestore(&s->lock, flags);
 
@@ -597,5 +627,6 @@ unsigned int ssdp_sched_status(struct ssdprio *sp, char *result,
 	DMEMIT(" idle_dispatched %llu batch_entries %llu idle_promoted %llu",
 	       (unsigned long long)disp, (unsigned long long)entries,
 	       (unsigned long long)promoted);
+	DMEMIT(" idle_boosted %llu", (unsigned long long)boosted);
 	return sz;
 }

@@ -147,7 +147,14 @@ struct ssdp_sched {
 	bool passthrough;		/* suspending: hold nothing */
 	bool throttle;			/* cfg.throttle: hold idle bios */
 	bool dead;			/* dtr: no worker any more */
+	/*
+	 * A normal bio waits behind our background I/O (a write deferred
+	 * while its set is written back): that I/O is not held as idle,
+	 * or the normal bio would wait for every other normal bio.
+	 */
+	bool boost;
 	u64 idle_unheld;		/* idle sent without being held */
+	u64 idle_boosted;		/* internal bios released by boost */
 	struct list_head ready;		/* decided, for the worker to submit */
 	struct hrtimer timer;		/* only queues dispatch_work */
 	struct work_struct dispatch_work;
@@ -186,6 +193,7 @@ struct ssdprio {
 	struct ssdp_evict_sm evict;
 	struct ssdp_set_io *set_io;
 	struct bio_list deferred;	/* writes waiting for an excl set */
+	u32 deferred_normal;		/* normal-class bios in @deferred */
 	/* Clean SSD reads that failed, to be read again from the origin. */
 	struct bio_list retry;
 	struct work_struct retry_work;
@@ -367,6 +375,7 @@ int ssdp_sched_map(struct ssdprio *sp, struct bio *bio, bool idle);
 void ssdp_sched_end_io(struct ssdprio *sp, struct bio *bio);
 void ssdp_sched_submit_internal(struct ssdprio *sp, struct ssdp_qnode *qn);
 void ssdp_sched_internal_done(struct ssdprio *sp, struct ssdp_qnode *qn);
+void ssdp_sched_boost(struct ssdprio *sp, bool on);
 void ssdp_sched_presuspend(struct ssdprio *sp);
 void ssdp_sched_postsuspend(struct ssdprio *sp);
 void ssdp_sched_resume(struct ssdprio *sp);
