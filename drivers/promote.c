@@ -43,7 +43,12 @@ void ssdp_promote_capture(struct ssdprio *sp, struct bio *bio,
 			  struct ssdp_bio *pb)
 {
 	unsigned int bytes = pb->nr << (sp->block_shift + SECTOR_SHIFT);
-	gfp_t gfp = GFP_ATOMIC | __GFP_NOWARN;
+	/*
+	 * Not GFP_ATOMIC: a copy is only an optimisation and may be skipped;
+	 * the atomic reserves are for those that cannot.  The total held is
+	 * bounded by SSDP_PROMOTE_MAX_BYTES.
+	 */
+	gfp_t gfp = GFP_NOWAIT | __GFP_NOWARN;
 	struct ssdp_promo *p;
 	unsigned long flags;
 

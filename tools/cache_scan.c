@@ -241,13 +241,21 @@ static int scan_record(struct ssdp_scan *s, u64 *cap, u32 seed, u32 cset,
 	ss.valid = popcount_bits(ri.valid, set_blocks);
 	ss.dirty = popcount_bits(ri.dirty, set_blocks);
 	ss.copy = (u8)pick;
+	ss.dirty_map = malloc(DIV_ROUND_UP(set_blocks, 8));
+	if (!ss.dirty_map)
+		return -ENOMEM;
+	memcpy(ss.dirty_map, ri.dirty, DIV_ROUND_UP(set_blocks, 8));
 	ss.other = zero[!pick] ? SCAN_OTHER_BLANK :
 		   !err[!pick] ? SCAN_OTHER_GOOD :
 		   err[!pick] == -EBADMSG ? SCAN_OTHER_BAD :
 		   SCAN_OTHER_INCONSISTENT;
 	ss.other_oset = ss.other == SCAN_OTHER_GOOD ? dec[!pick].oset :
 			SSDP_OSET_FREE;
-	return add_set(s, cap, &ss);
+	if (add_set(s, cap, &ss)) {
+		free(ss.dirty_map);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 static int by_oset_cset(const void *a, const void *b)
@@ -400,6 +408,10 @@ int scan_cache(int fd, u64 dev_sectors, struct ssdp_scan *s)
 
 void scan_free(struct ssdp_scan *s)
 {
+	u64 i;
+
+	for (i = 0; i < s->nr_sets; i++)
+		free(s->sets[i].dirty_map);
 	free(s->sets);
 	s->sets = NULL;
 	s->nr_sets = 0;

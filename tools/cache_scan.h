@@ -54,6 +54,8 @@ struct scan_set {
 	u8 copy;		/* record copy it came from */
 	u8 other;		/* enum scan_other: the other copy */
 	u8 lost;		/* another record of its origin set won */
+	/* The record's dirty blocks (a load after a crash takes all valid). */
+	u8 *dirty_map;		/* set_blocks bits, bit i = [i / 8] >> i % 8 */
 };
 
 struct ssdp_scan {

@@ -86,6 +86,7 @@ static int print_usage(void)
 	fputs("usage:\n"
 	      "  " TOOL " show [--json] [--sets] <cache_dev>\n"
 	      "  " TOOL " check <cache_dev>\n"
+	      "  " TOOL " dirty <cache_dev>\n"
 	      "  " TOOL " table <origin_dev> <cache_dev> [features...]\n"
 	      "  " TOOL " wipe [--force] [--records] <cache_dev>\n"
 	      "  " TOOL " gen-origin-id\n"
@@ -546,6 +547,75 @@ static int cmd_show(int argc, char **argv)
 	}
 	scan_free(&s);
 	return s.sb_res == SSDP_SB_OK ? EXIT_OK : EXIT_NOSB;
+}
+
+/* ---- dirty ---------------------------------------------------------- */
+
+static int by_oset(const void *a, const void *b)
+{
+	const struct scan_set *x = a, *y = b;
+
+	return x->oset < y->oset ? -1 : x->oset > y->oset;
+}
+
+/*
+ * The origin ranges whose newest data only the cache held at its last
+ * commit (every flush and FUA write commits): what is lost from the origin
+ * with the cache device.  One line per run, "<start sector> <sectors>",
+ * in origin order.  Writes acknowledged since the last flush are not
+ * listed, as a power cut may lose them too.
+ */
+static int cmd_dirty(int argc, char **argv)
+{
+	u64 i, b, start = 0, len = 0, total = 0, block_sectors, set_blocks;
+	struct ssdp_scan s;
+	struct dev d;
+
+	if (argc != 2 || argv[1][0] == '-')
+		return print_usage();
+	if (scan_path(argv[1], &d, &s, O_RDONLY))
+		return EXIT_FAIL;
+	dev_close(&d);
+	if (s.sb_res != SSDP_SB_OK) {
+		err("%s: %s", argv[1], ssdp_sb_result_name(s.sb_res));
+		scan_free(&s);
+		return EXIT_NOSB;
+	}
+	if (dev_held(argv[1]))
+		notice("%s is in use: this is its last durable metadata, not its live state",
+		     argv[1]);
+	block_sectors = s.sb.block_sectors;
+	set_blocks = s.sb.set_blocks;
+	qsort(s.sets, s.nr_sets, sizeof(*s.sets), by_oset);
+	for (i = 0; i < s.nr_sets; i++) {
+		const struct scan_set *ss = &s.sets[i];
+
+		if (ss->lost)
+			continue;
+		for (b = 0; b < set_blocks; b++) {
+			u64 sec = (ss->oset * set_blocks + b) * block_sectors;
+
+			if (!(ss->dirty_map[b / 8] >> (b % 8) & 1))
+				continue;
+			total += block_sectors;
+			if (len && start + len == sec) {
+				len += block_sectors;
+				continue;
+			}
+			if (len)
+				printf("%llu %llu\n", (unsigned long long)start,
+				       (unsigned long long)len);
+			start = sec;
+			len = block_sectors;
+		}
+	}
+	if (len)
+		printf("%llu %llu\n", (unsigned long long)start,
+		       (unsigned long long)len);
+	fprintf(stderr, "%s: %llu dirty sectors (%s shutdown)\n", argv[1],
+		(unsigned long long)total, s.clean ? "clean" : "unclean");
+	scan_free(&s);
+	return EXIT_OK;
 }
 
 /* ---- check ---------------------------------------------------------- */
@@ -1265,6 +1335,7 @@ int main(int argc, char **argv)
 	} cmds[] = {
 		{ "show", cmd_show },
 		{ "check", cmd_check },
+		{ "dirty", cmd_dirty },
 		{ "table", cmd_table },
 		{ "wipe", cmd_wipe },
 		{ "gen-origin-id", cmd_gen_origin_id },
