@@ -44,9 +44,11 @@ T ?=
 # ssdprio-tool: user space, shares the on-SSD codec with the module.
 TOOL := build/ssdprio-tool
 TOOL_SRCS := tools/ssdprio-tool.c tools/cache_scan.c drivers/meta_codec.c \
-	drivers/config.c
+	drivers/config.c tools/live.c tools/dm_status.c
 TOOL_HDRS := tools/cache_scan.h drivers/meta_codec.h drivers/ssdprio_format.h \
-	drivers/ssdp_compat.h drivers/config.h
+	drivers/ssdp_compat.h drivers/config.h tools/live.h tools/dm_status.h
+# status and flush talk to the kernel through libdevmapper (libdevmapper-dev).
+TOOL_LIBS := -ldevmapper -lm
 TOOL_CFLAGS ?= -O2 -g
 PREFIX ?= /usr/local
 SBINDIR ?= $(PREFIX)/sbin
@@ -87,7 +89,7 @@ tools: $(TOOL) $(TOOLS)
 $(TOOL): $(TOOL_SRCS) $(TOOL_HDRS) Makefile
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -Wall -Wextra $(TOOL_CFLAGS) -Idrivers -Itools \
-		-o $@ $(TOOL_SRCS)
+		-o $@ $(TOOL_SRCS) $(TOOL_LIBS)
 
 build/tools/replay-log: tools/replay-log.c
 	@mkdir -p $(@D)

@@ -19,6 +19,8 @@
 #include "drivers/ssdprio.h"
 
 #define SSDP_MAX_FEATURE_ARGS 64
+/* docs/target.md, "Status": bumped when a key changes its meaning. */
+#define SSDP_STATUS_VERSION 1
 
 static const char * const ssdp_stat_names[SSDP_ST_NR] = {
 	[SSDP_ST_BIOS_NORMAL] = "bios_normal",
@@ -403,8 +405,13 @@ static void ssdp_status(struct dm_target *ti, status_type_t type,
 
 	switch (type) {
 	case STATUSTYPE_INFO:
+		/*
+		 * A stable interface for tools: keys are only ever added, and
+		 * the version goes up when one changes its meaning.
+		 */
+		DMEMIT("status_version %u", SSDP_STATUS_VERSION);
 		for (i = 0; i < SSDP_ST_NR; i++)
-			DMEMIT("%s%s %lld", i ? " " : "", ssdp_stat_names[i],
+			DMEMIT(" %s %lld", ssdp_stat_names[i],
 			       (long long)atomic64_read(&sp->stats[i]));
 		sz = ssdp_cache_status(sp, result, maxlen, sz);
 		sz = ssdp_sched_status(sp, result, maxlen, sz);

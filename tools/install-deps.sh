@@ -18,6 +18,10 @@ PACKAGES=(
 	linux-source-6.1 xz-utils sparse
 	# The QEMU bench (tests/vm/run): QEMU, the initramfs' static busybox.
 	qemu-system-x86 busybox-static cpio
+	# ssdprio-tool status/flush: libdevmapper (headers and the library).
+	libdevmapper-dev
+	# Man pages checked with groff (make unit).
+	groff-base
 	# Tools the guest tests use (from the host's root).
 	dmsetup lvm2 fio blktrace e2fsprogs xfsprogs udev procps python3
 	# Bench: plots, JSON in the guest, the bcache peer.

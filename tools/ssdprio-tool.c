@@ -8,6 +8,8 @@
  *	ssdprio-tool wipe [--force] [--records] <cache_dev>
  *	ssdprio-tool gen-origin-id
  *	ssdprio-tool activate [--tab FILE] [--udev] [--dry-run] [name...]
+ *	ssdprio-tool status [--json] [--watch [SECS]] [name...]
+ *	ssdprio-tool flush [--wait] [--timeout SECS] name
  *
  * The on-SSD format is drivers/ssdprio_format.h and the codec the
  * kernel's own drivers/meta_codec.c; cache_scan.c reads the records the
@@ -18,7 +20,9 @@
 #define _GNU_SOURCE	/* O_DIRECT, pipe2 */
 #include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <linux/fs.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -38,8 +42,12 @@
 
 #include "cache_scan.h"
 #include "config.h"
+#include "live.h"
 
 #define TOOL			"ssdprio-tool"
+#ifndef SSDP_TOOL_VERSION
+#define SSDP_TOOL_VERSION	"0.1.0"
+#endif
 #define DEFAULT_TAB		"/etc/ssdprio/ssdpriotab"
 #define ACTIVATE_LOCK		"/run/ssdprio-activate.lock"
 
@@ -81,7 +89,7 @@ logmsg(int level, const char *fmt, ...)
 #define err(...)	logmsg(LOG_ERR, __VA_ARGS__)
 #define notice(...)	logmsg(LOG_NOTICE, __VA_ARGS__)
 
-static int print_usage(void)
+static void usage_to(FILE *f)
 {
 	fputs("usage:\n"
 	      "  " TOOL " show [--json] [--sets] <cache_dev>\n"
@@ -91,9 +99,39 @@ static int print_usage(void)
 	      "  " TOOL " wipe [--force] [--records] <cache_dev>\n"
 	      "  " TOOL " gen-origin-id\n"
 	      "  " TOOL " activate [--tab FILE] [--udev] [--dry-run] [name...]\n"
-	      "See docs/tools.md.\n", stderr);
+	      "  " TOOL " status [--json] [--watch [SECS]] [name...]\n"
+	      "  " TOOL " flush [--wait] [--timeout SECS] name\n"
+	      "  " TOOL " --help | --version\n"
+	      "See ssdprio-tool(8) and docs/tools.md.\n", f);
+}
+
+static int print_usage(void)
+{
+	usage_to(stderr);
 	return EXIT_FAIL;
 }
+
+/*
+ * getopt_long for a subcommand: argv[0] is its name.  Returns the option,
+ * -1 at the end; --help prints the usage and exits 0, an unknown option
+ * exits 1 (getopt has said which).
+ */
+static int sub_getopt(int argc, char **argv, const struct option *opts)
+{
+	int c;
+
+	c = getopt_long(argc, argv, "h", opts, NULL);
+	if (c == 'h') {
+		usage_to(stdout);
+		exit(EXIT_OK);
+	}
+	if (c == '?' || c == ':')
+		exit(print_usage());
+	return c;
+}
+
+#define OPT_HELP	{ "help", no_argument, NULL, 'h' }
+#define OPT_END		{ NULL, 0, NULL, 0 }
 
 /* ---- a growing string ----------------------------------------------- */
 
@@ -516,22 +554,24 @@ static int cmd_show(int argc, char **argv)
 {
 	bool json = false, sets = false, live;
 	const char *path = NULL;
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "sets", no_argument, NULL, 's' },
+		OPT_HELP, OPT_END,
+	};
 	struct ssdp_scan s;
 	struct dev d;
-	int i;
+	int c;
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
+	while ((c = sub_getopt(argc, argv, opts)) != -1) {
+		if (c == 'j')
 			json = true;
-		else if (!strcmp(argv[i], "--sets"))
+		else if (c == 's')
 			sets = true;
-		else if (argv[i][0] != '-' && !path)
-			path = argv[i];
-		else
-			return print_usage();
 	}
-	if (!path)
+	if (optind + 1 != argc)
 		return print_usage();
+	path = argv[optind];
 	if (scan_path(path, &d, &s, O_RDONLY))
 		return EXIT_FAIL;
 	live = dev_held(path);
@@ -547,6 +587,22 @@ static int cmd_show(int argc, char **argv)
 	}
 	scan_free(&s);
 	return s.sb_res == SSDP_SB_OK ? EXIT_OK : EXIT_NOSB;
+}
+
+/*
+ * Options of a command whose only argument is one device: after it,
+ * argv[1] is that device.  Non-zero when the arguments are wrong.
+ */
+static int one_arg(int argc, char **argv)
+{
+	static const struct option opts[] = { OPT_HELP, OPT_END };
+
+	while (sub_getopt(argc, argv, opts) != -1)
+		;
+	if (optind + 1 != argc)
+		return -1;
+	argv[1] = argv[optind];
+	return 0;
 }
 
 /* ---- dirty ---------------------------------------------------------- */
@@ -571,7 +627,7 @@ static int cmd_dirty(int argc, char **argv)
 	struct ssdp_scan s;
 	struct dev d;
 
-	if (argc != 2 || argv[1][0] == '-')
+	if (one_arg(argc, argv))
 		return print_usage();
 	if (scan_path(argv[1], &d, &s, O_RDONLY))
 		return EXIT_FAIL;
@@ -628,7 +684,7 @@ static int cmd_check(int argc, char **argv)
 	char b[32];
 	int k;
 
-	if (argc != 2 || argv[1][0] == '-')
+	if (one_arg(argc, argv))
 		return print_usage();
 	if (scan_path(argv[1], &d, &s, O_RDONLY))
 		return EXIT_FAIL;
@@ -768,8 +824,16 @@ static int build_table(const char *origin, const char *cache, int nfeat,
 		if (!strcmp(key, "block_size") || !strcmp(key, "set_size")) {
 			u32 have = key[0] == 'b' ? s.sb.block_sectors :
 						   s.sb.set_blocks;
+			char *end;
+			unsigned long v;
 
-			if (strtoul(val, NULL, 10) != have) {
+			errno = 0;
+			v = strtoul(val, &end, 10);
+			if (!isdigit((unsigned char)val[0]) || *end || errno) {
+				err("%s %s: not a number", key, val);
+				goto out;
+			}
+			if (v != have) {
 				err("%s %s: the cache was formatted with %s %u", key,
 				    val, key, have);
 				r = EXIT_BAD;
@@ -815,12 +879,16 @@ out:
 
 static int cmd_table(int argc, char **argv)
 {
+	static const struct option opts[] = { OPT_HELP, OPT_END };
 	struct sbuf t = { 0 };
 	int r;
 
-	if (argc < 3 || argv[1][0] == '-' || argv[2][0] == '-')
+	while (sub_getopt(argc, argv, opts) != -1)
+		;
+	if (argc - optind < 2)
 		return print_usage();
-	r = build_table(argv[1], argv[2], argc - 3, argv + 3, true, &t, NULL);
+	r = build_table(argv[optind], argv[optind + 1], argc - optind - 2,
+			argv + optind + 2, true, &t, NULL);
 	if (!r)
 		printf("%s\n", t.s);
 	free(t.s);
@@ -870,21 +938,23 @@ static int cmd_wipe(int argc, char **argv)
 	struct ssdp_scan s;
 	struct dev d;
 	u64 at_risk;
+	static const struct option opts[] = {
+		{ "force", no_argument, NULL, 'f' },
+		{ "records", no_argument, NULL, 'r' },
+		OPT_HELP, OPT_END,
+	};
 	char b[32], u[37];
-	int i, r;
+	int c, r;
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--force"))
+	while ((c = sub_getopt(argc, argv, opts)) != -1) {
+		if (c == 'f')
 			force = true;
-		else if (!strcmp(argv[i], "--records"))
+		else if (c == 'r')
 			records = true;
-		else if (argv[i][0] != '-' && !path)
-			path = argv[i];
-		else
-			return print_usage();
 	}
-	if (!path)
+	if (optind + 1 != argc)
 		return print_usage();
+	path = argv[optind];
 	/* O_EXCL: a live table or a mount has the device: EBUSY. */
 	if (scan_path(path, &d, &s, O_RDWR | O_EXCL))
 		return EXIT_FAIL;
@@ -967,11 +1037,13 @@ out:
 
 static int cmd_gen_origin_id(int argc, char **argv)
 {
+	static const struct option opts[] = { OPT_HELP, OPT_END };
 	u8 id[16];
 	char h[33];
 
-	(void)argv;
-	if (argc != 1)
+	while (sub_getopt(argc, argv, opts) != -1)
+		;
+	if (optind != argc)
 		return print_usage();
 	do {
 		if (getrandom(id, sizeof(id), 0) != sizeof(id)) {
@@ -989,6 +1061,7 @@ struct tab_entry {
 	char *name, *origin, *cache;
 	char **feat;
 	int nfeat, line;
+	bool bad;	/* refused (reported): never activated */
 };
 
 static void tab_free(struct tab_entry *e, int n)
@@ -1012,10 +1085,13 @@ static bool valid_name(const char *s)
 
 /*
  * Parse an ssdpriotab: "name origin_dev cache_dev [features...]" per line,
- * '#' comments.  Returns the number of entries or -1 (reported).  The
- * entries point into @text.
+ * '#' comments.  Returns the number of entries or -1 (reported); *@bad
+ * counts the lines refused (reported, not returned): one bad line must
+ * not keep the good ones from activating at boot.  The entries point into
+ * @text.
  */
-static int tab_parse(const char *path, char *text, struct tab_entry **out)
+static int tab_parse(const char *path, char *text, struct tab_entry **out,
+		     int *bad)
 {
 	struct tab_entry *e = NULL;
 	char *line, *next;
@@ -1034,18 +1110,22 @@ static int tab_parse(const char *path, char *text, struct tab_entry **out)
 			*p = 0;
 		for (p = strtok_r(line, " \t\r", &wsave); p;
 		     p = strtok_r(NULL, " \t\r", &wsave)) {
-			if (nw == (int)ARRAY_SIZE(w)) {
-				err("%s:%d: too many words", path, lineno);
-				goto fail;
-			}
+			if (nw == (int)ARRAY_SIZE(w))
+				break;
 			w[nw++] = p;
 		}
 		if (!nw)
 			continue;
+		if (nw == (int)ARRAY_SIZE(w)) {
+			err("%s:%d: too many words", path, lineno);
+			(*bad)++;
+			continue;
+		}
 		if (nw < 3 || !valid_name(w[0])) {
 			err("%s:%d: expected 'name origin_dev cache_dev [features...]' with a name of letters, digits, _ . + -",
 			    path, lineno);
-			goto fail;
+			(*bad)++;
+			continue;
 		}
 		e = realloc(e, (n + 1) * sizeof(*e));
 		if (!e)
@@ -1055,6 +1135,7 @@ static int tab_parse(const char *path, char *text, struct tab_entry **out)
 		e[n].cache = w[2];
 		e[n].nfeat = nw - 3;
 		e[n].line = lineno;
+		e[n].bad = false;
 		e[n].feat = calloc(nw, sizeof(char *));
 		if (!e[n].feat)
 			goto fail;
@@ -1066,6 +1147,53 @@ static int tab_parse(const char *path, char *text, struct tab_entry **out)
 fail:
 	tab_free(e, n);
 	return -1;
+}
+
+/* The same disk, by name or (both present) by device number. */
+static bool same_disk(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	if (!strcmp(a, b))
+		return true;
+	return !stat(a, &sa) && !stat(b, &sb) && S_ISBLK(sa.st_mode) &&
+	       S_ISBLK(sb.st_mode) && sa.st_rdev == sb.st_rdev;
+}
+
+/*
+ * Entries that cannot all be right: a name given twice, or one disk in two
+ * entries (the kernel would refuse the second table anyway, but which one
+ * loses would depend on the order the disks appear in).  The later entry
+ * is refused, naming both lines; returns the number refused.
+ */
+static int tab_check(const char *path, struct tab_entry *e, int n)
+{
+	int i, j, bad = 0;
+
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < i && !e[i].bad; j++) {
+			const char *what = NULL;
+
+			if (e[j].bad)
+				continue;
+			if (!strcmp(e[i].name, e[j].name))
+				what = "the name";
+			else if (same_disk(e[i].cache, e[j].cache) ||
+				 same_disk(e[i].cache, e[j].origin))
+				what = "its cache device";
+			else if (same_disk(e[i].origin, e[j].origin) ||
+				 same_disk(e[i].origin, e[j].cache))
+				what = "its origin device";
+			if (!what)
+				continue;
+			err("%s:%d: '%s' refused: %s is already used by '%s' on line %d",
+			    path, e[i].line, e[i].name, what, e[j].name,
+			    e[j].line);
+			e[i].bad = true;
+			bad++;
+		}
+	}
+	return bad;
 }
 
 static char *read_file(const char *path)
@@ -1164,6 +1292,71 @@ static bool same_dev(const char *path, dev_t dev)
 /* activate_one(): a device is missing (udev: wait for its event). */
 #define ACT_WAIT	(-1)
 
+/*
+ * A disk that is there to be used: present and not empty.  An md array
+ * or a LUN can be 0 sectors at "add" and get its size at "change".
+ */
+static bool disk_ready(const char *path)
+{
+	u64 bytes = 0;
+	struct stat st;
+	bool ok;
+	int fd;
+
+	if (stat(path, &st))
+		return false;
+	if (!S_ISBLK(st.st_mode))
+		return S_ISREG(st.st_mode) && st.st_size > 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return false;
+	ok = !ioctl(fd, BLKGETSIZE64, &bytes) && bytes;
+	close(fd);
+	return ok;
+}
+
+/*
+ * The kernel's reason for refusing a table: dmsetup only gets -EINVAL, the
+ * text is in the kernel log ("device-mapper: table: 254:3: ssdprio:
+ * <reason>").  @fd was opened on /dev/kmsg before the load and moved to
+ * its end, so only records of this attempt are read; the latest wins.
+ */
+static bool kmsg_reason(int fd, char *out, size_t len)
+{
+	static const char pfx[] = "ssdprio: ";
+	char rec[2048];
+	bool found = false;
+	ssize_t r;
+
+	if (fd < 0)
+		return false;
+	for (;;) {
+		char *msg, *p;
+
+		r = read(fd, rec, sizeof(rec) - 1);
+		if (r < 0 && errno == EPIPE)
+			continue;	/* overwritten records: go on */
+		if (r <= 0)
+			break;
+		rec[r] = 0;
+		msg = strchr(rec, ';');
+		if (!msg || !strstr(msg, "device-mapper: table: "))
+			continue;
+		p = strstr(msg, pfx);
+		if (!p)
+			continue;
+		p += strlen(pfx);
+		p[strcspn(p, "\n")] = 0;
+		/* The errno dm appends, " (-EINVAL)": the caller knows it. */
+		msg = strstr(p, " (-E");
+		if (msg && msg[strlen(msg) - 1] == ')')
+			*msg = 0;
+		snprintf(out, len, "%s", p);
+		found = true;
+	}
+	return found;
+}
+
 /* One entry: EXIT_OK when active (now or already), else why not. */
 static int activate_one(const struct tab_entry *e, const char *tab,
 			const struct activate_opts *o)
@@ -1172,19 +1365,26 @@ static int activate_one(const struct tab_entry *e, const char *tab,
 	struct ssdp_scan s;
 	struct stat st;
 	char out[1024];
-	int r;
+	int r, kfd = -1;
 
 	if (dm_exists(e->name)) {
 		if (!o->udev)
 			printf("%s: already active\n", e->name);
 		return EXIT_OK;
 	}
-	if (stat(e->origin, &st) || stat(e->cache, &st)) {
-		/* udev: the other device has not appeared yet; later. */
-		if (o->udev)
+	if (!disk_ready(e->origin) || !disk_ready(e->cache)) {
+		const char *missing = disk_ready(e->origin) ? e->cache : e->origin;
+
+		/* udev: the other device's add or change event comes later. */
+		if (o->udev) {
+			notice("%s: waiting for %s %s (%s)", e->name,
+			       missing == e->cache ? "cache" : "origin",
+			       missing, stat(missing, &st) ?
+			       "not there yet" : "empty so far");
 			return ACT_WAIT;
-		err("%s: %s is not there", e->name,
-		    stat(e->origin, &st) ? e->origin : e->cache);
+		}
+		err("%s: %s is %s", e->name, missing, stat(missing, &st) ?
+		    "not there" : "empty (0 sectors)");
 		return EXIT_BAD;
 	}
 	if (dev_held(e->cache)) {
@@ -1202,11 +1402,20 @@ static int activate_one(const struct tab_entry *e, const char *tab,
 		r = EXIT_OK;
 		goto out;
 	}
+	kfd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (kfd >= 0)
+		lseek(kfd, 0, SEEK_END);
 	r = run_cmd(out, sizeof(out), "dmsetup", "create", e->name, "--table",
 		    t.s, NULL);
 	if (r) {
-		err("%s: dmsetup create failed (%d): %s; table: %s", e->name, r,
-		    out, t.s);
+		char why[512];
+
+		if (kmsg_reason(kfd, why, sizeof(why)))
+			err("%s: the kernel refused the table: %s; table: %s",
+			    e->name, why, t.s);
+		else
+			err("%s: dmsetup create failed (%d): %s; table: %s",
+			    e->name, r, out, t.s);
 		r = EXIT_BAD;
 		goto out;
 	}
@@ -1217,6 +1426,8 @@ static int activate_one(const struct tab_entry *e, const char *tab,
 	       s.clean ? "" : " (after an unclean shutdown)");
 	r = EXIT_OK;
 out:
+	if (kfd >= 0)
+		close(kfd);
 	scan_free(&s);
 	free(t.s);
 	return r;
@@ -1224,31 +1435,34 @@ out:
 
 static int cmd_activate(int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{ "udev", no_argument, NULL, 'u' },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "tab", required_argument, NULL, 't' },
+		OPT_HELP, OPT_END,
+	};
 	struct activate_opts o = { 0 };
 	const char *tab = getenv("SSDPRIO_TAB");
 	struct tab_entry *e = NULL;
 	char **names = NULL, *text;
-	int nnames = 0, n, i, j, lock = -1, r = EXIT_OK;
+	int nnames = 0, n, i, j, c, lock = -1, r = EXIT_OK, bad = 0;
+	int saved_kmsg;
 
 	if (!tab || !*tab)
 		tab = DEFAULT_TAB;
 	names = calloc(argc, sizeof(*names));
 	if (!names)
 		return EXIT_FAIL;
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--udev")) {
+	while ((c = sub_getopt(argc, argv, opts)) != -1) {
+		if (c == 'u')
 			o.udev = true;
-		} else if (!strcmp(argv[i], "--dry-run")) {
+		else if (c == 'n')
 			o.dry_run = true;
-		} else if (!strcmp(argv[i], "--tab") && i + 1 < argc) {
-			tab = argv[++i];
-		} else if (argv[i][0] != '-') {
-			names[nnames++] = argv[i];
-		} else {
-			free(names);
-			return print_usage();
-		}
+		else if (c == 't')
+			tab = optarg;
 	}
+	for (i = optind; i < argc; i++)
+		names[nnames++] = argv[i];
 	if (o.udev) {
 		const char *maj = getenv("MAJOR"), *min = getenv("MINOR");
 		const char *dn = getenv("DEVNAME");
@@ -1275,10 +1489,23 @@ static int cmd_activate(int argc, char **argv)
 		err("%s: %s", tab, strerror(errno));
 		return EXIT_FAIL;
 	}
-	n = tab_parse(tab, text, &e);
+	/*
+	 * Under udev every block device's event reads the tab: a bad line
+	 * goes to udev's log (stderr), not to the kernel log each time.
+	 */
+	saved_kmsg = kmsg_fd;
+	kmsg_fd = -1;
+	n = tab_parse(tab, text, &e, &bad);
+	if (n > 0)
+		bad += tab_check(tab, e, n);
+	kmsg_fd = saved_kmsg;
 	if (n < 0) {
 		r = EXIT_FAIL;
 		goto out;
+	}
+	if (bad) {
+		err("%s: %d line%s refused", tab, bad, bad > 1 ? "s" : "");
+		r = EXIT_BAD;
 	}
 	for (j = 0; j < nnames; j++) {
 		for (i = 0; i < n && strcmp(e[i].name, names[j]); i++)
@@ -1297,6 +1524,8 @@ static int cmd_activate(int argc, char **argv)
 			if (j == nnames)
 				continue;
 		}
+		if (e[i].bad)
+			continue;
 		if (o.udev && !same_dev(e[i].origin, o.udev_dev) &&
 		    !same_dev(e[i].cache, o.udev_dev))
 			continue;
@@ -1340,6 +1569,8 @@ int main(int argc, char **argv)
 		{ "wipe", cmd_wipe },
 		{ "gen-origin-id", cmd_gen_origin_id },
 		{ "activate", cmd_activate },
+		{ "status", cmd_status },
+		{ "flush", cmd_flush },
 	};
 	size_t i;
 
@@ -1347,7 +1578,11 @@ int main(int argc, char **argv)
 		return print_usage();
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
 	    !strcmp(argv[1], "help")) {
-		print_usage();
+		usage_to(stdout);
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		printf(TOOL " " SSDP_TOOL_VERSION "\n");
 		return EXIT_OK;
 	}
 	for (i = 0; i < ARRAY_SIZE(cmds); i++)
