@@ -12,7 +12,8 @@
 #   make crash      only the multi-boot scenarios (S=<scenario>...)
 #   make demo       boot the bench and show the target at work
 #   make bench      benchmarks (S=<scenario>, BENCH_QUICK=1)
-#   make install    modules_install + depmod, the tool and its udev rule
+#   make install    modules_install + depmod, the tool, its man pages, bash
+#                   completion and udev rule (make uninstall removes them)
 
 # The engine units, one concern each.
 SSDP_ENGINE_SRCS := drivers/config.c drivers/cache_map.c drivers/evict_sm.c drivers/seq_detect.c \
@@ -52,10 +53,18 @@ TOOL_LIBS := -ldevmapper -lm
 TOOL_CFLAGS ?= -O2 -g
 PREFIX ?= /usr/local
 SBINDIR ?= $(PREFIX)/sbin
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+# A distribution's rules live in /usr/lib; a local install's in /etc.
+ifeq ($(PREFIX),/usr)
+UDEVRULESDIR ?= /usr/lib/udev/rules.d
+else
 UDEVRULESDIR ?= /etc/udev/rules.d
+endif
+MANPAGES := man/ssdprio-tool.8 man/dm-ssdprio.4 man/ssdpriotab.5
 
 .PHONY: all modules lint unit check crash demo bench install install-tools clean \
-	deps checkpatch tools tools-test
+	deps checkpatch tools tools-test uninstall uninstall-tools
 
 all: modules
 
@@ -101,6 +110,7 @@ build/tools/stampio: tests/logwrites/stampio.c
 
 tools-test: tools
 	python3 tests/logwrites/test-replay-log.py build/tools/replay-log
+	./tests/unit/test-install.sh
 
 # `make check T=name` runs one guest test. Without T, the multi-boot
 # scenarios (tests/crash/run) follow the guest suite, even if it failed; the
@@ -129,12 +139,27 @@ install: modules install-tools
 	depmod -a $(notdir $(patsubst %/build,%,$(KDIR)))
 
 # The rule names the tool by absolute path: point it at SBINDIR.
-install-tools: tools
+install-tools: $(TOOL)
 	install -D -m 0755 $(TOOL) $(DESTDIR)$(SBINDIR)/ssdprio-tool
 	install -d $(DESTDIR)$(UDEVRULESDIR)
 	sed 's|/usr/local/sbin/ssdprio-tool|$(SBINDIR)/ssdprio-tool|' \
 		tools/udev/60-ssdprio.rules >$(DESTDIR)$(UDEVRULESDIR)/60-ssdprio.rules
 	chmod 0644 $(DESTDIR)$(UDEVRULESDIR)/60-ssdprio.rules
+	for m in $(MANPAGES); do \
+		install -D -m 0644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/} || exit; \
+	done
+	install -D -m 0644 tools/bash-completion/ssdprio-tool \
+		$(DESTDIR)$(BASHCOMPDIR)/ssdprio-tool
+
+uninstall-tools:
+	rm -f $(DESTDIR)$(SBINDIR)/ssdprio-tool \
+		$(DESTDIR)$(UDEVRULESDIR)/60-ssdprio.rules \
+		$(DESTDIR)$(BASHCOMPDIR)/ssdprio-tool \
+		$(foreach m,$(MANPAGES),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
+
+uninstall: uninstall-tools
+	rm -f $(DESTDIR)/lib/modules/$(notdir $(patsubst %/build,%,$(KDIR)))/extra/dm-ssdprio.ko
+	-depmod -a $(notdir $(patsubst %/build,%,$(KDIR)))
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean

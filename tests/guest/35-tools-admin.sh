@@ -1,0 +1,270 @@
+#!/bin/bash
+# ssdprio-tool's live commands and admin fixes against the kernel: `status`
+# (text, --json checked against `dmsetup status`, --watch), the status line's
+# status_version, `flush --wait` to completion, to `failed` (a dm-flakey
+# origin refusing writes: names failed_sets and writeback_errors), to its
+# timeout and to Ctrl-C (the flush goes on), argument checks, an ssdpriotab
+# with bad, duplicate and conflicting lines (the good entry still activates),
+# the kernel's reason for a refused table, and udev activation in both
+# arrival orders with an origin that is 0 sectors at "add" and grows at
+# "change" (a loop device attached later).
+# timeout: 600
+# shellcheck source=tests/guest/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+TOOL=$REPO/build/ssdprio-tool
+[[ -x $TOOL ]] || skip "$TOOL is missing: build it on the host first ('make tools'; make check does)"
+command -v jq >/dev/null || skip "jq is missing (tools/install-deps.sh)"
+
+T=$(mktemp -d)
+RULE=/run/udev/rules.d/60-ssdprio.rules
+cleanup() {
+	if [[ -e $RULE ]]; then
+		rm -f "$RULE"
+		udevadm control --reload 2>/dev/null || true
+	fi
+	dmsetup resume orig 2>/dev/null || true
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+# expect_rc RC CMD...: run CMD (stdout in $T/out, stderr in $T/err), check its status.
+expect_rc() {
+	local want=$1 rc=0
+	shift
+	"$@" >"$T/out" 2>"$T/err" || rc=$?
+	[[ $rc == "$want" ]] || fail "'$*' exited $rc, expected $want: $(cat "$T/out" "$T/err")"
+}
+# origin_table KIND: the table of "orig" over $hdd: linear, or flakey
+# refusing every write.
+origin_table() {
+	case $1 in
+	linear) echo "0 $len linear $hdd 0" ;;
+	writes) echo "0 $len flakey $hdd 0 0 1 1 error_writes" ;;
+	esac
+}
+origin_set() {
+	dmsetup suspend orig && dmsetup load orig --table "$(origin_table "$1")" &&
+		dmsetup resume orig || fail "origin_set $1"
+}
+dirty_some() { # dirty_some SEED: 4 MiB of random 4 KiB writes, all dirty
+	fio_run --name=d --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 \
+		--offset=1M --size=16M --io_size=4M --randrepeat=0 --randseed="$1" \
+		--ioengine=psync >/dev/null
+}
+
+load_module
+modprobe dm-flakey
+hdd=$(make_hdd hdd 64 0 32)
+ssd=$(make_ssd ssd 24)
+len=$(sectors "$hdd")
+dm_create orig "$(origin_table linear)" >/dev/null
+dm_create sp "0 $len ssdprio /dev/mapper/orig $ssd 3 format evict_wait 600000" >/dev/null
+dm_create lin "0 2048 linear $hdd 0" >/dev/null # not ssdprio: never listed
+
+# --- the status line: versioned, still key value pairs from field 4 ------------------
+read -r _ _ tgt k1 v1 _ < <(dmsetup status sp)
+assert_eq "$tgt $k1 $v1" "ssdprio status_version 1" "status_version first"
+assert_eq "$(status_get sp status_version)" 1 "status_get reads status_version"
+
+dirty_some 1
+dd if=/dev/mapper/sp of=/dev/null bs=1M skip=40 count=2 iflag=direct status=none
+dd if=/dev/mapper/sp of=/dev/null bs=1M skip=40 count=2 iflag=direct status=none
+
+# --- status: text and JSON against dmsetup status ---------------------------------------
+expect_rc 0 "$TOOL" status
+grep -q '^sp: ssdprio' "$T/out" || fail "status lists sp: $(cat "$T/out")"
+grep -q '^lin:' "$T/out" && fail "status lists a linear device: $(cat "$T/out")"
+grep -q 'cache_mode normal, meta_state formatted' "$T/out" || fail "status health: $(cat "$T/out")"
+grep -q 'flush_state idle' "$T/out" || fail "status flush_state: $(cat "$T/out")"
+log "$(cat "$T/out")"
+expect_rc 1 "$TOOL" status lin
+grep -q "not an ssdprio device" "$T/err" || fail "status lin: $(cat "$T/err")"
+expect_rc 1 "$TOOL" status nosuchdev
+
+"$TOOL" status --json sp >"$T/j" || fail "status --json"
+st=$(dmsetup status sp)
+jq -e '.schema == 1 and (.devices | length) == 1 and .devices[0].name == "sp"' "$T/j" >/dev/null ||
+	fail "status --json shape: $(cat "$T/j")"
+# Every key of the status line, with its value (numbers as numbers).
+read -r -a f <<<"$st"
+for ((i = 3; i < ${#f[@]}; i += 2)); do
+	k=${f[i]} v=${f[i + 1]}
+	got=$(jq -r --arg k "$k" '.devices[0].status[$k]' "$T/j")
+	assert_eq "$got" "$v" "status --json: $k"
+done
+assert_eq "$(jq -r '.devices[0].sectors' "$T/j")" "$len" "json sectors"
+assert_eq "$(jq -r '.devices[0].status_version' "$T/j")" 1 "json status_version"
+dirty=$(status_get sp dirty_blocks)
+assert_eq "$(jq -r '.devices[0].summary.dirty_bytes' "$T/j")" $((dirty * 4096)) "json dirty_bytes"
+rh=$(status_get sp read_hits) rm_=$(status_get sp read_misses)
+jq -e --argjson h "$rh" --argjson m "$rm_" \
+	'.devices[0].summary.read_hit_ratio - ($h / ($h + $m)) | fabs < 0.001' "$T/j" >/dev/null ||
+	fail "json read_hit_ratio: $(jq -c .devices[0].summary "$T/j"), hits $rh misses $rm_"
+# All devices: sp only.
+"$TOOL" status --json | jq -e '[.devices[].name] == ["sp"]' >/dev/null || fail "status --json lists only ssdprio devices"
+
+# --watch on a pipe: plain repeated blocks; with --json one object per line,
+# the later ones with the interval's figures. Ended by SIGINT.
+timeout -s INT 8 "$TOOL" status --watch 0.2 sp >"$T/w" || true
+assert_ge "$(grep -c '^sp: ssdprio' "$T/w")" 2 "status --watch repeats"
+grep -q 'over the last' "$T/w" || fail "status --watch: no interval figures: $(head -20 "$T/w")"
+timeout -s INT 8 "$TOOL" status --json --watch=0.2 >"$T/wj" || true
+assert_ge "$(wc -l <"$T/wj")" 2 "status --json --watch lines"
+jq -e -s 'all(.schema == 1) and (.[1].devices[0].summary | has("interval_read_hit_ratio"))' "$T/wj" >/dev/null ||
+	fail "status --json --watch: $(head -3 "$T/wj")"
+
+# --- flush --wait: to completion --------------------------------------------------------
+assert_ge "$(status_get sp dirty_blocks)" 1 "dirty before the flush"
+expect_rc 0 "$TOOL" flush --wait sp
+grep -q "sp: flushed" "$T/out" || fail "flush --wait: $(cat "$T/out")"
+assert_eq "$(status_get sp dirty_blocks)" 0 "dirty after flush --wait"
+assert_eq "$(status_get sp flush_state)" idle "flush_state after flush --wait"
+expect_rc 0 "$TOOL" flush sp
+grep -q "flush_dirty sent" "$T/out" || fail "flush without --wait: $(cat "$T/out")"
+
+# --- flush --wait: the origin refuses writes: failed ------------------------------------
+dirty_some 2
+origin_set writes
+expect_rc 3 "$TOOL" flush --wait --timeout 300 sp
+grep -Eq "flush failed: failed_sets [1-9][0-9]*, writeback_errors [1-9]" "$T/out" ||
+	fail "flush --wait on a failing origin: $(cat "$T/out")"
+log "$(cat "$T/out")"
+assert_eq "$(status_get sp flush_state)" failed "flush_state failed"
+origin_set linear
+expect_rc 0 "$TOOL" flush --wait --timeout 300 sp
+assert_eq "$(status_get sp dirty_blocks)" 0 "dirty after the origin came back"
+
+# --- timeout and Ctrl-C: the origin suspended, the flush cannot end ---------------------
+dirty_some 3
+dmsetup suspend orig || fail "suspend orig"
+expect_rc 4 "$TOOL" flush --wait --timeout 1 sp
+grep -q "timed out" "$T/out" || fail "flush --timeout: $(cat "$T/out")"
+grep -q "flush_state running" "$T/out" || fail "flush --timeout says what is left: $(cat "$T/out")"
+"$TOOL" flush --wait sp >"$T/int" 2>&1 &
+pid=$!
+for _ in $(seq 300); do
+	grep -q "MiB left" "$T/int" && break
+	sleep 0.1
+done
+grep -q "MiB left" "$T/int" || fail "flush --wait printed no progress: $(cat "$T/int")"
+kill -INT "$pid"
+rc=0
+wait "$pid" || rc=$?
+assert_eq "$rc" 130 "flush --wait after SIGINT"
+grep -q "interrupted: the flush goes on" "$T/int" || fail "SIGINT: $(cat "$T/int")"
+grep -q "cache_mode normal, flush_state running" "$T/int" || fail "SIGINT: mode and what is left: $(cat "$T/int")"
+dmsetup resume orig || fail "resume orig"
+wait_status sp flush_state == idle 300
+assert_eq "$(status_get sp dirty_blocks)" 0 "the flush went on after SIGINT"
+
+# --- arguments -------------------------------------------------------------------------------
+expect_rc 0 "$TOOL" --help
+grep -q "status \[--json\]" "$T/out" || fail "--help on stdout: $(cat "$T/out")"
+expect_rc 0 "$TOOL" --version
+grep -Eq '^ssdprio-tool [0-9]' "$T/out" || fail "--version: $(cat "$T/out")"
+expect_rc 0 "$TOOL" flush --help
+expect_rc 1 "$TOOL" status --bogus
+expect_rc 1 "$TOOL" flush --wait --timeout x sp
+dm_remove sp
+expect_rc 1 "$TOOL" table /dev/mapper/orig "$ssd" set_size abc
+grep -q "set_size abc: not a number" "$T/err" || fail "table set_size abc: $(cat "$T/err")"
+expect_rc 0 "$TOOL" table --help
+line=$("$TOOL" table /dev/mapper/orig "$ssd") || fail "table"
+
+# --- ssdpriotab: bad lines refused one by one ----------------------------------------------
+cat >"$T/tab" <<EOF
+good /dev/mapper/orig $ssd evict_wait 600000
+this line is   # three words: an entry whose disks are not there
+bad!name /dev/mapper/orig $ssd
+good /dev/null $ssd
+other /dev/mapper/lin $ssd
+EOF
+expect_rc 3 "$TOOL" activate --tab "$T/tab" --dry-run
+grep -q "^dmsetup create good --table '$line 2 evict_wait 600000'" "$T/out" ||
+	fail "the good entry is activated: $(cat "$T/out" "$T/err")"
+grep -q "tab:3: expected" "$T/err" || fail "bad name line 3: $(cat "$T/err")"
+grep -q "tab:4: 'good' refused: the name is already used by 'good' on line 1" "$T/err" ||
+	fail "duplicate name: $(cat "$T/err")"
+grep -q "tab:5: 'other' refused: its cache device is already used by 'good' on line 1" "$T/err" ||
+	fail "shared cache: $(cat "$T/err")"
+grep -q "3 lines refused" "$T/err" || fail "count of refused lines: $(cat "$T/err")"
+# line 2 ("this line is") names devices that are not there: not activated, not a tab error.
+grep -q "this: line is not there" "$T/err" || fail "line 2: $(cat "$T/err")"
+
+# The kernel refuses what the tool cannot check: its reason, not "Invalid argument".
+printf 'kr /dev/mapper/orig %s idle_cgroup /no/such/cgroup\n' "$ssd" >"$T/tab2"
+expect_rc 3 "$TOOL" activate --tab "$T/tab2" kr
+grep -q "kr: the kernel refused the table: idle_cgroup" "$T/err" || fail "kernel reason: $(cat "$T/err")"
+log "$(cat "$T/err")"
+dmsetup info kr >/dev/null 2>&1 && fail "kr was created"
+
+# --- udev: both orders, an origin of 0 sectors at "add" growing at "change" -------------------
+if ! _udev_running; then
+	log "udev is not running (VM_UDEV=0): activation not tested"
+	exit 0
+fi
+# The origin for udev: a loop device over a copy of the origin (same size as
+# the cache's superblock says); the cache: a dm-linear over the SSD.
+dd if=/dev/mapper/orig of="$T/origin.img" bs=1M status=none || fail "copy the origin"
+dm_remove orig
+loop=$(losetup -f) || fail "losetup -f"
+[[ -b $loop ]] || fail "no free loop device node"
+assert_eq "$(sectors "$loop")" 0 "a detached loop device is empty"
+cat >"$T/utab" <<EOF
+u $loop /dev/mapper/uc evict_wait 600000
+EOF
+mkdir -p "${RULE%/*}"
+sed -e "s|/usr/local/sbin/ssdprio-tool|$TOOL|" -e "s|/etc/ssdprio/ssdpriotab|$T/utab|g" \
+	"$REPO/tools/udev/60-ssdprio.rules" >"$RULE"
+udevadm control --reload || fail "udevadm control --reload"
+kmsg() { dmesg | grep 'ssdprio-tool\[' | tail -n +$((k0 + 1)); }
+wait_dev() { # wait_dev NAME: udev's activation is asynchronous to us
+	udevadm settle --timeout=60 || true
+	for _ in $(seq 150); do
+		[[ -b /dev/mapper/$1 ]] && return 0
+		sleep 0.2
+	done
+	fail "udev did not activate $1; tool in the kernel log: $(kmsg | tr '\n' '|')"
+}
+
+# Order 1: the origin first (0 sectors at "add", then attached: "change"),
+# then the cache.
+k0=$(dmesg | grep -c 'ssdprio-tool\[' || true)
+udevadm trigger --action=add --settle "$loop" || fail "trigger add $loop"
+kmsg | grep -q "u: waiting for origin $loop (empty so far)" ||
+	fail "no waiting message for the empty origin: $(kmsg | tr '\n' '|')"
+losetup "$loop" "$T/origin.img" || fail "losetup"
+udevadm settle --timeout=60 || true
+kmsg | grep -q "u: waiting for cache /dev/mapper/uc (not there yet)" ||
+	fail "no waiting message for the cache: $(kmsg | tr '\n' '|')"
+dmsetup info u >/dev/null 2>&1 && fail "u activated without its cache"
+dm_create uc "0 $(sectors "$ssd") linear $ssd 0" >/dev/null
+wait_dev u
+assert_eq "$(status_get u meta_state)" clean "udev, origin first: warm"
+kmsg | grep -q "u: activated" || fail "no activation message: $(kmsg | tr '\n' '|')"
+log "order 1: $(kmsg | tr '\n' '|')"
+dm_remove u
+losetup -d "$loop" || fail "losetup -d"
+udevadm settle --timeout=60 || true
+
+# Order 2: the cache first (its event finds the origin empty), then the
+# origin grows from 0 at "change".
+dm_remove uc
+k0=$(dmesg | grep -c 'ssdprio-tool\[' || true)
+dm_create uc "0 $(sectors "$ssd") linear $ssd 0" >/dev/null
+udevadm settle --timeout=60 || true
+kmsg | grep -q "u: waiting for origin $loop (empty so far)" ||
+	fail "no waiting message for the origin: $(kmsg | tr '\n' '|')"
+dmsetup info u >/dev/null 2>&1 && fail "u activated with an empty origin"
+losetup "$loop" "$T/origin.img" || fail "losetup"
+wait_dev u
+assert_eq "$(status_get u meta_state)" clean "udev, cache first: warm"
+log "order 2: $(kmsg | tr '\n' '|')"
+kmsg | grep -q "format" && fail "activation mentions format: $(kmsg)"
+rm -f "$RULE"
+udevadm control --reload
+dm_remove u
+dm_remove uc
+losetup -d "$loop"
+log "ok"
