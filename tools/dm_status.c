@@ -12,6 +12,9 @@
 #include "dm_status.h"
 
 #define MiB	(1024.0 * 1024.0)
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#endif
 
 int st_parse(struct dm_status *st, const char *params)
 {
@@ -119,7 +122,7 @@ static unsigned long long errors(const struct dm_status *st)
 	unsigned long long n = 0;
 	size_t i;
 
-	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(keys); i++)
 		n += num0(st, keys[i]);
 	return n;
 }

@@ -11,6 +11,7 @@
 #include <libdevmapper.h>
 #include <math.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -28,12 +29,13 @@
 #define EXIT_TIMEOUT	4
 #define EXIT_INTR	130
 
-static volatile sig_atomic_t interrupted;
+/* Lock-free, so safe to set from the signal handler. */
+static atomic_bool interrupted;
 
 static void on_sigint(int sig)
 {
 	(void)sig;
-	interrupted = 1;
+	interrupted = true;
 }
 
 /* SIGINT ends our wait, not the process: no SA_RESTART, so sleeps return. */
@@ -143,7 +145,8 @@ static int dm_list_ssdprio(char ***out)
 	unsigned int next = 0;
 
 	dmt = dm_task_create(DM_DEVICE_LIST);
-	if (!dmt || !dm_task_run(dmt) || !(names = dm_task_get_names(dmt))) {
+	names = dmt && dm_task_run(dmt) ? dm_task_get_names(dmt) : NULL;
+	if (!names) {
 		fprintf(stderr, TOOL ": cannot list device-mapper devices (root? dm-mod loaded?)\n");
 		if (dmt)
 			dm_task_destroy(dmt);

@@ -86,13 +86,12 @@ expect_rc 1 "$TOOL" status nosuchdev
 st=$(dmsetup status sp)
 jq -e '.schema == 1 and (.devices | length) == 1 and .devices[0].name == "sp"' "$T/j" >/dev/null ||
 	fail "status --json shape: $(cat "$T/j")"
-# Every key of the status line, with its value (numbers as numbers).
-read -r -a f <<<"$st"
-for ((i = 3; i < ${#f[@]}; i += 2)); do
-	k=${f[i]} v=${f[i + 1]}
-	got=$(jq -r --arg k "$k" '.devices[0].status[$k]' "$T/j")
-	assert_eq "$got" "$v" "status --json: $k"
-done
+# Every key of the status line, in its order, with its value (numbers as numbers).
+awk '{ for (i = 4; i < NF; i += 2) print $i, $(i + 1) }' <<<"$st" >"$T/want"
+jq -r '.devices[0].status | to_entries[] | "\(.key) \(.value)"' "$T/j" >"$T/got"
+diff "$T/want" "$T/got" >&2 || fail "status --json differs from dmsetup status"
+jq -e '.devices[0].status.dirty_blocks | type == "number"' "$T/j" >/dev/null ||
+	fail "status --json: numbers as numbers"
 assert_eq "$(jq -r '.devices[0].sectors' "$T/j")" "$len" "json sectors"
 assert_eq "$(jq -r '.devices[0].status_version' "$T/j")" 1 "json status_version"
 dirty=$(status_get sp dirty_blocks)
@@ -105,12 +104,29 @@ jq -e --argjson h "$rh" --argjson m "$rm_" \
 "$TOOL" status --json | jq -e '[.devices[].name] == ["sp"]' >/dev/null || fail "status --json lists only ssdprio devices"
 
 # --watch on a pipe: plain repeated blocks; with --json one object per line,
-# the later ones with the interval's figures. Ended by SIGINT.
-timeout -s INT 8 "$TOOL" status --watch 0.2 sp >"$T/w" || true
-assert_ge "$(grep -c '^sp: ssdprio' "$T/w")" 2 "status --watch repeats"
+# the later ones with the interval's figures. Ended by SIGINT (exit 0).
+# watch_until FILE PATTERN COUNT ARGS...: run status ARGS until FILE has COUNT
+# lines matching PATTERN, then SIGINT it.
+watch_until() {
+	local file=$1 pat=$2 count=$3 pid rc=0
+	shift 3
+	: >"$file"
+	"$TOOL" status "$@" >"$file" &
+	pid=$!
+	for _ in $(seq 600); do
+		(($(grep -c -- "$pat" "$file") >= count)) && break
+		sleep 0.2
+	done
+	kill -INT "$pid"
+	wait "$pid" || rc=$?
+	assert_eq "$rc" 0 "status $* ended by SIGINT"
+	assert_ge "$(grep -c -- "$pat" "$file")" "$count" "status $*: rounds"
+}
+watch_until "$T/w" '^sp: ssdprio' 2 --watch 0.2 sp
 grep -q 'over the last' "$T/w" || fail "status --watch: no interval figures: $(head -20 "$T/w")"
-timeout -s INT 8 "$TOOL" status --json --watch=0.2 >"$T/wj" || true
-assert_ge "$(wc -l <"$T/wj")" 2 "status --json --watch lines"
+grep -q '^ssdprio status at' "$T/w" || fail "status --watch: no round header: $(head -20 "$T/w")"
+grep -q $'\e' "$T/w" && fail "status --watch to a pipe: terminal escapes"
+watch_until "$T/wj" '"schema": 1' 2 --json --watch=0.2
 jq -e -s 'all(.schema == 1) and (.[1].devices[0].summary | has("interval_read_hit_ratio"))' "$T/wj" >/dev/null ||
 	fail "status --json --watch: $(head -3 "$T/wj")"
 
@@ -262,9 +278,14 @@ wait_dev u
 assert_eq "$(status_get u meta_state)" clean "udev, cache first: warm"
 log "order 2: $(kmsg | tr '\n' '|')"
 kmsg | grep -q "format" && fail "activation mentions format: $(kmsg)"
+# Removed on purpose: a synthetic change (udev's watch after a writer closed
+# the disk, udevadm trigger) does not bring it back.
+dm_remove u
+udevadm trigger --action=change --settle "$loop" /dev/mapper/uc || fail "trigger change"
+udevadm settle --timeout=60 || true
+dmsetup info u >/dev/null 2>&1 && fail "a synthetic change event activated u again"
 rm -f "$RULE"
 udevadm control --reload
-dm_remove u
 dm_remove uc
 losetup -d "$loop"
 log "ok"
