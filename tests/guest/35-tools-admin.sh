@@ -147,6 +147,11 @@ grep -Eq "flush failed: failed_sets [1-9][0-9]*, writeback_errors [1-9]" "$T/out
 	fail "flush --wait on a failing origin: $(cat "$T/out")"
 log "$(cat "$T/out")"
 assert_eq "$(status_get sp flush_state)" failed "flush_state failed"
+"$TOOL" status sp >"$T/st" || fail "status after a failed flush"
+grep -q "no errors" "$T/st" && fail "status hides the errors: $(cat "$T/st")"
+grep -Eq "errors: .*writeback [1-9][0-9]*," "$T/st" ||
+	fail "status error line: $(cat "$T/st")"
+grep -Eq "flush_state failed" "$T/st" || fail "status flush_state: $(cat "$T/st")"
 origin_set linear
 expect_rc 0 "$TOOL" flush --wait --timeout 300 sp
 assert_eq "$(status_get sp dirty_blocks)" 0 "dirty after the origin came back"
@@ -157,6 +162,13 @@ dmsetup suspend orig || fail "suspend orig"
 expect_rc 4 "$TOOL" flush --wait --timeout 1 sp
 grep -q "timed out" "$T/out" || fail "flush --timeout: $(cat "$T/out")"
 grep -q "flush_state running" "$T/out" || fail "flush --timeout says what is left: $(cat "$T/out")"
+# On a terminal: one progress line redrawn with \r; status --watch clears the screen.
+rc=0
+script -qec "$TOOL flush --wait --timeout 1 sp" /dev/null >"$T/tty" || rc=$?
+assert_eq "$rc" 4 "flush --wait --timeout on a terminal"
+grep -q $'\rsp: '"[0-9.]* MiB left" "$T/tty" || fail "no \\r progress line on a terminal: $(od -c "$T/tty" | head)"
+script -qec "timeout -s INT 10 $TOOL status --watch 0.5 sp" /dev/null >"$T/ttyw" || true
+grep -q $'\e\[H\e\[J' "$T/ttyw" || fail "status --watch on a terminal does not redraw: $(od -c "$T/ttyw" | head)"
 "$TOOL" flush --wait sp >"$T/int" 2>&1 &
 pid=$!
 for _ in $(seq 300); do
