@@ -150,6 +150,18 @@ class Checker:
             if d is not None and d[0] == s and d[1] in ok:
                 continue
             bad += 1
+            # what kind of wrong, for the summary: garbage, another
+            # sector's data, or an older generation of this sector (after a
+            # failed write to this very sector, or with none: collateral)
+            if d is None:
+                kind = "bad_garbage"
+            elif d[0] != s:
+                kind = "bad_foreign"
+            elif d[1] < m.acked[s]:
+                kind = "bad_older_failed" if m.tried.get(s) else "bad_older_untouched"
+            else:
+                kind = "bad_other_gen"
+            m.stats[kind] = m.stats.get(kind, 0) + 1
             if self.reported < MAX_BAD_REPORT and not self.quiet:
                 self.reported += 1
                 if d is None:
