@@ -5,7 +5,7 @@
 #   - random 4 KiB reads give ~120 IOPS (accepted: 60..250),
 #   - two interleaved sequential readers get < 50% of one reader's throughput,
 #   - status counters, suspend/resume with I/O queued, remove.
-# timeout: 300
+# timeout: 1500
 . "$(dirname "$0")/lib.sh"
 
 HDDSIM_KO=$REPO/tests/hddsim/dm-hddsim.ko
@@ -93,15 +93,15 @@ fio --name=bg --filename="$dev" --direct=1 --ioengine=libaio --rw=randread \
 	--bs=4k --iodepth=32 --time_based --runtime=30 --randrepeat=0 --randseed=3 \
 	--output="$tmp/bg.txt" &
 bg=$!
-# fio may take a while to start on a loaded host: wait for the queue.
-for _ in $(seq 100); do
+# fio may take a while to start on a loaded host: wait (up to 60 s) for the queue.
+for _ in $(seq 300); do
 	q=$(status_get hddsim queued)
 	((q >= 8)) && break
 	sleep 0.2
 done
 log "queued before suspend: $q"
 assert_ge "$q" 8 "bios queued in the model"
-timeout 30 dmsetup suspend hddsim || fail "dmsetup suspend hung or failed with I/O queued"
+timeout 180 dmsetup suspend hddsim || fail "dmsetup suspend hung or failed with I/O queued"
 assert_eq "$(status_get hddsim queued)" 0 "queue drained by suspend"
 dmsetup resume hddsim || fail "resume failed"
 wait "$bg" || fail "fio across suspend/resume failed: $(cat "$tmp/bg.txt")"
@@ -114,7 +114,7 @@ fio --name=bgw --filename="$dev" --direct=1 --ioengine=libaio --rw=randwrite \
 	--output="$tmp/bgw.txt" &
 bg=$!
 sleep 1.5
-timeout 30 dmsetup suspend --noflush hddsim || fail "suspend --noflush hung with writes queued"
+timeout 180 dmsetup suspend --noflush hddsim || fail "suspend --noflush hung with writes queued"
 dmsetup resume hddsim || fail "resume failed"
 wait "$bg" || fail "fio write across suspend failed: $(cat "$tmp/bgw.txt")"
 dm_remove hddsim
