@@ -101,7 +101,7 @@ static int ssdp_parse_features(struct ssdprio *sp, struct dm_arg_set *as,
 			r = ssdp_config_set(&sp->cfg, key, value,
 					    SSDP_CFG_CTR, &why);
 		if (r) {
-			DMERR("feature %s %s: %s", key, value, why);
+			DMERR("feature %.64s %.64s: %s", key, value, why);
 			*error = (char *)why;
 			return r;
 		}
@@ -473,7 +473,8 @@ static int ssdp_message(struct dm_target *ti, unsigned int argc, char **argv,
 		goto out;
 	}
 	if (argc != 2 || !ssdp_config_is_key(argv[0])) {
-		DMERR("%s: unknown message \"%s\" (%u words)",
+		/* Bounded: printk holds back a line cut at its limit. */
+		DMERR("%s: unknown message \"%.64s\" (%u words)",
 		      dm_device_name(dm_table_get_md(ti->table)),
 		      argc ? argv[0] : "", argc);
 		return -EINVAL;
@@ -488,7 +489,7 @@ static int ssdp_message(struct dm_target *ti, unsigned int argc, char **argv,
 	mutex_unlock(&sp->cfg_lock);
 out:
 	if (r)
-		DMERR("%s: message %s %s: %s",
+		DMERR("%s: message %.64s %.64s: %s",
 		      dm_device_name(dm_table_get_md(ti->table)),
 		      argv[0], argv[1], why);
 	return r;
