@@ -7,7 +7,7 @@
  * messages and the suspend hooks.  The engine lives in drivers/.
  *
  * Table: <origin_dev> <cache_dev> [<#feature_args> <feature_arg>...]
- * where a feature arg is a <key> <value> pair or the flag "format".
+ * where a feature arg is a <key> <value> pair or a flag ("format", "force").
  */
 #include <linux/module.h>
 #include <linux/init.h>
@@ -77,6 +77,11 @@ static int ssdp_parse_features(struct ssdprio *sp, struct dm_arg_set *as,
 		/* The one flag without a value: initialise a blank cache. */
 		if (!strcmp(key, "format")) {
 			sp->format = true;
+			continue;
+		}
+		/* cache off over a cache with dirty blocks: discard them. */
+		if (!strcmp(key, "force")) {
+			sp->force = true;
 			continue;
 		}
 		if (!argc) {
