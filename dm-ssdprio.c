@@ -258,6 +258,16 @@ static int ssdp_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	r = ssdp_cache_ctr(sp, &ti->error);
 	if (r)
 		goto bad;
+	/*
+	 * cache off over a cache of this origin (to be marked bypassed):
+	 * no caching device may use it meanwhile, nor rewrite its
+	 * superblock without the mark.
+	 */
+	if (sp->meta_bypass) {
+		r = ssdp_claim(sp, &ti->error);
+		if (r)
+			goto bad;
+	}
 	r = ssdp_sched_init_dev(sp);
 	if (r) {
 		ti->error = "Cannot initialise the scheduler";

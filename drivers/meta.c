@@ -146,9 +146,9 @@ static int ssdp_meta_write_sb(struct ssdprio *sp, bool clean)
 }
 
 /*
- * The origin disk's own unique id (SCSI/SATA VPD page 0x83 through sd,
- * NVMe through nvme): the best designator it reports.  Returns false when
- * the disk reports none (virtio, loop, dm, md, null_blk...).
+ * The origin disk's own unique id (SCSI/SATA VPD page 0x83 through sd;
+ * later kernels add NVMe): the best designator it reports.  Returns false
+ * when the disk reports none (virtio, loop, dm, md, null_blk...).
  */
 static bool ssdp_origin_uid(struct ssdprio *sp, u8 id[16], u32 *len,
 			    u32 *type)
@@ -356,8 +356,10 @@ static int ssdp_bypass_read_sb(struct ssdprio *sp, struct page *page,
 {
 	int r;
 
-	if (bdev_logical_block_size(sp->cache->bdev) > SSDP_META_BLOCK_BYTES)
-		return 0;	/* never a cache of ours: ssdp_meta_ctr refuses it */
+	/* Never a cache of ours: ssdp_meta_ctr refuses such devices. */
+	if (bdev_logical_block_size(sp->cache->bdev) > SSDP_META_BLOCK_BYTES ||
+	    bdev_nr_sectors(sp->cache->bdev) < SSDP_META_BLOCK_SECTORS)
+		return 0;
 	r = ssdp_bypass_sb_rw(sp, page, REQ_OP_READ);
 	if (r)
 		return r;
