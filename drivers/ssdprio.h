@@ -225,7 +225,7 @@ struct ssdprio {
 	unsigned long *meta_todo;	/* metadata blocks of this commit */
 	u32 *meta_list;
 	struct ssdp_buf meta_buf;
-	bool meta_must_format;		/* ctr found a blank cache + format */
+	bool meta_must_format;		/* blank cache + format, or bypassed */
 	bool meta_loaded;		/* format or load done: the map is real */
 	u32 meta_fixups;		/* load: records left stale on the SSD */
 	enum ssdp_meta_state meta_state;

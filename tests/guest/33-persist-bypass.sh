@@ -52,7 +52,7 @@ refused off "0 $len ssdprio $hdd $ssd 2 cache off" "Cache holds dirty blocks of 
 dm_create off "0 $len ssdprio $hdd $ssd 3 cache off force" >/dev/null
 "$TOOL" show "$ssd" | grep -q "bypassed: *yes" || fail "cache not marked bypassed at resume: $("$TOOL" show "$ssd")"
 # while it is bypassed, no caching device may use the cache
-refused sp "0 $len ssdprio $hdd $ssd 2 evict_wait 60000" "Cache device is in use by another ssdprio device"
+refused sp "0 $len ssdprio $hdd $ssd 2 evict_wait 60000" "(Origin|Cache) device is in use by another ssdprio device"
 pattern B | dd of=/dev/mapper/off bs=1M oflag=direct status=none
 sum_b=$(head4 /dev/mapper/off)
 [[ $sum_b != "$sum_a" ]] || fail "patterns A and B are the same"
