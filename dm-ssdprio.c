@@ -7,7 +7,7 @@
  * messages and the suspend hooks.  The engine lives in drivers/.
  *
  * Table: <origin_dev> <cache_dev> [<#feature_args> <feature_arg>...]
- * where a feature arg is a <key> <value> pair or the flag "format".
+ * where a feature arg is a <key> <value> pair or a flag ("format", "force").
  */
 #include <linux/module.h>
 #include <linux/init.h>
@@ -85,6 +85,11 @@ static int ssdp_parse_features(struct ssdprio *sp, struct dm_arg_set *as,
 		/* The one flag without a value: initialise a blank cache. */
 		if (!strcmp(key, "format")) {
 			sp->format = true;
+			continue;
+		}
+		/* cache off over a cache with dirty blocks: discard them. */
+		if (!strcmp(key, "force")) {
+			sp->force = true;
 			continue;
 		}
 		if (!argc) {
@@ -261,6 +266,16 @@ static int ssdp_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	r = ssdp_cache_ctr(sp, &ti->error);
 	if (r)
 		goto bad;
+	/*
+	 * cache off over a cache of this origin (to be marked bypassed):
+	 * no caching device may use it meanwhile, nor rewrite its
+	 * superblock without the mark.
+	 */
+	if (sp->meta_bypass) {
+		r = ssdp_claim(sp, &ti->error);
+		if (r)
+			goto bad;
+	}
 	r = ssdp_sched_init_dev(sp);
 	if (r) {
 		ti->error = "Cannot initialise the scheduler";

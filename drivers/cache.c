@@ -87,7 +87,7 @@ int ssdp_cache_ctr(struct ssdprio *sp, char **error)
 	}
 	sp->caching = sp->cfg.cache;
 	if (!sp->caching)
-		return 0;
+		return ssdp_meta_ctr_bypass(sp, error);
 
 	if (ssdp_layout_compute(&sp->layout,
 				bdev_nr_sectors(sp->cache->bdev),
@@ -772,7 +772,7 @@ void ssdp_cache_postsuspend(struct ssdprio *sp)
 int ssdp_cache_preresume(struct ssdprio *sp)
 {
 	if (!sp->caching)
-		return 0;
+		return ssdp_meta_preresume_bypass(sp);
 	return ssdp_meta_preresume(sp);
 }
 

@@ -50,6 +50,8 @@
 #define SSDP_LOAD_CHUNK_BLOCKS	256U	/* 1 MiB */
 #define SSDP_MB_SHIFT		12	/* log2(SSDP_META_BLOCK_BYTES) */
 
+static int ssdp_meta_commit_locked(struct ssdprio *sp);
+
 static const char * const ssdp_meta_state_names[] = {
 	[SSDP_META_NONE] = "none",
 	[SSDP_META_FORMATTED] = "formatted",
@@ -119,9 +121,19 @@ static int ssdp_meta_rw(struct ssdprio *sp, struct ssdp_buf *buf, size_t off,
 static int ssdp_meta_write_sb(struct ssdprio *sp, bool clean)
 {
 	void *block = ssdp_buf_addr(&sp->meta_buf, 0);
+	unsigned long flags;
+	u64 dirty;
 	int r;
 
 	sp->sb.flags = clean ? SSDP_SB_CLEAN : 0;
+	if (clean) {
+		spin_lock_irqsave(&sp->cache_lock, flags);
+		dirty = ssdp_cmap_total_dirty(&sp->cmap);
+		spin_unlock_irqrestore(&sp->cache_lock, flags);
+		/* What a later "cache off" table checks (ssdp_meta_ctr_bypass). */
+		if (!dirty)
+			sp->sb.flags |= SSDP_SB_NO_DIRTY;
+	}
 	sp->sb.seq = sp->meta_seq;
 	memset(block, 0, SSDP_META_BLOCK_BYTES);
 	ssdp_sb_encode(&sp->sb, block);
@@ -134,6 +146,86 @@ static int ssdp_meta_write_sb(struct ssdprio *sp, bool clean)
 }
 
 /*
+ * The origin disk's own unique id (SCSI/SATA VPD page 0x83 through sd;
+ * later kernels add NVMe): the best designator it reports.  Returns false
+ * when the disk reports none (virtio, loop, dm, md, null_blk...).
+ */
+static bool ssdp_origin_uid(struct ssdprio *sp, u8 id[16], u32 *len,
+			    u32 *type)
+{
+	static const enum blk_unique_id types[] = {
+		BLK_UID_NAA, BLK_UID_EUI64, BLK_UID_T10,
+	};
+	struct gendisk *disk = sp->origin->bdev->bd_disk;
+	unsigned int i;
+	int r;
+
+	if (!disk->fops->get_unique_id)
+		return false;
+	for (i = 0; i < ARRAY_SIZE(types); i++) {
+		memset(id, 0, 16);
+		r = disk->fops->get_unique_id(disk, id, types[i]);
+		if (r > 0 && r <= 16) {
+			*len = r;
+			*type = types[i];
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Record the origin's identity in @sb (format, or first load without). */
+static void ssdp_sb_set_origin_uid(struct ssdprio *sp, struct ssdp_sb_info *sb)
+{
+	if (!ssdp_origin_uid(sp, sb->origin_uid, &sb->origin_uid_len,
+			     &sb->origin_uid_type))
+		return;
+	sb->origin_start = get_start_sect(sp->origin->bdev);
+	sb->compat |= SSDP_SB_COMPAT_ORIGIN_UID;
+}
+
+/*
+ * Does superblock @sb belong to this table's origin?  NULL if so, else
+ * why not (a ti->error; the details in dmesg if @verbose).  Size and
+ * origin_id as the table gives them, and the disk's own id when one was
+ * recorded at format.
+ */
+static const char *ssdp_sb_origin_mismatch(struct ssdprio *sp,
+					   const struct ssdp_sb_info *sb,
+					   bool verbose)
+{
+	sector_t origin_sectors = bdev_nr_sectors(sp->origin->bdev);
+	u32 len = 0, type = 0;
+	u8 id[16];
+
+	if (origin_sectors != sb->origin_sectors) {
+		if (verbose)
+			DMERR("cache belongs to an origin of %llu sectors; this one has %llu",
+			      sb->origin_sectors,
+			      (unsigned long long)origin_sectors);
+		return "Cache belongs to another origin (origin size differs)";
+	}
+	if (memcmp(sb->origin_id, sp->origin_id, sizeof(sb->origin_id)))
+		return "Cache belongs to another origin (origin_id differs)";
+	if (!(sb->compat & SSDP_SB_COMPAT_ORIGIN_UID))
+		return NULL;
+	if (!ssdp_origin_uid(sp, id, &len, &type) ||
+	    len != sb->origin_uid_len || type != sb->origin_uid_type ||
+	    memcmp(id, sb->origin_uid, len) ||
+	    get_start_sect(sp->origin->bdev) != sb->origin_start) {
+		if (!verbose)
+			return "Cache belongs to another origin (origin disk id differs)";
+		DMERR("cache was formatted over disk id %*phN (type %u) at sector %llu; origin %pg reports %*phN (type %u) at sector %llu",
+		      (int)sb->origin_uid_len, sb->origin_uid,
+		      sb->origin_uid_type, sb->origin_start,
+		      sp->origin->bdev, (int)len, id, type,
+		      (unsigned long long)get_start_sect(sp->origin->bdev));
+		return "Cache belongs to another origin (origin disk id differs)";
+	}
+	return NULL;
+}
+
+/*
  * Read the superblock and check it against the table: decides between
  * format and load, and takes the superblock's layout.  No writes.
  */
@@ -141,7 +233,6 @@ static int ssdp_meta_check(struct ssdprio *sp, char **error)
 {
 	struct ssdp_sb_info *sb = &sp->sb;
 	sector_t cache_sectors = bdev_nr_sectors(sp->cache->bdev);
-	sector_t origin_sectors = bdev_nr_sectors(sp->origin->bdev);
 	enum ssdp_sb_result res;
 	int r;
 
@@ -196,15 +287,18 @@ static int ssdp_meta_check(struct ssdprio *sp, char **error)
 		*error = "Cache device is smaller than when it was formatted (truncated?)";
 		return r;
 	}
-	if (origin_sectors != sb->origin_sectors) {
-		DMERR("cache belongs to an origin of %llu sectors; this one has %llu",
-		      sb->origin_sectors, (unsigned long long)origin_sectors);
-		*error = "Cache belongs to another origin (origin size differs)";
+	*error = (char *)ssdp_sb_origin_mismatch(sp, sb, true);
+	if (*error)
 		return r;
-	}
-	if (memcmp(sb->origin_id, sp->origin_id, sizeof(sb->origin_id))) {
-		*error = "Cache belongs to another origin (origin_id differs)";
-		return r;
+	if (sb->incompat & SSDP_SB_INCOMPAT_BYPASSED) {
+		/*
+		 * A "cache off" table served this origin without the cache:
+		 * any block here may be older than the origin's.  Nothing in
+		 * it is used; the first resume formats it afresh.
+		 */
+		DMWARN("cache was bypassed by a 'cache off' table: its contents are out of date and are discarded; starting empty");
+		sp->meta_must_format = true;
+		return 0;
 	}
 	/* The superblock's layout rules, even if the device has grown. */
 	ssdp_sb_layout(sb, &sp->layout);
@@ -233,6 +327,141 @@ int ssdp_meta_ctr(struct ssdprio *sp, char **error)
 		return -ENOMEM;
 	}
 	return ssdp_meta_check(sp, error);
+}
+
+/*
+ * Superblock I/O for a "cache off" table, which has no bio set or
+ * metadata buffer of its own: one page at sector 0 of the cache device.
+ */
+static int ssdp_bypass_sb_rw(struct ssdprio *sp, struct page *page,
+			     blk_opf_t opf)
+{
+	struct bio *bio = bio_alloc(sp->cache->bdev, 1, opf, GFP_KERNEL);
+	int r;
+
+	bio->bi_iter.bi_sector = 0;
+	__bio_add_page(bio, page, SSDP_META_BLOCK_BYTES, 0);
+	r = submit_bio_wait(bio);
+	bio_put(bio);
+	return r;
+}
+
+/*
+ * Read the cache device's superblock for a "cache off" table.  Returns
+ * 1 with @sb filled when it is a cache of ours for this origin (which the
+ * table would bypass), 0 when it is anything else, or a negative errno.
+ */
+static int ssdp_bypass_read_sb(struct ssdprio *sp, struct page *page,
+			       struct ssdp_sb_info *sb)
+{
+	int r;
+
+	/* Never a cache of ours: ssdp_meta_ctr refuses such devices. */
+	if (bdev_logical_block_size(sp->cache->bdev) > SSDP_META_BLOCK_BYTES ||
+	    bdev_nr_sectors(sp->cache->bdev) < SSDP_META_BLOCK_SECTORS)
+		return 0;
+	r = ssdp_bypass_sb_rw(sp, page, REQ_OP_READ);
+	if (r)
+		return r;
+	if (ssdp_sb_decode(page_address(page), sb) != SSDP_SB_OK)
+		return 0;
+	/*
+	 * A cache of another origin is not affected by what this table
+	 * writes to its origin: leave it alone.
+	 */
+	return ssdp_sb_origin_mismatch(sp, sb, false) ? 0 : 1;
+}
+
+/*
+ * ctr of a "cache off" table.  Every bio of such a table goes to the
+ * origin, so a cache of ours for the same origin is bypassed: its dirty
+ * blocks would not be read (stale data served) and, were a caching table
+ * loaded later, would be written back over whatever was written
+ * meanwhile.  Refused while the cache holds dirty blocks (an unclean
+ * superblock counts: it may), unless the table says "force"; otherwise
+ * the cache is marked bypassed at the first resume (never trusted again).
+ */
+int ssdp_meta_ctr_bypass(struct ssdprio *sp, char **error)
+{
+	struct page *page = alloc_page(GFP_KERNEL);
+	struct ssdp_sb_info *sb = kzalloc(sizeof(*sb), GFP_KERNEL);
+	int r = -ENOMEM;
+
+	sp->meta_bypass = false;
+	if (!page || !sb) {
+		*error = "Cannot allocate the metadata buffer";
+		goto out;
+	}
+	r = ssdp_bypass_read_sb(sp, page, sb);
+	if (r < 0) {
+		*error = "Cannot read the cache superblock";
+		goto out;
+	}
+	if (!r || (sb->incompat & SSDP_SB_INCOMPAT_BYPASSED))
+		goto out;	/* nothing of value to protect */
+	if ((sb->flags & (SSDP_SB_CLEAN | SSDP_SB_NO_DIRTY)) !=
+	    (SSDP_SB_CLEAN | SSDP_SB_NO_DIRTY) && !sp->force) {
+		*error = sb->flags & SSDP_SB_CLEAN ?
+			"Cache holds dirty blocks of this origin: 'cache off' would serve stale data (write them back first: load it with the cache on and 'flush_dirty'; or add the flag 'force' to discard them)" :
+			"Cache of this origin is live or was not shut down cleanly, so it may hold dirty blocks: 'cache off' would serve stale data (remove the caching device first, or load it and 'flush_dirty'; or add the flag 'force' to discard them)";
+		r = -EBUSY;
+		goto out;
+	}
+	if (sb->flags & SSDP_SB_NO_DIRTY)
+		DMINFO("cache has no dirty blocks; a 'cache off' table over it marks it out of date at resume");
+	else
+		DMWARN("force: cache's dirty blocks will be discarded at resume (the origin lacks them)");
+	sp->meta_bypass = true;
+	r = 0;
+out:
+	kfree(sb);
+	if (page)
+		__free_page(page);
+	return r;
+}
+
+/*
+ * First resume of a "cache off" table: mark the cache bypassed before
+ * any bio reaches the origin.  Read again: on a reload, the old caching
+ * table's postsuspend wrote its final superblock after our ctr.  A
+ * failure refuses the resume: serving I/O with the cache still trusted
+ * is what this prevents.
+ */
+int ssdp_meta_preresume_bypass(struct ssdprio *sp)
+{
+	struct page *page;
+	struct ssdp_sb_info *sb;
+	int r = -ENOMEM;
+
+	if (!sp->meta_bypass)
+		return 0;
+	page = alloc_page(GFP_KERNEL);
+	sb = kzalloc(sizeof(*sb), GFP_KERNEL);
+	if (!page || !sb)
+		goto out;
+	r = ssdp_bypass_read_sb(sp, page, sb);
+	if (r <= 0 || (sb->incompat & SSDP_SB_INCOMPAT_BYPASSED))
+		goto done;
+	sb->incompat |= SSDP_SB_INCOMPAT_BYPASSED;
+	sb->flags &= ~SSDP_SB_NO_DIRTY;
+	memset(page_address(page), 0, SSDP_META_BLOCK_BYTES);
+	ssdp_sb_encode(sb, page_address(page));
+	r = ssdp_bypass_sb_rw(sp, page, REQ_OP_WRITE | REQ_SYNC |
+			      REQ_PREFLUSH | REQ_FUA);
+	if (!r)
+		DMINFO("%s: cache marked bypassed: a caching table will start it empty",
+		       ssdp_name(sp));
+done:
+	if (r < 0)
+		DMERR("%s: cannot mark the bypassed cache out of date: %d; refusing to resume",
+		      ssdp_name(sp), r);
+	else
+		sp->meta_bypass = false;
+out:
+	kfree(sb);
+	if (page)
+		__free_page(page);
+	return r < 0 ? r : 0;
 }
 
 /*
@@ -294,6 +523,7 @@ static int ssdp_meta_format(struct ssdprio *sp)
 	sb->rec_sectors = l->rec_sectors;
 	sb->data_start = l->data_start;
 	sb->format_time = ktime_get_real_seconds();
+	ssdp_sb_set_origin_uid(sp, sb);
 	sp->meta_seq = 1;
 	/* Records of an older format fail the new UUID's checksum: free. */
 	sp->rec_seed = ssdp_rec_seed(sb->uuid);
@@ -302,7 +532,13 @@ static int ssdp_meta_format(struct ssdprio *sp)
 	return ssdp_meta_write_sb(sp, false);
 }
 
-/* One record read back at load: restore it into the cache map. */
+/*
+ * One record read back at load: restore it into the cache map.  A record
+ * that is not restored (past the end, lost to a newer one) is marked
+ * changed and counted in meta_fixups: its durable record must be
+ * rewritten as free before the device serves I/O (ssdp_meta_preresume),
+ * or a later crash could find it alone and believe it.
+ */
 static int ssdp_meta_restore(struct ssdprio *sp, u32 cset,
 			     const struct ssdp_rec_info *ri, u64 *seqs,
 			     bool recovering)
@@ -312,8 +548,18 @@ static int ssdp_meta_restore(struct ssdprio *sp, u32 cset,
 	int r;
 
 	if (ri->oset >= ssdp_nr_osets(sp)) {
-		DMWARN("%s: cache set %u maps origin set %llu past the end; dropped",
+		const u8 *bits = recovering ? ri->valid : ri->dirty;
+
+		/* Dirty data the table cannot reach: refuse (preresume). */
+		if (memchr_inv(bits, 0, ssdp_bitmap_bytes(cm->set_blocks))) {
+			DMERR("%s: cache set %u holds dirty blocks of origin set %llu, past the end of the table",
+			      ssdp_name(sp), cset, ri->oset);
+			return -ERANGE;
+		}
+		DMWARN("%s: cache set %u maps origin set %llu past the end; dropped (clean)",
 		       ssdp_name(sp), cset, ri->oset);
+		ssdp_cmap_mark_changed(cm, cset);
+		sp->meta_fixups++;
 		return 0;
 	}
 	other = ssdp_cmap_lookup(cm, ri->oset);
@@ -323,8 +569,11 @@ static int ssdp_meta_restore(struct ssdprio *sp, u32 cset,
 		 * old one.  The later mapping wins; the older set was clean
 		 * when it was unmapped (only clean sets are unmapped).
 		 */
-		if (seqs[other] >= ri->map_seq)
+		sp->meta_fixups++;
+		if (seqs[other] >= ri->map_seq) {
+			ssdp_cmap_mark_changed(cm, cset);
 			return 0;
+		}
 		ssdp_cmap_clear_dirty(cm, other, 0, cm->set_blocks);
 		ssdp_cmap_unmap(cm, other);
 		ssdp_cmap_mark_changed(cm, other);
@@ -338,6 +587,40 @@ static int ssdp_meta_restore(struct ssdprio *sp, u32 cset,
 				  recovering ? ri->valid : ri->dirty);
 }
 
+/*
+ * Read @n metadata blocks from @k of copy @c into @buf.  A read error
+ * is retried block by block; a block that cannot be read is left zeroed
+ * (its records fail their checksum, so the other copy's are used) and
+ * set in @bad.  Returns 0, or the error when no block could be read.
+ */
+static int ssdp_meta_read_copy(struct ssdprio *sp, struct ssdp_buf *buf,
+			       unsigned int c, u64 k, u32 n,
+			       unsigned long *bad)
+{
+	struct ssdp_layout *l = &sp->layout;
+	u32 s, nbad = 0;
+	int r;
+
+	bitmap_zero(bad, SSDP_LOAD_CHUNK_BLOCKS);
+	r = ssdp_meta_rw(sp, buf, 0, ssdp_rec_sector(l, c, k),
+			 n * SSDP_META_BLOCK_SECTORS, REQ_OP_READ);
+	if (!r)
+		return 0;
+	for (s = 0; s < n; s++) {
+		size_t off = (size_t)s << SSDP_MB_SHIFT;
+
+		if (!ssdp_meta_rw(sp, buf, off, ssdp_rec_sector(l, c, k + s),
+				  SSDP_META_BLOCK_SECTORS, REQ_OP_READ))
+			continue;
+		memset(ssdp_buf_addr(buf, off), 0, SSDP_META_BLOCK_BYTES);
+		__set_bit(s, bad);
+		nbad++;
+	}
+	DMWARN("%s: %u metadata blocks of copy %u from block %llu unreadable (%d): using the other copy's",
+	       ssdp_name(sp), nbad, c, k, r);
+	return 0;
+}
+
 static int ssdp_meta_load(struct ssdprio *sp)
 {
 	struct ssdp_layout *l = &sp->layout;
@@ -346,6 +629,7 @@ static int ssdp_meta_load(struct ssdprio *sp)
 	u32 set_blocks = sp->cfg.set_blocks;
 	bool recovering = !(sp->sb.flags & SSDP_SB_CLEAN);
 	struct ssdp_buf bufs[SSDP_META_COPIES] = {};
+	DECLARE_BITMAP(bad[SSDP_META_COPIES], SSDP_LOAD_CHUNK_BLOCKS);
 	unsigned long flags;
 	u64 k, max_seq = sp->sb.seq, loaded = 0;
 	u64 *seqs;
@@ -360,19 +644,19 @@ static int ssdp_meta_load(struct ssdprio *sp)
 		if (ssdp_buf_alloc(&bufs[c], SSDP_LOAD_CHUNK_BLOCKS *
 				   SSDP_META_BLOCK_BYTES, GFP_KERNEL))
 			goto out;
+	r = 0;
 
 	for (k = 0; k < nr_blocks; k += SSDP_LOAD_CHUNK_BLOCKS) {
 		u32 n = min_t(u64, SSDP_LOAD_CHUNK_BLOCKS, nr_blocks - k);
 		u32 s;
 
-		for (c = 0; c < SSDP_META_COPIES; c++) {
-			r = ssdp_meta_rw(sp, &bufs[c], 0,
-					 ssdp_rec_sector(l, c, k),
-					 n * SSDP_META_BLOCK_SECTORS,
-					 REQ_OP_READ);
-			if (r) {
-				DMERR("%s: reading the metadata failed: %d",
-				      ssdp_name(sp), r);
+		for (c = 0; c < SSDP_META_COPIES; c++)
+			ssdp_meta_read_copy(sp, &bufs[c], c, k, n, bad[c]);
+		for (s = 0; s < n; s++) {
+			if (test_bit(s, bad[0]) && test_bit(s, bad[1])) {
+				DMERR("%s: metadata block %llu unreadable in both copies",
+				      ssdp_name(sp), k + s);
+				r = -EIO;
 				goto out;
 			}
 		}
@@ -382,7 +666,8 @@ static int ssdp_meta_load(struct ssdprio *sp)
 			u32 j;
 
 			spin_lock_irqsave(&sp->cache_lock, flags);
-			for (j = 0; j < rpb && first + j < l->nr_csets; j++) {
+			for (j = 0; j < rpb && first + j < l->nr_csets && !r;
+			     j++) {
 				size_t off = ((size_t)s << SSDP_MB_SHIFT) + j * rb;
 				struct ssdp_rec_info ri;
 				int pick;
@@ -403,25 +688,39 @@ static int ssdp_meta_load(struct ssdprio *sp)
 						      recovering);
 				loaded++;
 			}
+			/*
+			 * What was loaded is what is on the SSD, unless
+			 * recovering (every valid block became dirty).  A
+			 * block with an unreadable copy is rewritten at the
+			 * next commit, so that the unreadable copy (which may
+			 * have been the newer) is replaced by what we serve.
+			 */
+			for (j = 0; j < rpb && first + j < l->nr_csets; j++) {
+				if (test_bit(s, bad[0]) || test_bit(s, bad[1]))
+					ssdp_cmap_mark_changed(&sp->cmap,
+							       first + j);
+				else if (!recovering &&
+					 ssdp_cmap_is_mapped(&sp->cmap,
+							     first + j))
+					ssdp_cmap_clear_changed(&sp->cmap,
+								first + j);
+			}
 			spin_unlock_irqrestore(&sp->cache_lock, flags);
 			/* The next write of this block goes to the other copy. */
 			if (block_pick == 1)
 				__set_bit(k + s, sp->meta_copy);
 		}
 		if (r) {
-			DMERR("%s: metadata record does not fit the map: %d",
-			      ssdp_name(sp), r);
+			if (r == -ERANGE)
+				DMERR("%s: the table is shorter than the origin the cache was formatted for, and dirty blocks lie past its end: refused (load the full length and flush_dirty first)",
+				      ssdp_name(sp));
+			else
+				DMERR("%s: metadata record does not fit the map: %d",
+				      ssdp_name(sp), r);
 			goto out;
 		}
 	}
 	sp->meta_seq = max_seq;
-	if (!recovering) {
-		/* What was loaded is what is on the SSD. */
-		spin_lock_irqsave(&sp->cache_lock, flags);
-		for (k = 0; k < l->nr_csets; k++)
-			ssdp_cmap_clear_changed(&sp->cmap, k);
-		spin_unlock_irqrestore(&sp->cache_lock, flags);
-	}
 	sp->load_ms = div_u64(ktime_get_ns() - t0, NSEC_PER_MSEC);
 	DMINFO("%s: loaded %llu mapped sets (%llu valid, %llu dirty blocks) after a%s shutdown in %u ms",
 	       ssdp_name(sp), loaded, ssdp_cmap_total_valid(&sp->cmap),
@@ -438,6 +737,14 @@ out:
 /*
  * preresume: the first resume formats or loads; every resume marks the
  * superblock unclean before any I/O can change the cache.
+ *
+ * Once the map is loaded, a failed metadata write does not stop the
+ * device: flushes and FUA writes fail (nothing can be made durable), but
+ * reads and writes go on and suspend, resume and remove work; a resume
+ * that refused would leave the device suspended with its I/O queued.
+ * The superblock stays unclean on the SSD (postsuspend never marks a
+ * failed cache clean), so the next load treats every valid block as
+ * dirty.
  */
 int ssdp_meta_preresume(struct ssdprio *sp)
 {
@@ -445,7 +752,13 @@ int ssdp_meta_preresume(struct ssdprio *sp)
 
 	mutex_lock(&sp->meta_lock);
 	if (sp->meta_state == SSDP_META_FAILED) {
-		r = -EIO;
+		if (!sp->meta_loaded) {
+			r = -EIO;	/* nothing to serve */
+			goto out;
+		}
+		/* Best effort: the superblock may still say clean. */
+		sp->meta_seq++;
+		ssdp_meta_write_sb(sp, false);
 		goto out;
 	}
 	if (sp->meta_state == SSDP_META_NONE) {
@@ -464,11 +777,37 @@ int ssdp_meta_preresume(struct ssdprio *sp)
 			sp->meta_state = SSDP_META_FAILED;
 			goto out;
 		}
+		sp->meta_loaded = true;
+		if (!(sp->sb.compat & SSDP_SB_COMPAT_ORIGIN_UID))
+			ssdp_sb_set_origin_uid(sp, &sp->sb);
 	}
 	sp->meta_seq++;
 	r = ssdp_meta_write_sb(sp, false);
-	if (r)
+	if (!r && sp->meta_fixups) {
+		/*
+		 * Records the load did not restore (lost to a newer record
+		 * of their origin set, or clean past the end): write them
+		 * free now.  Left on the SSD, a crash after the winner was
+		 * written back and evicted would find the loser alone and
+		 * write its old blocks over newer origin data.
+		 */
+		DMINFO("%s: %u stale metadata records rewritten as free",
+		       ssdp_name(sp), sp->meta_fixups);
+		r = ssdp_meta_commit_locked(sp);
+		if (!r)
+			sp->meta_fixups = 0;
+	}
+	if (r) {
 		sp->meta_state = SSDP_META_FAILED;
+		/*
+		 * The first resume must not serve a cache whose resolution
+		 * is not durable; later ones serve on (see above).
+		 */
+		if (sp->meta_fixups)
+			sp->meta_loaded = false;
+		else
+			r = 0;
+	}
 out:
 	mutex_unlock(&sp->meta_lock);
 	return r;
@@ -556,8 +895,8 @@ static int ssdp_meta_write_list(struct ssdprio *sp, const u32 *list, u32 n)
 	return r;
 }
 
-/* See the protocol at the top.  Process context; takes meta_lock. */
-int ssdp_meta_commit(struct ssdprio *sp)
+/* See the protocol at the top.  Process context. */
+static int ssdp_meta_commit_locked(struct ssdprio *sp)
 {
 	u32 *list = sp->meta_list;
 	u32 rpb, limbo, origin_dirty, ssd_dirty, n, i;
@@ -566,13 +905,11 @@ int ssdp_meta_commit(struct ssdprio *sp)
 	u32 cset;
 	int r = 0;
 
-	mutex_lock(&sp->meta_lock);
-	if (sp->meta_state == SSDP_META_FAILED) {
-		r = -EIO;
-		goto out;
-	}
+	lockdep_assert_held(&sp->meta_lock);
+	if (sp->meta_state == SSDP_META_FAILED)
+		return -EIO;
 	if (sp->meta_state == SSDP_META_NONE)
-		goto out;	/* never resumed: nothing to make durable */
+		return 0;	/* never resumed: nothing to make durable */
 	rpb = ssdp_recs_per_block(sp);
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
@@ -619,17 +956,26 @@ int ssdp_meta_commit(struct ssdprio *sp)
 	if (!r && ssd_dirty)
 		r = blkdev_issue_flush(sp->cache->bdev);
 	if (r) {
-		DMERR("%s: metadata commit failed: %d; flushes will fail from now on",
+		DMERR("%s: metadata commit failed: %d; flushes will fail from now on (meta_state failed), I/O goes on",
 		      ssdp_name(sp), r);
 		sp->meta_state = SSDP_META_FAILED;
 		ssdp_cache_note_meta_failed(sp);
-		goto out;
+		return r;
 	}
 	sp->meta_commits++;
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	ssdp_cmap_release_limbo(&sp->cmap, limbo);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
-out:
+	return 0;
+}
+
+/* Process context; takes meta_lock. */
+int ssdp_meta_commit(struct ssdprio *sp)
+{
+	int r;
+
+	mutex_lock(&sp->meta_lock);
+	r = ssdp_meta_commit_locked(sp);
 	mutex_unlock(&sp->meta_lock);
 	return r;
 }

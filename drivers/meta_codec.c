@@ -69,6 +69,10 @@ void ssdp_sb_encode(const struct ssdp_sb_info *in, void *sector)
 	d->data_start = cpu_to_le64(in->data_start);
 	d->seq = cpu_to_le64(in->seq);
 	d->format_time = cpu_to_le64(in->format_time);
+	memcpy(d->origin_uid, in->origin_uid, sizeof(d->origin_uid));
+	d->origin_uid_len = cpu_to_le32(in->origin_uid_len);
+	d->origin_uid_type = cpu_to_le32(in->origin_uid_type);
+	d->origin_start = cpu_to_le64(in->origin_start);
 	d->crc = cpu_to_le32(ssdp_crc32c(~0U, d, SB_CRC_BYTES));
 }
 
@@ -121,11 +125,19 @@ enum ssdp_sb_result ssdp_sb_decode(const void *sector,
 	out->data_start = le64_to_cpu(d->data_start);
 	out->seq = le64_to_cpu(d->seq);
 	out->format_time = le64_to_cpu(d->format_time);
+	memcpy(out->origin_uid, d->origin_uid, sizeof(out->origin_uid));
+	out->origin_uid_len = le32_to_cpu(d->origin_uid_len);
+	out->origin_uid_type = le32_to_cpu(d->origin_uid_type);
+	out->origin_start = le64_to_cpu(d->origin_start);
 
 	if (out->version != SSDP_FORMAT_VERSION)
 		return SSDP_SB_BAD_VERSION;
 	if (out->incompat & ~SSDP_SB_INCOMPAT_KNOWN)
 		return SSDP_SB_BAD_FEATURES;
+	if ((out->compat & SSDP_SB_COMPAT_ORIGIN_UID) &&
+	    (out->origin_uid_len > sizeof(out->origin_uid) ||
+	     !out->origin_uid_len))
+		return SSDP_SB_BAD_LAYOUT;
 	/* The geometry must be one that ssdp_layout_compute() gives. */
 	if (!is_power_of_2(out->block_sectors) ||
 	    !is_power_of_2(out->set_blocks) || out->set_blocks > 1024 ||

@@ -29,6 +29,10 @@ struct ssdp_sb_info {
 	u64 data_start;
 	u64 seq;
 	u64 format_time;
+	u8 origin_uid[16];
+	u32 origin_uid_len;
+	u32 origin_uid_type;
+	u64 origin_start;
 };
 
 /* What a superblock sector holds (ssdp_sb_decode's result). */

@@ -181,7 +181,13 @@ struct ssdprio {
 	u32 set_shift;			/* log2(set sectors) */
 	bool caching;			/* cfg.cache on and a cache exists */
 	bool format;			/* table says: initialise a blank cache */
+	bool force;			/* table says: cache off over dirty data */
 	u8 origin_id[16];		/* table's origin_id, zero if none */
+	/*
+	 * Cache off over a cache of ours for this origin: mark it bypassed
+	 * at the first resume.  ctr and preresume only (dm serialises them).
+	 */
+	bool meta_bypass;
 
 	/*
 	 * cache_lock protects: cmap, evict, set_io, deferred, promo_gen,
@@ -258,7 +264,9 @@ struct ssdprio {
 	unsigned long *meta_todo;	/* metadata blocks of this commit */
 	u32 *meta_list;
 	struct ssdp_buf meta_buf;
-	bool meta_must_format;		/* ctr found a blank cache + format */
+	bool meta_must_format;		/* blank cache + format, or bypassed */
+	bool meta_loaded;		/* format or load done: the map is real */
+	u32 meta_fixups;		/* load: records left stale on the SSD */
 	enum ssdp_meta_state meta_state;
 	u64 meta_commits;
 	u64 meta_block_writes;
@@ -329,6 +337,8 @@ void ssdp_meta_dtr(struct ssdprio *sp);
 int ssdp_meta_preresume(struct ssdprio *sp);
 void ssdp_meta_postsuspend(struct ssdprio *sp);
 int ssdp_meta_commit(struct ssdprio *sp);
+int ssdp_meta_ctr_bypass(struct ssdprio *sp, char **error);
+int ssdp_meta_preresume_bypass(struct ssdprio *sp);
 void ssdp_meta_commit_bio(struct ssdprio *sp, struct bio *bio);
 void ssdp_meta_commit_async(struct ssdprio *sp);
 void ssdp_commit_work_fn(struct work_struct *work);

@@ -64,11 +64,34 @@
 #define SSDP_SB_MAGIC		0x314f495250445353ULL	/* "SSDPRIO1" */
 #define SSDP_FORMAT_VERSION	1U
 
-/* Superblock flags. */
+/* Superblock flags; every writer rewrites them all (unknown ones drop). */
 #define SSDP_SB_CLEAN		0x1U	/* written at clean shutdown */
+/*
+ * With SSDP_SB_CLEAN: no block was dirty at that shutdown.  A flag for
+ * "no dirty data" rather than one for "dirty data", so that a superblock
+ * last written by a module that did not know it reads as "maybe dirty".
+ */
+#define SSDP_SB_NO_DIRTY	0x2U
 
-/* Incompatible features: none yet; a set bit we do not know refuses. */
-#define SSDP_SB_INCOMPAT_KNOWN	0x0U
+/*
+ * Compatible features: an older reader may ignore them.
+ * ORIGIN_UID: origin_uid holds the origin disk's unique id (VPD page 0x83
+ * NAA/EUI-64/T10 designator, as the disk reports it), origin_uid_type its
+ * designator type and origin_start the origin's first sector on that disk;
+ * a table over a disk that reports another id (or the same disk at another
+ * offset) is refused.
+ */
+#define SSDP_SB_COMPAT_ORIGIN_UID	0x1U
+
+/*
+ * Incompatible features: a set bit we do not know refuses.
+ * BYPASSED: a "cache off" table went live over this cache, so the origin
+ * may have changed under it: its records and data are never used again
+ * (the next caching table starts empty).  Incompatible so that a module
+ * that does not know it refuses the cache instead of trusting it.
+ */
+#define SSDP_SB_INCOMPAT_BYPASSED	0x1U
+#define SSDP_SB_INCOMPAT_KNOWN		SSDP_SB_INCOMPAT_BYPASSED
 
 /* Record oset of a free cache set. */
 #define SSDP_OSET_FREE		(~0ULL)
@@ -92,7 +115,11 @@ struct ssdp_disk_sb {
 	__le64 data_start;		/* sector of cache set 0 */
 	__le64 seq;			/* last commit; grows forever */
 	__le64 format_time;		/* seconds since the epoch */
-	__u8 pad[388];
+	__u8 origin_uid[16];		/* SSDP_SB_COMPAT_ORIGIN_UID */
+	__le32 origin_uid_len;		/* bytes of origin_uid: 8, 12 or 16 */
+	__le32 origin_uid_type;		/* SPC designator type: 1, 2 or 3 */
+	__le64 origin_start;		/* origin's first sector on its disk */
+	__u8 pad[356];
 	__le32 crc;
 };
 

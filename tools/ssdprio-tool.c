@@ -403,8 +403,17 @@ static void show_text(const char *path, const struct ssdp_scan *s, bool live,
 	       (unsigned long long)sb->nr_csets,
 	       (unsigned long long)sb->data_start, sb->rec_bytes,
 	       sb->rec_sectors);
-	printf("  shutdown:      %s\n", s->clean ? "clean" :
-	       "not clean (live, or not shut down cleanly: the next load treats every valid block as dirty)");
+	if (sb->compat & SSDP_SB_COMPAT_ORIGIN_UID)
+		printf("  origin disk:   id %s (designator type %u) at sector %llu\n",
+		       hex(sb->origin_uid, sb->origin_uid_len, h),
+		       sb->origin_uid_type,
+		       (unsigned long long)sb->origin_start);
+	printf("  shutdown:      %s\n", !s->clean ?
+	       "not clean (live, or not shut down cleanly: the next load treats every valid block as dirty)" :
+	       sb->flags & SSDP_SB_NO_DIRTY ? "clean, no dirty blocks" :
+	       "clean");
+	if (sb->incompat & SSDP_SB_INCOMPAT_BYPASSED)
+		printf("  bypassed:      yes (a 'cache off' table went live over it: the next caching table starts it empty)\n");
 	printf("  seq:           %llu (newest record %llu)\n",
 	       (unsigned long long)sb->seq,
 	       (unsigned long long)s->max_rec_seq);
@@ -495,6 +504,13 @@ static void show_json(const char *path, const struct ssdp_scan *s, bool live,
 	JU("rec_sectors", sb->rec_sectors);
 	JU("data_start", sb->data_start);
 	printf(",\n  \"clean\": %s", s->clean ? "true" : "false");
+	printf(",\n  \"bypassed\": %s",
+	       sb->incompat & SSDP_SB_INCOMPAT_BYPASSED ? "true" : "false");
+	if (sb->compat & SSDP_SB_COMPAT_ORIGIN_UID)
+		printf(",\n  \"origin_uid\": \"%s\"",
+		       hex(sb->origin_uid, sb->origin_uid_len, h));
+	else
+		printf(",\n  \"origin_uid\": null");
 	JU("seq", sb->seq);
 	JU("max_record_seq", s->max_rec_seq);
 	JU("format_time", sb->format_time);
@@ -1554,6 +1570,104 @@ out:
 	return r;
 }
 
+/* ---- debug-record (tests only, not in the usage) --------------------- */
+
+/* Write the 4 KiB block at byte @off from @buf (4 KiB aligned). */
+static int write_block(int fd, u64 off, const void *buf)
+{
+	ssize_t w = pwrite(fd, buf, SSDP_META_BLOCK_BYTES, off);
+
+	if (w != SSDP_META_BLOCK_BYTES)
+		return w < 0 ? -errno : -EIO;
+	return 0;
+}
+
+/*
+ * debug-record <cache_dev> <cset> <oset|free> <map_seq> <valid> <dirty>
+ *
+ * Crafts a metadata state the kernel must cope with, for tests: writes
+ * cache set <cset>'s record (the first <valid> blocks valid, the first
+ * <dirty> of them dirty) into both record copies with the real codec and a
+ * seq newer than anything on the device, and marks the superblock unclean,
+ * as a crash in the middle of a commit leaves it.  Never on a live cache.
+ */
+static int cmd_debug_record(int argc, char **argv)
+{
+	u8 valid[128] = { 0 }, dirty[128] = { 0 };	/* 1024 blocks */
+	unsigned long long cset, oset, map_seq, nvalid, ndirty, seq;
+	struct ssdp_scan s;
+	struct dev d;
+	u32 rpb, seed;
+	u64 off;
+	void *blk = NULL;
+	unsigned int c, i;
+	int r = EXIT_FAIL;
+
+	if (argc != 7)
+		return print_usage();
+	cset = strtoull(argv[2], NULL, 0);
+	oset = strcmp(argv[3], "free") ? strtoull(argv[3], NULL, 0) :
+					  SSDP_OSET_FREE;
+	map_seq = strtoull(argv[4], NULL, 0);
+	nvalid = strtoull(argv[5], NULL, 0);
+	ndirty = strtoull(argv[6], NULL, 0);
+	if (scan_path(argv[1], &d, &s, O_RDWR | O_EXCL))
+		return EXIT_FAIL;
+	if (s.sb_res != SSDP_SB_OK) {
+		err("%s: %s", argv[1], ssdp_sb_result_name(s.sb_res));
+		goto out;
+	}
+	if (cset >= s.sb.nr_csets || nvalid > s.sb.set_blocks ||
+	    ndirty > nvalid || (oset == SSDP_OSET_FREE && nvalid)) {
+		err("debug-record: cset, block counts or oset out of range");
+		goto out;
+	}
+	if (posix_memalign(&blk, 4096, SSDP_META_BLOCK_BYTES)) {
+		err("out of memory");
+		goto out;
+	}
+	for (i = 0; i < nvalid; i++)
+		valid[i / 8] |= 1U << (i % 8);
+	for (i = 0; i < ndirty; i++)
+		dirty[i / 8] |= 1U << (i % 8);
+	seq = (s.max_rec_seq > s.sb.seq ? s.max_rec_seq : s.sb.seq) + 1;
+	seed = ssdp_rec_seed(s.sb.uuid);
+	rpb = SSDP_META_BLOCK_BYTES / s.sb.rec_bytes;
+	for (c = 0; c < SSDP_META_COPIES; c++) {
+		off = ((SSDP_SB_SECTORS + (u64)c * s.sb.rec_sectors) <<
+		       SSDP_SECTOR_SHIFT) +
+		      (u64)(cset / rpb) * SSDP_META_BLOCK_BYTES;
+		if (scan_read(d.fd, off, blk, SSDP_META_BLOCK_BYTES))
+			goto io;
+		ssdp_rec_encode((u8 *)blk + (cset % rpb) * s.sb.rec_bytes,
+				s.sb.rec_bytes, seed, cset, s.sb.set_blocks,
+				oset, seq, map_seq,
+				oset == SSDP_OSET_FREE ? NULL : valid,
+				oset == SSDP_OSET_FREE ? NULL : dirty);
+		if (write_block(d.fd, off, blk))
+			goto io;
+	}
+	/* Unclean, as after a crash: the load must not trust clean bits. */
+	s.sb.flags &= ~(SSDP_SB_CLEAN | SSDP_SB_NO_DIRTY);
+	memset(blk, 0, SSDP_META_BLOCK_BYTES);
+	if (scan_read(d.fd, 0, blk, SSDP_META_BLOCK_BYTES))
+		goto io;
+	ssdp_sb_encode(&s.sb, blk);
+	if (write_block(d.fd, 0, blk) || fsync(d.fd))
+		goto io;
+	printf("%s: cset %llu: oset %s map_seq %llu valid %llu dirty %llu seq %llu; superblock unclean\n",
+	       argv[1], cset, argv[3], map_seq, nvalid, ndirty, seq);
+	r = EXIT_OK;
+	goto out;
+io:
+	err("%s: %s", argv[1], strerror(errno ? errno : EIO));
+out:
+	free(blk);
+	dev_close(&d);
+	scan_free(&s);
+	return r;
+}
+
 /* ---- main ----------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -1571,6 +1685,7 @@ int main(int argc, char **argv)
 		{ "activate", cmd_activate },
 		{ "status", cmd_status },
 		{ "flush", cmd_flush },
+		{ "debug-record", cmd_debug_record },
 	};
 	size_t i;
 

@@ -105,4 +105,39 @@ dm_remove sp
 # released with the device: another may use them now
 dm_create sp2 "0 $len ssdprio $hdd $ssd2 1 format" >/dev/null
 dm_remove sp2
+
+# --- the origin disk's own id, recorded at format (no origin_id needed) ---------------
+# Two SCSI disks of the same size with their own NAA ids (VPD page 0x83):
+# scsi_debug, two targets.  The cache formatted over one is refused over the other.
+if modprobe sd_mod 2>/dev/null && modprobe scsi_debug dev_size_mb=16 num_tgts=2 max_luns=1 2>/dev/null; then
+	sds=()
+	for _ in $(seq 100); do
+		mapfile -t sds < <(ls -d /sys/bus/pseudo/drivers/scsi_debug/adapter*/host*/target*/*/block/* 2>/dev/null | sort)
+		((${#sds[@]} == 2)) && [[ -b /dev/${sds[0]##*/} && -b /dev/${sds[1]##*/} ]] && break
+		sleep 0.1
+	done
+	((${#sds[@]} == 2)) || fail "scsi_debug: expected 2 disks, found ${#sds[@]}"
+	sda=/dev/${sds[0]##*/} sdb=/dev/${sds[1]##*/}
+	slen=$(sectors "$sda")
+	assert_eq "$(sectors "$sdb")" "$slen" "scsi_debug disks of one size"
+	dd if=/dev/zero of="$ssd" bs=1M count=$META_MB oflag=direct status=none
+	dm_create sp "0 $slen ssdprio $sda $ssd 3 format evict_wait 60000" >/dev/null
+	dd if=/dev/urandom of=/dev/mapper/sp bs=1M count=2 oflag=direct status=none
+	dm_remove sp
+	"$REPO/build/ssdprio-tool" show "$ssd" | grep -q "origin disk: *id " ||
+		fail "origin disk id not recorded: $("$REPO/build/ssdprio-tool" show "$ssd")"
+	refused sp "0 $slen ssdprio $sdb $ssd" "another origin \(origin disk id differs\)"
+	refused sp "0 $slen ssdprio $sdb $ssd 1 format" "another origin \(origin disk id differs\)"
+	dm_create sp "0 $slen ssdprio $sda $ssd 2 evict_wait 60000" >/dev/null
+	assert_eq "$(status_get sp meta_state)" clean "the same disk loads"
+	assert_ge "$(status_get sp dirty_blocks)" 512 "its dirty blocks kept"
+	dmesg -C
+	dmsetup message sp 0 flush_dirty || fail "flush_dirty"
+	wait_status sp dirty_blocks -eq 0 120
+	dm_remove sp
+	_settle
+	modprobe -r scsi_debug || fail "cannot unload scsi_debug"
+else
+	log "SKIP part: scsi_debug or sd_mod not available: the origin disk id check is not tested"
+fi
 log "ok"

@@ -101,6 +101,40 @@ TEST(codec_sb_blank_foreign_version_features_layout)
 	ASSERT_TRUE(strlen(ssdp_sb_result_name(SSDP_SB_BAD_CRC)) > 0);
 }
 
+/* The fields that say whether and for which origin a cache may be trusted. */
+TEST(codec_sb_trust_fields_round_trip)
+{
+	struct ssdp_sb_info in, out;
+	u8 sector[512];
+	int i;
+
+	sample_sb(&in, 1 << 21);
+	in.flags = SSDP_SB_CLEAN | SSDP_SB_NO_DIRTY;
+	in.incompat = SSDP_SB_INCOMPAT_BYPASSED;
+	in.compat = SSDP_SB_COMPAT_ORIGIN_UID;
+	for (i = 0; i < 8; i++)
+		in.origin_uid[i] = (u8)(0x50 + i);
+	in.origin_uid_len = 8;
+	in.origin_uid_type = 3;
+	in.origin_start = 2048;
+	ssdp_sb_encode(&in, sector);
+	/* A module that knows "bypassed" loads it; it never trusts its records. */
+	ASSERT_EQ(ssdp_sb_decode(sector, &out), SSDP_SB_OK);
+	ASSERT_EQ(memcmp(&in, &out, sizeof(in)), 0);
+
+	/* An origin id flagged but empty or too long is not one of ours. */
+	in.origin_uid_len = 0;
+	ssdp_sb_encode(&in, sector);
+	ASSERT_EQ(ssdp_sb_decode(sector, &out), SSDP_SB_BAD_LAYOUT);
+	in.origin_uid_len = 17;
+	ssdp_sb_encode(&in, sector);
+	ASSERT_EQ(ssdp_sb_decode(sector, &out), SSDP_SB_BAD_LAYOUT);
+	/* Without the compat bit the fields are not looked at. */
+	in.compat = 0;
+	ssdp_sb_encode(&in, sector);
+	ASSERT_EQ(ssdp_sb_decode(sector, &out), SSDP_SB_OK);
+}
+
 static void fill_bits(u8 *valid, u8 *dirty, u32 bm, unsigned int seed)
 {
 	u32 i;
