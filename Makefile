@@ -3,6 +3,11 @@
 # dm-ssdprio: out-of-tree device-mapper target.
 #
 #   make            build dm-ssdprio.ko against KDIR
+#
+# Kernel: KVER=<release> or a series (KVER=6.12: its newest installed
+# release); default the 6.1 series (tools/kernel). KDIR=<build dir> overrides
+# the headers. Every target below builds for, and boots, that one kernel; the
+# objects of one kernel are in the tree at a time, switching kernels rebuilds.
 #   make lint       W=1 build, sparse (C=1) and checkpatch
 #   make unit       user-space unit tests of the pure engine logic (and tools)
 #   make tools      build/ssdprio-tool (inspect, check, activate caches) and the
@@ -34,8 +39,11 @@ $(obj)/ssdprio-target.o: $(src)/dm-ssdprio.c FORCE
 
 else
 # ---- user half ---------------------------------------------------------
-KDIR ?= $(shell d=/lib/modules/$$(uname -r)/build; [ -d $$d ] && echo $$d || \
-	ls -d /lib/modules/*/build 2>/dev/null | sort -V | tail -n 1)
+KVER ?=
+# Deferred: `make check` on a fresh machine installs the headers first (deps).
+KDIR ?= $(shell ./tools/kernel kdir $(KVER))
+# Scripts (tests/vm/run, tests/crash/run, bench/run) resolve KVER the same way.
+export KVER
 CHECKPATCH ?= $(firstword $(wildcard /opt/linux-src/scripts/checkpatch.pl \
 	build/linux-src/scripts/checkpatch.pl))
 VM_ARGS ?=
@@ -52,14 +60,29 @@ PREFIX ?= /usr/local
 SBINDIR ?= $(PREFIX)/sbin
 UDEVRULESDIR ?= /etc/udev/rules.d
 
-.PHONY: all modules lint unit check crash demo bench install install-tools clean \
+.PHONY: all modules hddsim lint unit check crash demo bench install install-tools clean \
 	deps checkpatch tools tools-test
 
 all: modules
 
+# A module left from another kernel (KVER changed): clean, then build.
+define stale-clean
+	@rel=$$(cat $(KDIR)/include/config/kernel.release) && \
+	if [ -f $(1) ] && [ "$$(modinfo -F vermagic $(1) | cut -d' ' -f1)" != "$$rel" ]; then \
+		echo "$(1) was built for another kernel: rebuilding for $$rel"; \
+		$(MAKE) -s -C $(KDIR) M=$(abspath $(dir $(1))) clean; \
+	fi
+endef
+
 modules:
-	@test -n "$(KDIR)" || { echo "no kernel build dir: make deps, or KDIR=..."; exit 1; }
+	@test -n "$(KDIR)" || { echo "no kernel build dir: make deps, or KVER=/KDIR=..."; exit 1; }
+	$(call stale-clean,dm-ssdprio.ko)
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+
+# The bench's HDD model (tests/hddsim), for the same kernel.
+hddsim:
+	$(call stale-clean,tests/hddsim/dm-hddsim.ko)
+	$(MAKE) -C tests/hddsim KDIR=$(KDIR) modules
 
 deps:
 	./tools/install-deps.sh
@@ -70,6 +93,7 @@ checkpatch:
 
 lint:
 	@mkdir -p build
+	@echo "lint: against $(KDIR)"
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
 	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 C=2 modules 2>&1 | tee build/lint.log
 	@! grep -E 'warning:|error:' build/lint.log
@@ -103,7 +127,7 @@ tools-test: tools
 # `make check T=name` runs one guest test. Without T, the multi-boot
 # scenarios (tests/crash/run) follow the guest suite, even if it failed; the
 # status is non-zero if either failed.
-check: deps modules tools unit
+check: deps modules hddsim tools unit
 ifeq ($(T),)
 	@rc=0; ./tests/vm/run $(VM_ARGS) || rc=$$?; \
 	./tests/crash/run $(VM_ARGS) || rc=$$?; exit $$rc
@@ -119,12 +143,12 @@ crash: deps modules
 demo: deps modules
 	./tests/vm/run $(VM_ARGS) --script tests/guest/demo.sh
 
-bench: deps modules
+bench: deps modules hddsim
 	./bench/run $(if $(S),$(S))
 
 install: modules install-tools
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules_install
-	depmod -a $(notdir $(patsubst %/build,%,$(KDIR)))
+	depmod -a $$(cat $(KDIR)/include/config/kernel.release)
 
 # The rule names the tool by absolute path: point it at SBINDIR.
 install-tools: tools
