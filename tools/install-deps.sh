@@ -27,7 +27,7 @@ PACKAGES=(
 	# Kernel source: reference, checkpatch.pl; sparse for `make lint`.
 	linux-source-6.1 xz-utils sparse
 	# The QEMU bench (tests/vm/run): QEMU, the initramfs' static busybox.
-	qemu-system-x86 busybox-static cpio
+	qemu-system-x86 busybox-static cpio zstd
 	# Tools the guest tests use (from the host's root).
 	dmsetup lvm2 fio blktrace e2fsprogs xfsprogs udev procps python3
 	# Bench: plots, JSON in the guest, the bcache peer.
