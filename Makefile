@@ -69,7 +69,7 @@ all: modules
 
 # A module left from another kernel (KVER changed): clean, then build.
 define stale-clean
-	@rel=$$(cat $(KDIR)/include/config/kernel.release) && \
+	@rel=$$(./tools/kernel release-of $(KDIR)) && \
 	if [ -f $(1) ] && [ "$$(modinfo -F vermagic $(1) | cut -d' ' -f1)" != "$$rel" ]; then \
 		echo "$(1) was built for another kernel: rebuilding for $$rel"; \
 		$(MAKE) -s -C $(KDIR) M=$(abspath $(dir $(1))) clean; \
@@ -164,7 +164,7 @@ bench: deps modules hddsim
 
 install: modules install-tools
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules_install
-	depmod -a $$(cat $(KDIR)/include/config/kernel.release)
+	depmod -a $$(./tools/kernel release-of $(KDIR))
 
 # The rule names the tool by absolute path: point it at SBINDIR.
 install-tools: tools

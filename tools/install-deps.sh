@@ -69,7 +69,7 @@ private_headers() {
 	local abi common kbuild tmp d
 	abi=$(apt-cache depends "$HEADERS_612" | awk '/Depends: linux-headers-/ { print $2; exit }')
 	[[ -n $abi ]] || { echo "install-deps: cannot resolve $HEADERS_612 (apt-get update?)" >&2; exit 1; }
-	[[ -f $dest/usr/src/$abi/include/config/kernel.release ]] && return 0
+	[[ -f $dest/usr/src/$abi/include/generated/utsrelease.h ]] && return 0
 	common=$(apt-cache depends "$abi" | awk '/Depends: linux-headers-.*-common/ { print $2; exit }')
 	kbuild=$(apt-cache depends "$abi" | awk '/Depends: linux-kbuild-/ { print $2; exit }')
 	echo "install-deps: unpacking $abi $common $kbuild into $dest"
