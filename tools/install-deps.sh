@@ -24,6 +24,8 @@ PACKAGES=(
 	# for the BTF that 6.12's kbuild adds to modules.
 	linux-image-amd64 linux-headers-amd64 linux-image-6.12-amd64
 	gcc make bc kmod dwarves
+	# The DKMS build of both kernels (tools/dkms-check, CI).
+	dkms
 	# Kernel source: reference, checkpatch.pl; sparse for `make lint`.
 	linux-source-6.1 xz-utils sparse
 	# The QEMU bench (tests/vm/run): QEMU, the initramfs' static busybox.
