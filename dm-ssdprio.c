@@ -529,7 +529,7 @@ static void ssdp_io_hints(struct dm_target *ti, struct queue_limits *limits)
 
 	/* Writes of whole blocks stay in the cache; tell file systems. */
 	if (sp->caching && limits->io_min < block_bytes)
-		blk_limits_io_min(limits, block_bytes);
+		limits->io_min = block_bytes;
 	/*
 	 * dm splits our bios at max_sectors too (max_io_len is set): a limit
 	 * that is not a whole number of blocks (255 sectors, the kernel's

@@ -58,7 +58,7 @@ static struct cgroup *ssdp_bio_cgroup(struct bio *bio)
 		return task_dfl_cgroup(current);
 #ifdef CONFIG_MEMCG
 	if (bio_has_data(bio) && bio->bi_iter.bi_size) {
-		memcg = page_memcg(bio_page(bio));
+		memcg = folio_memcg(page_folio(bio_page(bio)));
 		if (memcg)
 			return memcg->css.cgroup;
 	}

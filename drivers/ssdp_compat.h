@@ -6,6 +6,11 @@
  *
  * Only what those files use is provided; keep it that way so that the user
  * space side cannot drift from kernel semantics unnoticed.
+ *
+ * It is also the one place that knows kernel versions: every shim for an
+ * API that changed between the supported kernels lives in the kernel half
+ * below, under the upstream (newer) name, emulated on the older kernel, so
+ * that call sites read like current mainline code.
  */
 #ifndef SSDP_COMPAT_H
 #define SSDP_COMPAT_H
@@ -25,6 +30,34 @@
 #include <linux/mm.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/version.h>
+
+/*
+ * Supported: Linux 6.1 (Debian 12) to 6.12 (Debian 13, Ubuntu 24.04 HWE,
+ * RHEL 10); both ends run the whole guest suite.  Kernels in between build
+ * with the same shims but are not tested, and anything outside the range
+ * is refused here rather than half-working: block-layer APIs this target
+ * depends on (queue limits, bio ioprio, blkcg) change from one release to
+ * the next.  Keep dkms.conf's BUILD_EXCLUSIVE_KERNEL in step.
+ */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 1, 0)
+#error "dm-ssdprio needs Linux 6.1 or later"
+#elif LINUX_VERSION_CODE >= KERNEL_VERSION(6, 13, 0)
+#error "dm-ssdprio supports Linux 6.1 to 6.12; newer kernels are untested"
+#endif
+
+/*
+ * The APIs that changed inside the range need no shim today, because the
+ * newer form already works on 6.1:
+ * - queue limits (6.9 validates them as a whole, 6.11 removed
+ *   blk_limits_io_min()): .io_hints assigns limits->io_min.  The clamp to
+ *   the physical block size that the helper did on 6.1 cannot matter,
+ *   since io_min is only ever raised there.
+ * - page_memcg() (gone in 6.12): folio_memcg(page_folio()), in 6.1 too,
+ *   where page_memcg() was exactly that.
+ * A shim that is needed goes here, under the upstream name, emulated for
+ * the older kernel.
+ */
 
 static inline void *ssdp_zalloc(size_t size)
 {

@@ -9,15 +9,27 @@
 #   --checkpatch  also unpack scripts/checkpatch.pl (and its data files) from
 #                 linux-source-6.1 into build/linux-src/ (for tools/checkpatch.sh)
 #   --list        print the package list and exit
+#
+# Kernels: Debian 12's 6.1 (linux-image-amd64) and 6.12 (bookworm-security's
+# linux-image-6.12-amd64), image and headers through their meta packages, so
+# the exact release is whatever Debian ships now (tools/kernel finds it).
+# SSDP_HEADERS=private: the 6.12 headers are not installed but unpacked into
+# build/kheaders (SSDP_KHEADERS), for shared machines where a second tree in
+# /lib/modules/*/build would change which kernel other checkouts build for.
 set -euo pipefail
 
+HEADERS_612=linux-headers-6.12-amd64
 PACKAGES=(
-	# Build: Debian's kernel (the guest runs it), its headers, compiler.
-	linux-image-amd64 linux-headers-amd64 gcc make bc kmod
+	# Build: Debian's kernels (the guest runs them), headers, compiler; pahole
+	# for the BTF that 6.12's kbuild adds to modules.
+	linux-image-amd64 linux-headers-amd64 linux-image-6.12-amd64
+	gcc make bc kmod dwarves
+	# The DKMS build of both kernels (tools/dkms-check, CI).
+	dkms
 	# Kernel source: reference, checkpatch.pl; sparse for `make lint`.
 	linux-source-6.1 xz-utils sparse
 	# The QEMU bench (tests/vm/run): QEMU, the initramfs' static busybox.
-	qemu-system-x86 busybox-static cpio
+	qemu-system-x86 busybox-static cpio zstd
 	# ssdprio-tool status/flush: libdevmapper (headers and the library).
 	libdevmapper-dev
 	# Man pages checked with groff (make unit).
@@ -27,6 +39,8 @@ PACKAGES=(
 	# Bench: plots, JSON in the guest, the bcache peer.
 	python3-matplotlib jq bcache-tools
 )
+
+[[ ${SSDP_HEADERS:-} == private ]] || PACKAGES+=("$HEADERS_612")
 
 checkpatch=0
 for a in "$@"; do
@@ -52,6 +66,28 @@ if ((${#missing[@]})); then
 	apt-get update -q
 	apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+
+# The headers meta package's dependency names the release; its -common and
+# linux-kbuild packages come along; the arch Makefile points at the unpacked
+# -common tree instead of /usr/src.
+private_headers() {
+	local dest=${SSDP_KHEADERS:-$(cd "$(dirname "$0")/.." && pwd)/build/kheaders}
+	local abi common kbuild tmp d
+	abi=$(apt-cache depends "$HEADERS_612" | awk '/Depends: linux-headers-/ { print $2; exit }')
+	[[ -n $abi ]] || { echo "install-deps: cannot resolve $HEADERS_612 (apt-get update?)" >&2; exit 1; }
+	[[ -f $dest/usr/src/$abi/include/generated/utsrelease.h ]] && return 0
+	common=$(apt-cache depends "$abi" | awk '/Depends: linux-headers-.*-common/ { print $2; exit }')
+	kbuild=$(apt-cache depends "$abi" | awk '/Depends: linux-kbuild-/ { print $2; exit }')
+	echo "install-deps: unpacking $abi $common $kbuild into $dest"
+	tmp=$(mktemp -d)
+	chmod 755 "$tmp"	# apt-get download runs as _apt
+	(cd "$tmp" && apt-get download "$abi" "$common" "$kbuild")
+	mkdir -p "$dest"
+	for d in "$tmp"/*.deb; do dpkg -x "$d" "$dest"; done
+	rm -rf "$tmp"
+	sed -i "s|^include /usr/src/|include $dest/usr/src/|" "$dest/usr/src/$abi/Makefile"
+}
+[[ ${SSDP_HEADERS:-} != private ]] || private_headers
 
 if ((checkpatch)); then
 	dest=$(cd "$(dirname "$0")/.." && pwd)/build/linux-src
