@@ -397,8 +397,10 @@ int ssdp_meta_ctr_bypass(struct ssdprio *sp, char **error)
 		*error = "Cannot read the cache superblock";
 		goto out;
 	}
-	if (!r || (sb->incompat & SSDP_SB_INCOMPAT_BYPASSED))
-		goto out;	/* nothing of value to protect */
+	if (!r || (sb->incompat & SSDP_SB_INCOMPAT_BYPASSED)) {
+		r = 0;		/* nothing of value to protect */
+		goto out;
+	}
 	if ((sb->flags & (SSDP_SB_CLEAN | SSDP_SB_NO_DIRTY)) !=
 	    (SSDP_SB_CLEAN | SSDP_SB_NO_DIRTY) && !sp->force) {
 		*error = sb->flags & SSDP_SB_CLEAN ?

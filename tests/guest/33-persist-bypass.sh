@@ -57,6 +57,10 @@ pattern B | dd of=/dev/mapper/off bs=1M oflag=direct status=none
 sum_b=$(head4 /dev/mapper/off)
 [[ $sum_b != "$sum_a" ]] || fail "patterns A and B are the same"
 dm_remove off
+# A cache already bypassed has nothing left to protect: cache off again is
+# accepted as it is, without force.
+dm_create off "0 $len ssdprio $hdd $ssd 2 cache off" >/dev/null
+dm_remove off
 dmesg -C
 dm_create sp "0 $len ssdprio $hdd $ssd 4 evict_wait 100 read_alloc off" >/dev/null
 dmesg | grep -q "bypassed by a 'cache off' table" || fail "no message about the bypassed cache: $(dmesg | grep ssdprio)"
