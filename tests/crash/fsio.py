@@ -40,6 +40,9 @@ def content(seed, seq):
 
 def log_line(fd, text):
     os.write(fd, (text + "\n").encode())
+    # The log must outlive the guest: 9p in 6.12 (netfs) caches writes in
+    # the guest's page cache, which a killed QEMU loses.
+    os.fsync(fd)
 
 
 def fsync_dir(d):

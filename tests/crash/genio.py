@@ -93,6 +93,9 @@ def open_log(path):
 
 def log_line(fd, text):
     os.write(fd, (text + "\n").encode())
+    # The log must outlive the guest: 9p in 6.12 (netfs) caches writes in
+    # the guest's page cache, which a killed QEMU loses.
+    os.fsync(fd)
 
 
 class Session:
