@@ -78,12 +78,15 @@ MANPAGES := man/ssdprio-tool.8 man/dm-ssdprio.4 man/ssdpriotab.5
 
 all: modules
 
-# A module left from another kernel (KVER changed): clean, then build.
+# Objects left from another kernel (KVER changed): clean, then build. The
+# stamp names the kernel the directory's objects are for; it is written
+# before the build, so an interrupted build is still cleaned on a switch, and
+# objects from an unknown kernel (no stamp) are never linked into a module.
 define stale-clean
-	@rel=$$(./tools/kernel release-of $(KDIR)) && \
-	if [ -f $(1) ] && [ "$$(modinfo -F vermagic $(1) | cut -d' ' -f1)" != "$$rel" ]; then \
-		echo "$(1) was built for another kernel: rebuilding for $$rel"; \
-		$(MAKE) -s -C $(KDIR) M=$(abspath $(dir $(1))) clean; \
+	@rel=$$(./tools/kernel release-of $(KDIR)) && stamp=$(abspath $(dir $(1)))/.built-for && \
+	if [ "$$(cat $$stamp 2>/dev/null)" != "$$rel" ]; then \
+		if [ -f $(1) ]; then echo "$(1) was built for another kernel: rebuilding for $$rel"; fi; \
+		$(MAKE) -s -C $(KDIR) M=$(abspath $(dir $(1))) clean && echo "$$rel" >$$stamp; \
 	fi
 endef
 
@@ -109,6 +112,7 @@ lint:
 	@mkdir -p build
 	@echo "lint: against $(KDIR)"
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
+	./tools/kernel release-of $(KDIR) >.built-for
 	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 C=2 modules 2>&1 | tee build/lint.log
 	@! grep -E 'warning:|error:' build/lint.log
 	./tools/checkpatch.sh
@@ -204,6 +208,7 @@ uninstall: uninstall-tools
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
+	rm -f .built-for
 	$(MAKE) -C tests/unit clean
 	rm -rf build
 endif
