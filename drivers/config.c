@@ -61,7 +61,7 @@ static const struct ssdp_key ssdp_keys[] = {
 	{ "batch_mode_delay", CFG_OFF(batch_mode_delay_ms), SSDP_KEY_U32, BOTH,
 	  0, HOUR_MS, 5000, NULL },
 	{ "idle_max_wait", CFG_OFF(idle_max_wait_ms), SSDP_KEY_U32, BOTH,
-	  0, HOUR_MS, 0, NULL },
+	  0, HOUR_MS, 10000, NULL },
 	{ "idle_batch_depth", CFG_OFF(idle_batch_depth), SSDP_KEY_U32, BOTH,
 	  1, 1024, 16, NULL },
 	{ "idle_alloc", CFG_OFF(idle_alloc), SSDP_KEY_BOOL, BOTH,

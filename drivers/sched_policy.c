@@ -23,7 +23,7 @@ void ssdp_sched_default_knobs(struct ssdp_sched_knobs *k)
 	k->idle_grace_ns = 10 * SSDP_NS_PER_MS;
 	k->batch_delay_ns = 5000 * SSDP_NS_PER_MS;
 	k->idle_batch_depth = 16;
-	k->idle_max_wait_ns = 0;
+	k->idle_max_wait_ns = 10000 * SSDP_NS_PER_MS;
 }
 
 void ssdp_sched_init(struct ssdp_sched_state *st,

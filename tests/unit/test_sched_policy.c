@@ -5,8 +5,9 @@
 #define MS	SSDP_NS_PER_MS
 
 /*
- * Default knobs, but no anticipation grace: the tests of the other rules
- * dispatch idle right after a normal event; the grace has its own tests.
+ * Default knobs, but no anticipation grace and no starvation bound: the
+ * tests of the other rules dispatch idle right after a normal event and
+ * run for longer than the bound; grace and bound have their own tests.
  */
 static void setup(struct ssdp_sched_state *st, u64 now)
 {
@@ -14,6 +15,7 @@ static void setup(struct ssdp_sched_state *st, u64 now)
 
 	ssdp_sched_default_knobs(&k);
 	k.idle_grace_ns = 0;
+	k.idle_max_wait_ns = 0;
 	ssdp_sched_init(st, &k, now);
 }
 
@@ -40,7 +42,7 @@ TEST(sched_defaults_and_fast_path)
 	ASSERT_EQ(st.k.writes_starved, 2);
 	ASSERT_EQ(st.k.idle_interval_ns, 200 * MS);
 	ASSERT_EQ(st.k.batch_delay_ns, 5000 * MS);
-	ASSERT_EQ(st.k.idle_max_wait_ns, 0);
+	ASSERT_EQ(st.k.idle_max_wait_ns, 0);	/* setup()'s; default below */
 	ASSERT_EQ(ssdp_sched_deadline(&st, SSDP_DIR_READ, 10), 10 + 500 * MS);
 	ASSERT_EQ(ssdp_sched_deadline(&st, SSDP_DIR_WRITE, 10),
 		  10 + 5000 * MS);
@@ -366,6 +368,16 @@ TEST(sched_throttled_wake_is_earliest_deadline)
 	ASSERT_EQ(act(&st, 170 * MS, &v), SSDP_SCHED_IDLE_AS_NORMAL);
 }
 
+TEST(sched_starvation_bound_default)
+{
+	struct ssdp_sched_knobs k;
+
+	/* mq-deadline's prio_aging_expire: a normal task waiting on idle
+	 * data it cannot see (a journal commit) waits at most this long. */
+	ssdp_sched_default_knobs(&k);
+	ASSERT_EQ(k.idle_max_wait_ns, 10000 * MS);
+}
+
 TEST(sched_grace_default)
 {
 	struct ssdp_sched_knobs k;
@@ -387,6 +399,7 @@ TEST(sched_grace_sync_reader_gets_no_idle)
 	int i;
 
 	ssdp_sched_default_knobs(&k);
+	k.idle_max_wait_ns = 0;	/* 10 s of reads: the grace alone holds idle */
 	ssdp_sched_init(&st, &k, 0);
 	/* 5 ms reads, 20 us between a completion and the next arrival */
 	for (i = 0; i < 2000; i++) {
