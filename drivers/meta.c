@@ -36,6 +36,7 @@
  * cache_lock and never inside it.
  */
 #include <linux/blkdev.h>
+#include <linux/dm-ioctl.h>
 #include <linux/bio.h>
 #include <linux/random.h>
 #include <linux/timekeeping.h>
@@ -146,12 +147,73 @@ static int ssdp_meta_write_sb(struct ssdprio *sp, bool clean)
 }
 
 /*
- * The origin disk's own unique id (SCSI/SATA VPD page 0x83 through sd;
- * later kernels add NVMe): the best designator it reports.  Returns false
- * when the disk reports none (virtio, loop, dm, md, null_blk...).
+ * How much of a DM UUID survives a reactivation: dm-crypt's is
+ * "CRYPT-<type>-<uuid>-<mapping name>", and the name is the admin's choice
+ * at each open; a plain dm-crypt mapping ("CRYPT-PLAIN-<name>") has nothing
+ * stable.  0: no identity.
  */
-static bool ssdp_origin_uid(struct ssdprio *sp, u8 id[16], u32 *len,
-			    u32 *type)
+static size_t ssdp_dm_uuid_stable_len(const char *uuid)
+{
+	const char *p;
+	int dashes = 0;
+
+	if (strncmp(uuid, "CRYPT-", 6))
+		return strlen(uuid);
+	for (p = uuid; *p; p++)
+		if (*p == '-' && ++dashes == 3)
+			return p - uuid;
+	return 0;
+}
+
+/* A device-mapper origin (LVM, multipath, dm-crypt): its DM UUID. */
+static bool ssdp_origin_dm_uid(struct ssdprio *sp, u8 id[16])
+{
+	struct mapped_device *md = dm_get_md(sp->origin->bdev->bd_dev);
+	bool found = false;
+	char *uuid;
+	size_t len;
+
+	if (!md)
+		return false;
+	uuid = kzalloc(DM_UUID_LEN, GFP_KERNEL);
+	if (uuid && !dm_copy_name_and_uuid(md, NULL, uuid)) {
+		len = ssdp_dm_uuid_stable_len(uuid);
+		if (len) {
+			ssdp_uid_hash(uuid, len, id);
+			found = true;
+		}
+	}
+	kfree(uuid);
+	dm_put(md);
+	return found;
+}
+
+/* A partition origin: the partition table's UUID for it. */
+static bool ssdp_origin_part_uid(struct ssdprio *sp, u8 id[16])
+{
+	struct block_device *bdev = sp->origin->bdev;
+	const char *uuid;
+
+	if (!bdev_is_partition(bdev) || !bdev->bd_meta_info)
+		return false;
+	uuid = bdev->bd_meta_info->uuid;
+	if (!uuid[0])
+		return false;
+	ssdp_uid_hash(uuid, strnlen(uuid, PARTITION_META_INFO_UUIDLTH), id);
+	return true;
+}
+
+/*
+ * The origin's identity of type @want, or (@want 0) the best it has: a DM
+ * UUID; else the disk's own unique id (SCSI/SATA VPD page 0x83 through sd;
+ * later kernels add NVMe), the best designator it reports; else its
+ * partition's UUID.  A check asks for the type that was recorded, so that a
+ * kernel which learns a new kind of id (NVMe's, dm's own) still matches.
+ * Returns false when there is none (a whole virtio, md, loop or null_blk
+ * disk, or NVMe on 6.1).
+ */
+static bool ssdp_origin_uid(struct ssdprio *sp, u32 want, u8 id[16],
+			    u32 *len, u32 *type)
 {
 	static const enum blk_unique_id types[] = {
 		BLK_UID_NAA, BLK_UID_EUI64, BLK_UID_T10,
@@ -160,9 +222,15 @@ static bool ssdp_origin_uid(struct ssdprio *sp, u8 id[16], u32 *len,
 	unsigned int i;
 	int r;
 
-	if (!disk->fops->get_unique_id)
-		return false;
-	for (i = 0; i < ARRAY_SIZE(types); i++) {
+	memset(id, 0, 16);
+	*len = 16;
+	if ((!want || want == SSDP_UID_DM_UUID) && ssdp_origin_dm_uid(sp, id)) {
+		*type = SSDP_UID_DM_UUID;
+		return true;
+	}
+	for (i = 0; disk->fops->get_unique_id && i < ARRAY_SIZE(types); i++) {
+		if (want && want != types[i])
+			continue;
 		memset(id, 0, 16);
 		r = disk->fops->get_unique_id(disk, id, types[i]);
 		if (r > 0 && r <= 16) {
@@ -171,13 +239,20 @@ static bool ssdp_origin_uid(struct ssdprio *sp, u8 id[16], u32 *len,
 			return true;
 		}
 	}
+	memset(id, 0, 16);
+	*len = 16;
+	if ((!want || want == SSDP_UID_PART_UUID) &&
+	    ssdp_origin_part_uid(sp, id)) {
+		*type = SSDP_UID_PART_UUID;
+		return true;
+	}
 	return false;
 }
 
 /* Record the origin's identity in @sb (format, or first load without). */
 static void ssdp_sb_set_origin_uid(struct ssdprio *sp, struct ssdp_sb_info *sb)
 {
-	if (!ssdp_origin_uid(sp, sb->origin_uid, &sb->origin_uid_len,
+	if (!ssdp_origin_uid(sp, 0, sb->origin_uid, &sb->origin_uid_len,
 			     &sb->origin_uid_type))
 		return;
 	sb->origin_start = get_start_sect(sp->origin->bdev);
@@ -209,13 +284,13 @@ static const char *ssdp_sb_origin_mismatch(struct ssdprio *sp,
 		return "Cache belongs to another origin (origin_id differs)";
 	if (!(sb->compat & SSDP_SB_COMPAT_ORIGIN_UID))
 		return NULL;
-	if (!ssdp_origin_uid(sp, id, &len, &type) ||
+	if (!ssdp_origin_uid(sp, sb->origin_uid_type, id, &len, &type) ||
 	    len != sb->origin_uid_len || type != sb->origin_uid_type ||
 	    memcmp(id, sb->origin_uid, len) ||
 	    get_start_sect(sp->origin->bdev) != sb->origin_start) {
 		if (!verbose)
 			return "Cache belongs to another origin (origin disk id differs)";
-		DMERR("cache was formatted over disk id %*phN (type %u) at sector %llu; origin %pg reports %*phN (type %u) at sector %llu",
+		DMERR("cache was formatted over origin id %*phN (type %#x) at sector %llu; origin %pg has %*phN (type %#x) at sector %llu",
 		      (int)sb->origin_uid_len, sb->origin_uid,
 		      sb->origin_uid_type, sb->origin_start,
 		      sp->origin->bdev, (int)len, id, type,

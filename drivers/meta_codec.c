@@ -173,6 +173,23 @@ const char *ssdp_sb_result_name(enum ssdp_sb_result r)
 	return "?";
 }
 
+/*
+ * Four crc32c with different seeds: no adversary chooses these strings, and
+ * the module and the tool already share crc32c.
+ */
+void ssdp_uid_hash(const char *s, size_t len, u8 out[16])
+{
+	u32 i, h;
+
+	for (i = 0; i < 4; i++) {
+		h = ssdp_crc32c(0x55534944U + i, s, len);
+		out[4 * i] = h;
+		out[4 * i + 1] = h >> 8;
+		out[4 * i + 2] = h >> 16;
+		out[4 * i + 3] = h >> 24;
+	}
+}
+
 u32 ssdp_rec_seed(const u8 uuid[16])
 {
 	return ssdp_crc32c(~0U, uuid, 16);

@@ -57,6 +57,8 @@ struct ssdp_rec_info {
 
 /* crc32c, same value as the kernel's crc32c(seed, p, len). */
 u32 ssdp_crc32c(u32 seed, const void *p, size_t len);
+/* 128 bits naming an identity string (a DM or partition UUID). */
+void ssdp_uid_hash(const char *s, size_t len, u8 out[16]);
 
 void ssdp_sb_encode(const struct ssdp_sb_info *in, void *sector);
 enum ssdp_sb_result ssdp_sb_decode(const void *sector,

@@ -79,9 +79,17 @@
  * NAA/EUI-64/T10 designator, as the disk reports it), origin_uid_type its
  * designator type and origin_start the origin's first sector on that disk;
  * a table over a disk that reports another id (or the same disk at another
- * offset) is refused.
+ * offset) is refused.  Besides the SPC designator types (1, 2, 3), the
+ * origin's identity may be one the block layer or device-mapper keeps:
+ * SSDP_UID_DM_UUID, a hash of a device-mapper origin's DM UUID (LVM,
+ * multipath; for dm-crypt only its "CRYPT-<type>-<uuid>" part, the mapping's
+ * name after it is chosen at every open); SSDP_UID_PART_UUID, a hash of a
+ * partition's UUID (GPT PARTUUID, or the MBR's signature and number).
+ * Either hash is ssdp_uid_hash() of the string, origin_uid_len 16.
  */
 #define SSDP_SB_COMPAT_ORIGIN_UID	0x1U
+#define SSDP_UID_DM_UUID		0x100U
+#define SSDP_UID_PART_UUID		0x101U
 
 /*
  * Incompatible features: a set bit we do not know refuses.

@@ -403,7 +403,15 @@ static void show_text(const char *path, const struct ssdp_scan *s, bool live,
 	       (unsigned long long)sb->nr_csets,
 	       (unsigned long long)sb->data_start, sb->rec_bytes,
 	       sb->rec_sectors);
-	if (sb->compat & SSDP_SB_COMPAT_ORIGIN_UID)
+	if (sb->compat & SSDP_SB_COMPAT_ORIGIN_UID && sb->origin_uid_type == SSDP_UID_DM_UUID)
+		printf("  origin id:     DM UUID hash %s\n",
+		       hex(sb->origin_uid, sb->origin_uid_len, h));
+	else if (sb->compat & SSDP_SB_COMPAT_ORIGIN_UID &&
+		 sb->origin_uid_type == SSDP_UID_PART_UUID)
+		printf("  origin id:     partition UUID hash %s at sector %llu\n",
+		       hex(sb->origin_uid, sb->origin_uid_len, h),
+		       (unsigned long long)sb->origin_start);
+	else if (sb->compat & SSDP_SB_COMPAT_ORIGIN_UID)
 		printf("  origin disk:   id %s (designator type %u) at sector %llu\n",
 		       hex(sb->origin_uid, sb->origin_uid_len, h),
 		       sb->origin_uid_type,
@@ -507,8 +515,9 @@ static void show_json(const char *path, const struct ssdp_scan *s, bool live,
 	printf(",\n  \"bypassed\": %s",
 	       sb->incompat & SSDP_SB_INCOMPAT_BYPASSED ? "true" : "false");
 	if (sb->compat & SSDP_SB_COMPAT_ORIGIN_UID)
-		printf(",\n  \"origin_uid\": \"%s\"",
-		       hex(sb->origin_uid, sb->origin_uid_len, h));
+		printf(",\n  \"origin_uid\": \"%s\",\n  \"origin_uid_type\": %u",
+		       hex(sb->origin_uid, sb->origin_uid_len, h),
+		       sb->origin_uid_type);
 	else
 		printf(",\n  \"origin_uid\": null");
 	JU("seq", sb->seq);

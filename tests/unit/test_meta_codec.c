@@ -260,3 +260,23 @@ TEST(codec_rec_torn_write_falls_back_to_the_other_copy)
 	memset(newer, 0xff, rb);
 	ASSERT_EQ(ssdp_rec_pick(older, newer, rb, seed, 9, 256, &out), -1);
 }
+
+/*
+ * The origin identity hash is on disk (origin_uid): a change to it would
+ * make every cache refuse its own origin.  Pinned values.
+ */
+TEST(codec_uid_hash_is_pinned)
+{
+	static const char lvm[] = "LVM-abcdefghijklmnopqrstuvwxyz0123456789";
+	/* crc32c (Castagnoli, no final inversion) seeded 0x55534944 + i */
+	static const u8 want[16] = {
+		0x16, 0x39, 0x55, 0x0c, 0x3d, 0x2c, 0x95, 0xd1,
+		0xb1, 0x65, 0x39, 0xb2, 0x9a, 0x70, 0xf9, 0x6f,
+	};
+	u8 a[16], b[16];
+
+	ssdp_uid_hash(lvm, strlen(lvm), a);
+	ASSERT_TRUE(memcmp(a, want, 16) == 0);
+	ssdp_uid_hash(lvm, strlen(lvm) - 1, b);
+	ASSERT_TRUE(memcmp(a, b, 16) != 0);
+}
