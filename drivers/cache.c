@@ -76,6 +76,8 @@ int ssdp_cache_ctr(struct ssdprio *sp, char **error)
 	INIT_DELAYED_WORK(&sp->evict_timer, ssdp_evict_timer_fn);
 	INIT_WORK(&sp->deferred_work, ssdp_deferred_work_fn);
 	INIT_WORK(&sp->promote_work, ssdp_promote_work_fn);
+	bio_list_init(&sp->captures);
+	INIT_WORK(&sp->capture_work, ssdp_capture_work_fn);
 	bio_list_init(&sp->retry);
 	INIT_WORK(&sp->retry_work, ssdp_retry_work_fn);
 	INIT_DELAYED_WORK(&sp->wb_retry, ssdp_wb_retry_fn);
@@ -670,8 +672,8 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 	case SSDP_BK_COMMITTED:
 		return DM_ENDIO_DONE;
 	case SSDP_BK_ORIGIN_READ:
-		if (pb->promote && ok)
-			ssdp_promote_capture(sp, bio, pb);
+		if (pb->promote && ok && ssdp_promote_defer(sp, bio, pb))
+			return DM_ENDIO_INCOMPLETE;
 		return DM_ENDIO_DONE;
 	default:
 		break;

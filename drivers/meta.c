@@ -308,6 +308,7 @@ static int ssdp_meta_check(struct ssdprio *sp, char **error)
 {
 	struct ssdp_sb_info *sb = &sp->sb;
 	sector_t cache_sectors = bdev_nr_sectors(sp->cache->bdev);
+	bool again = sp->meta_must_format;
 	enum ssdp_sb_result res;
 	int r;
 
@@ -371,7 +372,9 @@ static int ssdp_meta_check(struct ssdprio *sp, char **error)
 		 * any block here may be older than the origin's.  Nothing in
 		 * it is used; the first resume formats it afresh.
 		 */
-		DMWARN("cache was bypassed by a 'cache off' table: its contents are out of date and are discarded; starting empty");
+		/* Once per table: the first resume checks again. */
+		if (!again)
+			DMWARN("cache was bypassed by a 'cache off' table: its contents are out of date and are discarded; starting empty");
 		sp->meta_must_format = true;
 		return 0;
 	}

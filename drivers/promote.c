@@ -2,10 +2,13 @@
 /*
  * dm-ssdprio promotion: a read miss's data, copied into the cache.
  *
- * The user's read completes first; end_io only copies the data it just
- * read into pages of our own (no second origin read, and no window in
- * which the user could change the pages under the copy).  A worker then
- * writes the copy into the set's SSD blocks at idle priority.  The copy is
+ * end_io holds the user's read (DM_ENDIO_INCOMPLETE) and a worker copies
+ * the data it just read into pages of our own, then completes it: no
+ * second origin read, no window in which the user could change the pages
+ * under the copy, and no copy of up to a whole set in interrupt context.
+ * The hold costs a context switch against an origin read (milliseconds on
+ * a disk).  Another worker writes the copy into the set's SSD blocks at
+ * idle priority.  The copy is
  * committed only if nothing could have made it older than the origin: no
  * origin write completed since the miss was issued (promo_gen), none is in
  * flight, the blocks are still invalid and no user write holds the set.
@@ -38,23 +41,73 @@ static void ssdp_promo_free(struct ssdprio *sp, struct ssdp_promo *p)
 		wake_up(&sp->bg_wait);
 }
 
-/* From end_io: any context, so nothing here may sleep. */
+static unsigned int ssdp_promo_bytes(struct ssdprio *sp, struct ssdp_bio *pb)
+{
+	return pb->nr << (sp->block_shift + SECTOR_SHIFT);
+}
+
+/*
+ * From end_io (any context): hold a read miss for the capture worker if
+ * its copy fits the budget.  Its second end_io (kind COMMITTED, no longer
+ * an origin bio for the scheduler) completes it.  True if held.
+ */
+bool ssdp_promote_defer(struct ssdprio *sp, struct bio *bio,
+			struct ssdp_bio *pb)
+{
+	unsigned int bytes = ssdp_promo_bytes(sp, pb);
+	unsigned long flags;
+
+	if (atomic_add_return(bytes, &sp->promote_bytes) >
+	    SSDP_PROMOTE_MAX_BYTES) {
+		atomic_sub(bytes, &sp->promote_bytes);
+		ssdp_count(sp, SSDP_ST_PROMOTIONS_SKIPPED);
+		return false;
+	}
+	pb->kind = SSDP_BK_COMMITTED;
+	pb->origin = false;
+	spin_lock_irqsave(&sp->cache_lock, flags);
+	bio_list_add(&sp->captures, bio);
+	spin_unlock_irqrestore(&sp->cache_lock, flags);
+	queue_work(sp->wq, &sp->capture_work);
+	return true;
+}
+
+/* Copy the held reads' data, then let them complete. */
+void ssdp_capture_work_fn(struct work_struct *work)
+{
+	struct ssdprio *sp = container_of(work, struct ssdprio, capture_work);
+	struct bio_list list;
+	unsigned long flags;
+	struct bio *bio;
+
+	spin_lock_irqsave(&sp->cache_lock, flags);
+	list = sp->captures;
+	bio_list_init(&sp->captures);
+	spin_unlock_irqrestore(&sp->cache_lock, flags);
+
+	while ((bio = bio_list_pop(&list))) {
+		ssdp_promote_capture(sp, bio, ssdp_pb(bio));
+		/* The lower queue's accounting already ran once. */
+		bio_clear_flag(bio, BIO_QOS_THROTTLED);
+		bio_clear_flag(bio, BIO_QOS_MERGED);
+		bio_endio(bio);
+	}
+}
+
+/* Capture worker: its bytes are reserved by ssdp_promote_defer(). */
 void ssdp_promote_capture(struct ssdprio *sp, struct bio *bio,
 			  struct ssdp_bio *pb)
 {
-	unsigned int bytes = pb->nr << (sp->block_shift + SECTOR_SHIFT);
+	unsigned int bytes = ssdp_promo_bytes(sp, pb);
 	/*
-	 * Not GFP_ATOMIC: a copy is only an optimisation and may be skipped;
-	 * the atomic reserves are for those that cannot.  The total held is
-	 * bounded by SSDP_PROMOTE_MAX_BYTES.
+	 * Not even GFP_NOIO: the user's read waits on this, and reclaim is
+	 * no place for it to wait; a copy is only an optimisation and may be
+	 * skipped.  The total held is bounded by SSDP_PROMOTE_MAX_BYTES.
 	 */
 	gfp_t gfp = GFP_NOWAIT | __GFP_NOWARN;
 	struct ssdp_promo *p;
 	unsigned long flags;
 
-	if (atomic_add_return(bytes, &sp->promote_bytes) >
-	    SSDP_PROMOTE_MAX_BYTES)
-		goto skip;
 	p = kzalloc(sizeof(*p), gfp);
 	if (!p)
 		goto skip;
@@ -152,6 +205,8 @@ void ssdp_promote_work_fn(struct work_struct *work)
 /* Suspend: pending copies are dropped (they are only an optimisation). */
 void ssdp_promote_drain(struct ssdprio *sp)
 {
+	/* Held reads complete (dm's suspend waits for them anyway). */
+	flush_work(&sp->capture_work);
 	flush_work(&sp->promote_work);
 	/* Copies queued after the flush find sp->suspended and are skipped. */
 	flush_work(&sp->promote_work);

@@ -242,9 +242,12 @@ struct ssdprio {
 	u32 flush_cursor;		/* cache_lock; flush_dirty's scan */
 	struct delayed_work evict_timer;
 	struct work_struct deferred_work;
-	struct list_head promotions;	/* copies waiting for the worker */
+	struct list_head promotions;	/* cache_lock; copies for the worker */
 	struct work_struct promote_work;
-	atomic_t promote_bytes;		/* memory held by pending copies */
+	/* cache_lock; read misses held until their data is copied */
+	struct bio_list captures;
+	struct work_struct capture_work;
+	atomic_t promote_bytes;		/* memory held (or reserved) by copies */
 	atomic_t bg_jobs;		/* writeback + promotion in flight */
 	wait_queue_head_t bg_wait;
 	bool suspended;			/* cache_lock */
@@ -373,6 +376,9 @@ void ssdp_wb_retry_now_locked(struct ssdprio *sp);
 void ssdp_wb_unfail_locked(struct ssdprio *sp, u32 cset);
 
 /* promote.c */
+bool ssdp_promote_defer(struct ssdprio *sp, struct bio *bio,
+			struct ssdp_bio *pb);
+void ssdp_capture_work_fn(struct work_struct *work);
 void ssdp_promote_capture(struct ssdprio *sp, struct bio *bio,
 			  struct ssdp_bio *pb);
 void ssdp_promote_work_fn(struct work_struct *work);
