@@ -73,7 +73,7 @@ UDEVRULESDIR ?= /etc/udev/rules.d
 endif
 MANPAGES := man/ssdprio-tool.8 man/dm-ssdprio.4 man/ssdpriotab.5
 
-.PHONY: all modules hddsim lint unit check check-subset crash demo bench install install-tools clean \
+.PHONY: all modules hddsim lint unit check check-subset crash demo bench deb install install-tools clean \
 	deps checkpatch tools tools-test uninstall uninstall-tools
 
 all: modules
@@ -167,6 +167,11 @@ CRASH_SUBSET ?= powercut
 check-subset: deps modules hddsim tools
 	@rc=0; ./tests/vm/run $(VM_ARGS) $(CHECK_SUBSET) || rc=$$?; \
 	./tests/crash/run $(VM_ARGS) $(CRASH_SUBSET) || rc=$$?; exit $$rc
+
+# Debian packages (debian/): built from a clean copy into build/deb/ and
+# checked, with the DKMS build of the packaged source (tools/deb-check).
+deb:
+	./tools/deb-check
 
 # Warm restart across reboots and power cuts (QEMU killed), see
 # tests/crash/README.md; `make crash S="powercut fsck"` runs some.

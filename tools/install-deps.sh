@@ -32,6 +32,8 @@ PACKAGES=(
 	qemu-system-x86 busybox-static cpio zstd
 	# ssdprio-tool status/flush: libdevmapper (headers and the library).
 	libdevmapper-dev
+	# Debian packages (tools/deb-check): debhelper with the DKMS addon.
+	debhelper dh-dkms dpkg-dev
 	# Man pages checked with groff (make unit).
 	groff-base
 	# Tools the guest tests use (from the host's root).

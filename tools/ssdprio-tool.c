@@ -49,6 +49,8 @@
 #define SSDP_TOOL_VERSION	"0.1.0"
 #endif
 #define DEFAULT_TAB		"/etc/ssdprio/ssdpriotab"
+/* DM UUID of a device activated from the tab: prefix and the cache's uuid. */
+#define DM_UUID_PREFIX		"SSDPRIO-"
 #define ACTIVATE_LOCK		"/run/ssdprio-activate.lock"
 
 /* Exit codes (docs/tools.md). */
@@ -99,6 +101,7 @@ static void usage_to(FILE *f)
 	      "  " TOOL " wipe [--force] [--records] <cache_dev>\n"
 	      "  " TOOL " gen-origin-id\n"
 	      "  " TOOL " activate [--tab FILE] [--udev] [--dry-run] [name...]\n"
+	      "  " TOOL " udev-role [--tab FILE]   (udev IMPORT{program})\n"
 	      "  " TOOL " status [--json] [--watch [SECS]] [name...]\n"
 	      "  " TOOL " flush [--wait] [--timeout SECS] name\n"
 	      "  " TOOL " --help | --version\n"
@@ -1386,6 +1389,7 @@ static bool kmsg_reason(int fd, char *out, size_t len)
 static int activate_one(const struct tab_entry *e, const char *tab,
 			const struct activate_opts *o)
 {
+	char uuid[sizeof(DM_UUID_PREFIX) + 2 * 16];
 	struct sbuf t = { 0 };
 	struct ssdp_scan s;
 	struct stat st;
@@ -1422,16 +1426,20 @@ static int activate_one(const struct tab_entry *e, const char *tab,
 		notice("%s: not activated (%s line %d)", e->name, tab, e->line);
 		return r;
 	}
+	/* A DM UUID: udev's rules and blkid tell our device by it. */
+	strcpy(uuid, DM_UUID_PREFIX);
+	hex(s.sb.uuid, sizeof(s.sb.uuid), uuid + strlen(uuid));
 	if (o->dry_run) {
-		printf("dmsetup create %s --table '%s'\n", e->name, t.s);
+		printf("dmsetup create %s --uuid %s --table '%s'\n", e->name,
+		       uuid, t.s);
 		r = EXIT_OK;
 		goto out;
 	}
 	kfd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (kfd >= 0)
 		lseek(kfd, 0, SEEK_END);
-	r = run_cmd(out, sizeof(out), "dmsetup", "create", e->name, "--table",
-		    t.s, NULL);
+	r = run_cmd(out, sizeof(out), "dmsetup", "create", e->name, "--uuid",
+		    uuid, "--table", t.s, NULL);
 	if (r) {
 		char why[512];
 
@@ -1456,6 +1464,77 @@ out:
 	scan_free(&s);
 	free(t.s);
 	return r;
+}
+
+/* Does @path name the event's device (its node, a link udev is making)? */
+static bool event_names(const char *path, dev_t dev, const char *devname,
+			const char *devlinks)
+{
+	size_t len = strlen(path);
+	const char *p;
+
+	if (same_dev(path, dev) || (devname && !strcmp(path, devname)))
+		return true;
+	/* At "add", the links of this very event do not exist yet. */
+	for (p = devlinks; p && *p; p += strcspn(p, " ")) {
+		p += strspn(p, " ");
+		if (!strncmp(p, path, len) && (p[len] == ' ' || !p[len]))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * udev IMPORT{program}: SSDPRIO_ROLE=origin|cache and SSDPRIO_NAME=<name>
+ * when the event's device belongs to an ssdpriotab entry, nothing
+ * otherwise.  The rules then hide it: the origin carries the same file
+ * system as /dev/mapper/<name>, with older data.  Always exits 0: a udev
+ * program that fails logs on every event.
+ */
+static int cmd_udev_role(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "tab", required_argument, NULL, 't' },
+		OPT_HELP, OPT_END,
+	};
+	const char *tab = getenv("SSDPRIO_TAB");
+	const char *maj = getenv("MAJOR"), *min = getenv("MINOR");
+	const char *devname = getenv("DEVNAME");
+	const char *devlinks = getenv("DEVLINKS");
+	struct tab_entry *e = NULL;
+	int n, i, c, bad = 0;
+	char *text;
+	dev_t dev;
+
+	if (!tab || !*tab)
+		tab = DEFAULT_TAB;
+	while ((c = sub_getopt(argc, argv, opts)) != -1)
+		if (c == 't')
+			tab = optarg;
+	if (!maj || !min)
+		return EXIT_OK;
+	dev = makedev(atoi(maj), atoi(min));
+	text = read_file(tab);
+	if (!text)
+		return EXIT_OK;
+	/* Bad lines are activate's to report, once. */
+	if (!freopen("/dev/null", "w", stderr))
+		return EXIT_OK;
+	n = tab_parse(tab, text, &e, &bad);
+	for (i = 0; i < n; i++) {
+		const char *role =
+			event_names(e[i].origin, dev, devname, devlinks) ? "origin" :
+			event_names(e[i].cache, dev, devname, devlinks) ? "cache" : NULL;
+
+		if (role) {
+			printf("SSDPRIO_ROLE=%s\nSSDPRIO_NAME=%s\n", role,
+			       e[i].name);
+			break;
+		}
+	}
+	tab_free(e, n > 0 ? n : 0);
+	free(text);
+	return EXIT_OK;
 }
 
 static int cmd_activate(int argc, char **argv)
@@ -1692,6 +1771,7 @@ int main(int argc, char **argv)
 		{ "wipe", cmd_wipe },
 		{ "gen-origin-id", cmd_gen_origin_id },
 		{ "activate", cmd_activate },
+		{ "udev-role", cmd_udev_role },
 		{ "status", cmd_status },
 		{ "flush", cmd_flush },
 		{ "debug-record", cmd_debug_record },

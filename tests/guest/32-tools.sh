@@ -231,7 +231,7 @@ u $vh $vs evict_wait 60000   # a warm cache
 bl $hdd $ssd                 # wiped above: blank
 EOF
 "$TOOL" activate --tab "$tab" --dry-run u >"$T/dry" || fail "activate --dry-run"
-grep -q "^dmsetup create u --table '0 $vlen ssdprio $vh $vs 2 evict_wait 60000'$" "$T/dry" ||
+grep -Eq "^dmsetup create u --uuid SSDPRIO-[0-9a-f]{32} --table '0 $vlen ssdprio $vh $vs 2 evict_wait 60000'$" "$T/dry" ||
 	fail "activate --dry-run: $(cat "$T/dry")"
 printf 'x %s %s format\n' "$vh" "$vs" >"$T/badtab"
 expect_rc 3 "$TOOL" activate --tab "$T/badtab" --dry-run

@@ -215,7 +215,7 @@ good /dev/null $ssd
 other /dev/mapper/lin $ssd
 EOF
 expect_rc 3 "$TOOL" activate --tab "$T/tab" --dry-run
-grep -q "^dmsetup create good --table '$line 2 evict_wait 600000'" "$T/out" ||
+grep -Eq "^dmsetup create good --uuid SSDPRIO-[0-9a-f]{32} --table '$line 2 evict_wait 600000'" "$T/out" ||
 	fail "the good entry is activated: $(cat "$T/out" "$T/err")"
 grep -q "tab:3: expected" "$T/err" || fail "bad name line 3: $(cat "$T/err")"
 grep -q "tab:4: 'good' refused: the name is already used by 'good' on line 1" "$T/err" ||
