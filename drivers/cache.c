@@ -629,14 +629,9 @@ static void ssdp_retry_work_fn(struct work_struct *work)
 {
 	struct ssdprio *sp = container_of(work, struct ssdprio, retry_work);
 	struct bio_list list;
-	unsigned long flags;
 	struct bio *bio;
 
-	spin_lock_irqsave(&sp->cache_lock, flags);
-	list = sp->retry;
-	bio_list_init(&sp->retry);
-	spin_unlock_irqrestore(&sp->cache_lock, flags);
-
+	ssdp_bios_take(sp, &sp->retry, &list);
 	while ((bio = bio_list_pop(&list))) {
 		struct ssdp_bio *pb = ssdp_pb(bio);
 

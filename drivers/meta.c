@@ -1103,10 +1103,7 @@ void ssdp_commit_work_fn(struct work_struct *work)
 	int r;
 
 	for (;;) {
-		spin_lock_irqsave(&sp->cache_lock, flags);
-		list = sp->commit_bios;
-		bio_list_init(&sp->commit_bios);
-		spin_unlock_irqrestore(&sp->cache_lock, flags);
+		ssdp_bios_take(sp, &sp->commit_bios, &list);
 		if (!atomic_xchg(&sp->commit_wanted, 0) &&
 		    bio_list_empty(&list))
 			break;

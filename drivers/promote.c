@@ -77,14 +77,9 @@ void ssdp_capture_work_fn(struct work_struct *work)
 {
 	struct ssdprio *sp = container_of(work, struct ssdprio, capture_work);
 	struct bio_list list;
-	unsigned long flags;
 	struct bio *bio;
 
-	spin_lock_irqsave(&sp->cache_lock, flags);
-	list = sp->captures;
-	bio_list_init(&sp->captures);
-	spin_unlock_irqrestore(&sp->cache_lock, flags);
-
+	ssdp_bios_take(sp, &sp->captures, &list);
 	while ((bio = bio_list_pop(&list))) {
 		ssdp_promote_capture(sp, bio, ssdp_pb(bio));
 		/* The lower queue's accounting already ran once. */

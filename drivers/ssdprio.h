@@ -379,6 +379,18 @@ void ssdp_wb_unfail_locked(struct ssdprio *sp, u32 cset);
 bool ssdp_promote_defer(struct ssdprio *sp, struct bio *bio,
 			struct ssdp_bio *pb);
 void ssdp_capture_work_fn(struct work_struct *work);
+
+/* Take every bio of @from (a list under cache_lock) into @to. */
+static inline void ssdp_bios_take(struct ssdprio *sp, struct bio_list *from,
+				  struct bio_list *to)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&sp->cache_lock, flags);
+	*to = *from;
+	bio_list_init(from);
+	spin_unlock_irqrestore(&sp->cache_lock, flags);
+}
 void ssdp_promote_capture(struct ssdprio *sp, struct bio *bio,
 			  struct ssdp_bio *pb);
 void ssdp_promote_work_fn(struct work_struct *work);

@@ -83,11 +83,7 @@ kill "$normal"
 wait "$normal" 2>/dev/null
 trap - EXIT
 # Normal load gone: the held write goes out (throttled, then batch mode).
-for _ in $(seq 300); do
-	kill -0 "$plain" 2>/dev/null || break
-	sleep 0.2
-done
-kill -0 "$plain" 2>/dev/null &&
+wait_exit "$plain" 60 ||
 	fail "held idle write never completed within 60 s after the normal load stopped"
 wait "$plain" || fail "the held idle write failed"
 assert_eq "$(st queued_idle)" 0 "nothing left queued"

@@ -42,11 +42,7 @@ log "writeback held in the idle queue: $(dmsetup status sp)"
 # complete while the reader still runs (not when normal I/O stops).
 dd if=/tmp/b of="$dm" bs=4k seek=32 count=1 oflag=direct status=none &
 writer=$!
-for _ in $(seq 600); do
-	kill -0 "$writer" 2>/dev/null || break
-	sleep 0.5
-done
-kill -0 "$writer" 2>/dev/null && fail "a normal write waited for idle-class writeback: $(dmsetup status sp)"
+wait_exit "$writer" 300 || fail "a normal write waited for idle-class writeback: $(dmsetup status sp)"
 wait "$writer" || fail "the deferred write failed"
 kill -0 "$reader" 2>/dev/null || fail "the reader ended first: the test proved nothing"
 assert_ge "$(st deferred)" 1 "the write was deferred behind the writeback"

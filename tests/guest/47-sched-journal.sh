@@ -49,11 +49,7 @@ log "idle data held: $(dmsetup status sp)"
 head -c 4096 /dev/urandom >/tmp/normal.data
 dd if=/tmp/normal.data of="$mnt/normal" bs=4k conv=fsync status=none &
 writer=$!
-for _ in $(seq 600); do
-	kill -0 "$writer" 2>/dev/null || break
-	sleep 0.5
-done
-kill -0 "$writer" 2>/dev/null &&
+wait_exit "$writer" 300 ||
 	fail "a normal fsync waited on idle-class data behind the journal: $(dmsetup status sp)"
 wait "$writer" || fail "the normal write failed"
 kill -0 "$reader" 2>/dev/null || fail "the reader ended first: the test proved nothing"

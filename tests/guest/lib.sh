@@ -285,6 +285,16 @@ status_get() {
 # 0.2 s) until the value of KEY compares to VALUE as OP says; fail the test with
 # the last status line if it does not within TIMEOUT_S seconds. OP: == != (numbers,
 # or words such as evict_state), < <= > >= (numbers; -eq -ne -lt -le -gt -ge too).
+# wait_exit PID SECONDS: 0 once PID has exited (not reaped: `wait PID` for its
+# status), 1 if it still runs after SECONDS.
+wait_exit() {
+	local end=$((SECONDS + $2))
+	while kill -0 "$1" 2>/dev/null; do
+		((SECONDS < end)) || return 1
+		sleep 0.2
+	done
+}
+
 wait_status() {
 	[[ $# -eq 4 || $# -eq 5 ]] || fail "usage: wait_status DEV KEY OP VALUE [TIMEOUT_S]"
 	local dev=$1 key=$2 op=$3 want=$4 timeout=${5:-60} val end
