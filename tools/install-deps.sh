@@ -33,7 +33,7 @@ PACKAGES=(
 	# ssdprio-tool status/flush: libdevmapper (headers and the library).
 	libdevmapper-dev
 	# Debian packages (tools/deb-check): debhelper with the DKMS addon.
-	debhelper dh-dkms dpkg-dev
+	debhelper dh-dkms dpkg-dev build-essential
 	# Man pages checked with groff (make unit).
 	groff-base
 	# Tools the guest tests use (from the host's root).
