@@ -158,10 +158,12 @@ endif
 # the kernel interfaces that changed between 6.1 and 6.12 (queue limits,
 # bio ioprio, blkcg, flush/FUA, discard, suspend) plus the data paths and one
 # power-cut scenario, and the error paths (a clean read hit failing on the
-# SSD is completed later, from the origin, by our own resubmission).
+# SSD is completed later, from the origin, by our own resubmission); the
+# origin's identity (partition and dm metadata) and ext4's journal waiting
+# on idle I/O.
 CHECK_SUBSET ?= 00-smoke 10-target-table 11-target-io 14-kernel-compat 20-cache-data \
-	22-cache-discard 25-cache-faults 31-persist-warm 40-sched-throttle 41-sched-nohold \
-	42-sched-cgroup 43-sched-suspend 45-sched-cache
+	22-cache-discard 25-cache-faults 31-persist-warm 36-persist-origin 40-sched-throttle \
+	41-sched-nohold 42-sched-cgroup 43-sched-suspend 45-sched-cache 47-sched-journal
 CRASH_SUBSET ?= powercut
 
 check-subset: deps modules hddsim tools
