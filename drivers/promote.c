@@ -72,26 +72,9 @@ bool ssdp_promote_defer(struct ssdprio *sp, struct bio *bio,
 	return true;
 }
 
-/* Copy the held reads' data, then let them complete. */
-void ssdp_capture_work_fn(struct work_struct *work)
-{
-	struct ssdprio *sp = container_of(work, struct ssdprio, capture_work);
-	struct bio_list list;
-	struct bio *bio;
-
-	ssdp_bios_take(sp, &sp->captures, &list);
-	while ((bio = bio_list_pop(&list))) {
-		ssdp_promote_capture(sp, bio, ssdp_pb(bio));
-		/* The lower queue's accounting already ran once. */
-		bio_clear_flag(bio, BIO_QOS_THROTTLED);
-		bio_clear_flag(bio, BIO_QOS_MERGED);
-		bio_endio(bio);
-	}
-}
-
 /* Capture worker: its bytes are reserved by ssdp_promote_defer(). */
-void ssdp_promote_capture(struct ssdprio *sp, struct bio *bio,
-			  struct ssdp_bio *pb)
+static void ssdp_promote_capture(struct ssdprio *sp, struct bio *bio,
+				 struct ssdp_bio *pb)
 {
 	unsigned int bytes = ssdp_promo_bytes(sp, pb);
 	/*
@@ -129,6 +112,23 @@ void ssdp_promote_capture(struct ssdprio *sp, struct bio *bio,
 skip:
 	atomic_sub(bytes, &sp->promote_bytes);
 	ssdp_count(sp, SSDP_ST_PROMOTIONS_SKIPPED);
+}
+
+/* Copy the held reads' data, then let them complete. */
+void ssdp_capture_work_fn(struct work_struct *work)
+{
+	struct ssdprio *sp = container_of(work, struct ssdprio, capture_work);
+	struct bio_list list;
+	struct bio *bio;
+
+	ssdp_bios_take(sp, &sp->captures, &list);
+	while ((bio = bio_list_pop(&list))) {
+		ssdp_promote_capture(sp, bio, ssdp_pb(bio));
+		/* The lower queue's accounting already ran once. */
+		bio_clear_flag(bio, BIO_QOS_THROTTLED);
+		bio_clear_flag(bio, BIO_QOS_MERGED);
+		bio_endio(bio);
+	}
 }
 
 /* May the copy go in?  Takes the set exclusively if so; cache_lock held. */

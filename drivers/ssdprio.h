@@ -375,11 +375,6 @@ void ssdp_wb_retry_fn(struct work_struct *work);
 void ssdp_wb_retry_now_locked(struct ssdprio *sp);
 void ssdp_wb_unfail_locked(struct ssdprio *sp, u32 cset);
 
-/* promote.c */
-bool ssdp_promote_defer(struct ssdprio *sp, struct bio *bio,
-			struct ssdp_bio *pb);
-void ssdp_capture_work_fn(struct work_struct *work);
-
 /* Take every bio of @from (a list under cache_lock) into @to. */
 static inline void ssdp_bios_take(struct ssdprio *sp, struct bio_list *from,
 				  struct bio_list *to)
@@ -391,8 +386,11 @@ static inline void ssdp_bios_take(struct ssdprio *sp, struct bio_list *from,
 	bio_list_init(from);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 }
-void ssdp_promote_capture(struct ssdprio *sp, struct bio *bio,
-			  struct ssdp_bio *pb);
+
+/* promote.c */
+bool ssdp_promote_defer(struct ssdprio *sp, struct bio *bio,
+			struct ssdp_bio *pb);
+void ssdp_capture_work_fn(struct work_struct *work);
 void ssdp_promote_work_fn(struct work_struct *work);
 void ssdp_promote_drain(struct ssdprio *sp);
 
