@@ -54,9 +54,9 @@ T ?=
 
 # ssdprio-tool: user space, shares the on-SSD codec with the module.
 TOOL := build/ssdprio-tool
-TOOL_SRCS := tools/ssdprio-tool.c tools/cache_scan.c drivers/meta_codec.c \
+TOOL_SRCS := tools/ssdprio-tool.c tools/cache_scan.c tools/origin_ident.c drivers/meta_codec.c \
 	drivers/config.c tools/live.c tools/dm_status.c
-TOOL_HDRS := tools/cache_scan.h drivers/meta_codec.h drivers/ssdprio_format.h \
+TOOL_HDRS := tools/cache_scan.h tools/origin_ident.h drivers/meta_codec.h drivers/ssdprio_format.h \
 	drivers/ssdp_compat.h drivers/config.h tools/live.h tools/dm_status.h
 # status and flush talk to the kernel through libdevmapper (libdevmapper-dev).
 TOOL_LIBS := -ldevmapper -lm
@@ -162,7 +162,8 @@ endif
 # origin's identity (partition and dm metadata) and ext4's journal waiting
 # on idle I/O.
 CHECK_SUBSET ?= 00-smoke 10-target-table 11-target-io 14-kernel-compat 20-cache-data \
-	22-cache-discard 25-cache-faults 31-persist-warm 36-persist-origin 40-sched-throttle \
+	22-cache-discard 25-cache-faults 31-persist-warm 36-persist-origin 38-tools-origin-id \
+	40-sched-throttle \
 	41-sched-nohold 42-sched-cgroup 43-sched-suspend 45-sched-cache 47-sched-journal
 CRASH_SUBSET ?= powercut
 

@@ -465,6 +465,7 @@ static int ssdp_message(struct dm_target *ti, unsigned int argc, char **argv,
 			char *result, unsigned int maxlen)
 {
 	struct ssdprio *sp = ti->private;
+	struct ssdp_config probe;
 	const char *why;
 	int r, i;
 
@@ -496,7 +497,13 @@ static int ssdp_message(struct dm_target *ti, unsigned int argc, char **argv,
 	}
 
 	mutex_lock(&sp->cfg_lock);
-	r = ssdp_config_set(&sp->cfg, argv[0], argv[1], SSDP_CFG_MSG, &why);
+	probe = sp->cfg;
+	r = ssdp_config_set(&probe, argv[0], argv[1], SSDP_CFG_MSG, &why);
+	if (!r)
+		r = ssdp_cache_check_config(sp, &probe, &why);
+	if (!r)
+		r = ssdp_config_set(&sp->cfg, argv[0], argv[1], SSDP_CFG_MSG,
+				    &why);
 	if (!r) {
 		ssdp_cache_apply_config(sp);
 		ssdp_sched_apply_config(sp);

@@ -62,6 +62,20 @@ static void ssdp_evict_knobs_locked(struct ssdprio *sp)
 
 static void ssdp_retry_work_fn(struct work_struct *work);
 
+/*
+ * Knob values that only make sense against this cache's geometry: a free
+ * floor of every set would evict all data as soon as it is written back.
+ */
+int ssdp_cache_check_config(struct ssdprio *sp, const struct ssdp_config *cfg,
+			    const char **why)
+{
+	if (sp->caching && cfg->free_floor >= sp->layout.nr_csets) {
+		*why = "free_floor must be below the number of cache sets (total_sets in status)";
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int ssdp_cache_ctr(struct ssdprio *sp, char **error)
 {
 	u32 block_bytes = sp->cfg.block_sectors << SECTOR_SHIFT;
@@ -119,6 +133,9 @@ int ssdp_cache_ctr(struct ssdprio *sp, char **error)
 	}
 	/* May replace the layout by the one the superblock records. */
 	r = ssdp_meta_ctr(sp, error);
+	if (r)
+		goto bad_meta;
+	r = ssdp_cache_check_config(sp, &sp->cfg, (const char **)error);
 	if (r)
 		goto bad_meta;
 

@@ -190,6 +190,36 @@ void ssdp_uid_hash(const char *s, size_t len, u8 out[16])
 	}
 }
 
+int ssdp_derived_id(unsigned int kind, const char *ident, u8 out[16])
+{
+	static const char *const kinds[] = {
+		[SSDP_DERIVED_MD] = "md",
+		[SSDP_DERIVED_SERIAL] = "serial",
+	};
+	char buf[256];
+	u8 h[16];
+	int n;
+
+	if (kind >= ARRAY_SIZE(kinds) || !kinds[kind] || !*ident)
+		return -EINVAL;
+	n = snprintf(buf, sizeof(buf), "%s:%s", kinds[kind], ident);
+	if (n < 0 || n >= (int)sizeof(buf))
+		return -EINVAL;
+	ssdp_uid_hash(buf, n, h);
+	memcpy(out, SSDP_DERIVED_ID_MAGIC, SSDP_DERIVED_ID_MAGIC_LEN);
+	out[SSDP_DERIVED_ID_MAGIC_LEN] = kind;
+	memcpy(out + SSDP_DERIVED_ID_MAGIC_LEN + 1, h,
+	       16 - SSDP_DERIVED_ID_MAGIC_LEN - 1);
+	return 0;
+}
+
+unsigned int ssdp_derived_kind(const u8 id[16])
+{
+	if (memcmp(id, SSDP_DERIVED_ID_MAGIC, SSDP_DERIVED_ID_MAGIC_LEN))
+		return 0;
+	return id[SSDP_DERIVED_ID_MAGIC_LEN];
+}
+
 u32 ssdp_rec_seed(const u8 uuid[16])
 {
 	return ssdp_crc32c(~0U, uuid, 16);

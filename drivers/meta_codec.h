@@ -59,6 +59,13 @@ struct ssdp_rec_info {
 u32 ssdp_crc32c(u32 seed, const void *p, size_t len);
 /* 128 bits naming an identity string (a DM or partition UUID). */
 void ssdp_uid_hash(const char *s, size_t len, u8 out[16]);
+/*
+ * The origin_id derived from an identity of @kind (SSDP_DERIVED_*): 0, or
+ * -EINVAL for an unknown kind or an empty or overlong @ident.
+ */
+int ssdp_derived_id(unsigned int kind, const char *ident, u8 out[16]);
+/* The SSDP_DERIVED_* kind of an origin_id, 0 if it is not derived. */
+unsigned int ssdp_derived_kind(const u8 id[16]);
 
 void ssdp_sb_encode(const struct ssdp_sb_info *in, void *sector);
 enum ssdp_sb_result ssdp_sb_decode(const void *sector,

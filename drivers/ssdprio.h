@@ -360,6 +360,8 @@ void ssdp_cache_postsuspend(struct ssdprio *sp);
 int ssdp_cache_preresume(struct ssdprio *sp);
 void ssdp_cache_resume(struct ssdprio *sp);
 void ssdp_cache_apply_config(struct ssdprio *sp);
+int ssdp_cache_check_config(struct ssdprio *sp, const struct ssdp_config *cfg,
+			    const char **why);
 int ssdp_cache_flush_dirty(struct ssdprio *sp);
 unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 			       unsigned int maxlen, unsigned int sz);

@@ -92,6 +92,21 @@
 #define SSDP_UID_PART_UUID		0x101U
 
 /*
+ * An origin_id that ssdprio-tool derives from an identity only user space
+ * can read: an md array's UUID (udev's MD_UUID), or the serial or WWN of a
+ * whole disk the kernel has no unique id for (virtio-blk, NVMe on 6.1).
+ * Bytes 0-3 are SSDP_DERIVED_ID_MAGIC, byte 4 the kind, bytes 5-15 the
+ * first eleven bytes of ssdp_uid_hash() of "<kind>:<identity>" (kind "md"
+ * or "serial").  The kernel compares it as any other origin_id; the tool
+ * recomputes it from the origin at every activation.  A random origin_id
+ * (ssdprio-tool gen-origin-id) never starts with the magic.
+ */
+#define SSDP_DERIVED_ID_MAGIC		"sPiD"
+#define SSDP_DERIVED_ID_MAGIC_LEN	4U
+#define SSDP_DERIVED_MD			1U
+#define SSDP_DERIVED_SERIAL		2U
+
+/*
  * Incompatible features: a set bit we do not know refuses.
  * BYPASSED: a "cache off" table went live over this cache, so the origin
  * may have changed under it: its records and data are never used again

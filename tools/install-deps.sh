@@ -37,7 +37,7 @@ PACKAGES=(
 	# Man pages checked with groff (make unit).
 	groff-base
 	# Tools the guest tests use (from the host's root).
-	dmsetup lvm2 fio blktrace e2fsprogs xfsprogs fdisk udev procps python3
+	dmsetup lvm2 fio blktrace e2fsprogs xfsprogs fdisk udev procps python3 mdadm
 	# Bench: plots, JSON in the guest, the bcache peer.
 	python3-matplotlib jq bcache-tools
 )

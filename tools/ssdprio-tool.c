@@ -7,6 +7,8 @@
  *	ssdprio-tool table <origin_dev> <cache_dev> [features...]
  *	ssdprio-tool wipe [--force] [--records] <cache_dev>
  *	ssdprio-tool gen-origin-id
+ *	ssdprio-tool origin-id <origin_dev>
+ *	ssdprio-tool create [--dry-run] [--force] name origin_dev cache_dev [features...]
  *	ssdprio-tool activate [--tab FILE] [--udev] [--dry-run] [name...]
  *	ssdprio-tool status [--json] [--watch [SECS]] [name...]
  *	ssdprio-tool flush [--wait] [--timeout SECS] name
@@ -43,6 +45,7 @@
 #include "cache_scan.h"
 #include "config.h"
 #include "live.h"
+#include "origin_ident.h"
 
 #define TOOL			"ssdprio-tool"
 #ifndef SSDP_TOOL_VERSION
@@ -100,6 +103,8 @@ static void usage_to(FILE *f)
 	      "  " TOOL " table <origin_dev> <cache_dev> [features...]\n"
 	      "  " TOOL " wipe [--force] [--records] <cache_dev>\n"
 	      "  " TOOL " gen-origin-id\n"
+	      "  " TOOL " origin-id <origin_dev>\n"
+	      "  " TOOL " create [--dry-run] [--force] <name> <origin_dev> <cache_dev> [features...]\n"
 	      "  " TOOL " activate [--tab FILE] [--udev] [--dry-run] [name...]\n"
 	      "  " TOOL " udev-role [--tab FILE]   (udev IMPORT{program})\n"
 	      "  " TOOL " status [--json] [--watch [SECS]] [name...]\n"
@@ -378,6 +383,18 @@ static const char *sb_state_key(enum ssdp_sb_result r)
 	return "?";
 }
 
+/* What a derived origin_id was derived from, for show. */
+static const char *derived_name(const u8 id[16])
+{
+	switch (ssdp_derived_kind(id)) {
+	case SSDP_DERIVED_MD:
+		return " (derived from the md array UUID)";
+	case SSDP_DERIVED_SERIAL:
+		return " (derived from the disk serial)";
+	}
+	return "";
+}
+
 static void show_text(const char *path, const struct ssdp_scan *s, bool live,
 		      bool sets)
 {
@@ -389,8 +406,9 @@ static void show_text(const char *path, const struct ssdp_scan *s, bool live,
 
 	printf("%s: ssdprio cache, format version %u\n", path, sb->version);
 	printf("  uuid:          %s\n", uuid_str(sb->uuid, u));
-	printf("  origin_id:     %s\n",
-	       id_set(sb->origin_id) ? hex(sb->origin_id, 16, h) : "none");
+	printf("  origin_id:     %s%s\n",
+	       id_set(sb->origin_id) ? hex(sb->origin_id, 16, h) : "none",
+	       derived_name(sb->origin_id));
 	printf("  origin:        %llu sectors (%s), %llu origin sets\n",
 	       (unsigned long long)sb->origin_sectors,
 	       human(sb->origin_sectors << SSDP_SECTOR_SHIFT, b1),
@@ -505,6 +523,17 @@ static void show_json(const char *path, const struct ssdp_scan *s, bool live,
 		printf(",\n  \"origin_id\": \"%s\"", hex(sb->origin_id, 16, h));
 	else
 		printf(",\n  \"origin_id\": null");
+	switch (ssdp_derived_kind(sb->origin_id)) {
+	case SSDP_DERIVED_MD:
+		printf(",\n  \"origin_id_from\": \"md_uuid\"");
+		break;
+	case SSDP_DERIVED_SERIAL:
+		printf(",\n  \"origin_id_from\": \"disk_serial\"");
+		break;
+	default:
+		printf(",\n  \"origin_id_from\": %s",
+		       id_set(sb->origin_id) ? "\"table\"" : "null");
+	}
 	JU("origin_sectors", sb->origin_sectors);
 	JU("origin_sets", s->nr_osets);
 	JU("cache_sectors", sb->cache_sectors);
@@ -816,6 +845,21 @@ static int build_table(const char *origin, const char *cache, int nfeat,
 		goto out;
 	}
 
+	if (ssdp_derived_kind(s.sb.origin_id)) {
+		char what[160];
+		u8 now[16];
+		int k = origin_ident(origin, now, what, sizeof(what));
+
+		if (k <= 0 || memcmp(now, s.sb.origin_id, 16)) {
+			err("%s: %s; cache %s belongs to the origin with origin_id %s (derived from its %s): another origin",
+			    origin, what, cache, hex(s.sb.origin_id, 16, h),
+			    ssdp_derived_kind(s.sb.origin_id) == SSDP_DERIVED_MD ?
+			    "md array UUID" : "disk serial");
+			r = EXIT_BAD;
+			goto out;
+		}
+	}
+
 	ssdp_config_defaults(&def);
 	cfg = def;
 	if (s.sb.block_sectors != def.block_sectors) {
@@ -1078,7 +1122,7 @@ static int cmd_gen_origin_id(int argc, char **argv)
 			err("getrandom: %s", strerror(errno));
 			return EXIT_FAIL;
 		}
-	} while (!id_set(id));
+	} while (!id_set(id) || ssdp_derived_kind(id));
 	printf("%s\n", hex(id, 16, h));
 	return EXIT_OK;
 }
@@ -1423,7 +1467,11 @@ static int activate_one(const struct tab_entry *e, const char *tab,
 	}
 	r = build_table(e->origin, e->cache, e->nfeat, e->feat, false, &t, &s);
 	if (r) {
-		notice("%s: not activated (%s line %d)", e->name, tab, e->line);
+		if (tab)
+			notice("%s: not activated (%s line %d)", e->name, tab,
+			       e->line);
+		else
+			notice("%s: not activated", e->name);
 		return r;
 	}
 	/* A DM UUID: udev's rules and blkid tell our device by it. */
@@ -1756,6 +1804,214 @@ out:
 	return r;
 }
 
+/* ---- origin-id, create ---------------------------------------------- */
+
+static int cmd_origin_id(int argc, char **argv)
+{
+	static const struct option opts[] = { OPT_HELP, OPT_END };
+	char what[160], h[33];
+	u8 id[16];
+	int k;
+
+	while (sub_getopt(argc, argv, opts) != -1)
+		;
+	if (argc - optind != 1)
+		return print_usage();
+	k = origin_ident(argv[optind], id, what, sizeof(what));
+	if (k < 0) {
+		err("%s: %s", argv[optind], what);
+		return EXIT_BAD;
+	}
+	if (k > 0)
+		printf("%s\n", hex(id, 16, h));
+	fprintf(stderr, "%s: %s\n", argv[optind], what);
+	return EXIT_OK;
+}
+
+/*
+ * The table that formats @cache for @origin: the features checked, and
+ * the origin_id derived from the origin's identity unless one is given.
+ */
+static int format_table(const char *origin, const char *cache, int nfeat,
+			char **feat, struct sbuf *out)
+{
+	struct sbuf f = { 0 };
+	struct ssdp_config cfg;
+	bool have_id = false;
+	char what[160], h[33];
+	unsigned int n = 1;
+	struct dev od;
+	const char *why;
+	int i, k, r = EXIT_FAIL;
+	u8 id[16];
+
+	if (dev_open(&od, origin, O_RDONLY))
+		return EXIT_FAIL;
+	dev_close(&od);
+	ssdp_config_defaults(&cfg);
+	sbuf_add(&f, " format");
+	for (i = 0; i < nfeat; i++) {
+		const char *key = feat[i], *val;
+
+		if (!strcmp(key, "format") || !strcmp(key, "force")) {
+			err("feature '%s': not here (create formats a blank cache itself)",
+			    key);
+			goto out;
+		}
+		if (i + 1 == nfeat) {
+			err("feature '%s' needs a value", key);
+			goto out;
+		}
+		val = feat[++i];
+		if (!strcmp(key, "origin_id")) {
+			if (!parse_id(val, id)) {
+				err("origin_id must be 32 hex digits, not all zero");
+				goto out;
+			}
+			have_id = true;
+		} else if (strcmp(key, "idle_cgroup") &&
+			   ssdp_config_set(&cfg, key, val, SSDP_CFG_CTR, &why)) {
+			err("feature %s %s: %s", key, val, why);
+			goto out;
+		}
+		sbuf_add(&f, " %s %s", key, val);
+		n += 2;
+	}
+	if (!have_id) {
+		k = origin_ident(origin, id, what, sizeof(what));
+		if (k < 0) {
+			err("%s: %s: give an origin_id (ssdprio-tool gen-origin-id) and keep it in the tab",
+			    origin, what);
+			r = EXIT_BAD;
+			goto out;
+		}
+		if (k > 0) {
+			sbuf_add(&f, " origin_id %s", hex(id, 16, h));
+			n += 2;
+		}
+		notice("%s: %s%s", origin, what, k > 0 ?
+		       ": recorded as the cache's origin_id" : "");
+	}
+	sbuf_add(out, "0 %llu ssdprio %s %s %u%s", (unsigned long long)od.sectors,
+		 origin, cache, n, f.s);
+	r = EXIT_OK;
+out:
+	free(f.s);
+	return r;
+}
+
+static int cmd_create(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "force", no_argument, NULL, 'f' },
+		OPT_HELP, OPT_END,
+	};
+	struct activate_opts o = { 0 };
+	char uuid[sizeof(DM_UUID_PREFIX) + 2 * 16], out[1024], why[512];
+	struct tab_entry e = { 0 };
+	enum ssdp_sb_result res;
+	struct sbuf t = { 0 };
+	bool force = false;
+	struct ssdp_scan s;
+	struct dev cd;
+	int c, r, kfd = -1;
+
+	while ((c = sub_getopt(argc, argv, opts)) != -1) {
+		if (c == 'n')
+			o.dry_run = true;
+		else if (c == 'f')
+			force = true;
+	}
+	if (argc - optind < 3)
+		return print_usage();
+	e.name = argv[optind];
+	e.origin = argv[optind + 1];
+	e.cache = argv[optind + 2];
+	e.feat = argv + optind + 3;
+	e.nfeat = argc - optind - 3;
+	if (!valid_name(e.name)) {
+		err("%s: not a device name (letters, digits, _.+- only)", e.name);
+		return EXIT_FAIL;
+	}
+	if (dm_exists(e.name)) {
+		err("%s: a device of that name exists", e.name);
+		return EXIT_BAD;
+	}
+	if (scan_path(e.cache, &cd, &s, O_RDONLY))
+		return EXIT_FAIL;
+	dev_close(&cd);
+	res = s.sb_res;
+	scan_free(&s);
+	if (res == SSDP_SB_OK)	/* ours already: load it, as the tab would */
+		return activate_one(&e, NULL, &o);
+	if (res == SSDP_SB_FOREIGN && !force) {
+		err("%s: holds data that is not an ssdprio cache: --force to overwrite it",
+		    e.cache);
+		return EXIT_BAD;
+	}
+	if (res != SSDP_SB_BLANK && res != SSDP_SB_FOREIGN) {
+		err("%s: %s: see 'ssdprio-tool show'; wipe it to start afresh",
+		    e.cache, ssdp_sb_result_name(res));
+		return EXIT_NOSB;
+	}
+	if (dev_held(e.cache) || dev_held(e.origin)) {
+		err("%s or %s is held by another device: not creating", e.origin,
+		    e.cache);
+		return EXIT_BAD;
+	}
+	r = format_table(e.origin, e.cache, e.nfeat, e.feat, &t);
+	if (r)
+		goto out;
+	if (o.dry_run) {
+		printf("dmsetup create %s --table '%s'\n", e.name, t.s);
+		goto out;
+	}
+	kfd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (kfd >= 0)
+		lseek(kfd, 0, SEEK_END);
+	r = run_cmd(out, sizeof(out), "dmsetup", "create", e.name, "--table",
+		    t.s, NULL);
+	if (r) {
+		if (kmsg_reason(kfd, why, sizeof(why)))
+			err("%s: the kernel refused the table: %s; table: %s",
+			    e.name, why, t.s);
+		else
+			err("%s: dmsetup create failed (%d): %s; table: %s",
+			    e.name, r, out, t.s);
+		r = EXIT_BAD;
+		goto out;
+	}
+	/* The superblock is written at the first resume: name the device by it. */
+	if (scan_path(e.cache, &cd, &s, O_RDONLY)) {
+		r = EXIT_FAIL;
+		goto out;
+	}
+	dev_close(&cd);
+	strcpy(uuid, DM_UUID_PREFIX);
+	hex(s.sb.uuid, sizeof(s.sb.uuid), uuid + strlen(uuid));
+	r = s.sb_res == SSDP_SB_OK ? EXIT_OK : EXIT_NOSB;
+	scan_free(&s);
+	if (r) {
+		err("%s: created, but %s shows no superblock", e.name, e.cache);
+		goto out;
+	}
+	r = run_cmd(out, sizeof(out), "dmsetup", "rename", e.name, "--setuuid",
+		    uuid, NULL);
+	if (r) {
+		err("%s: dmsetup rename --setuuid %s: %s", e.name, uuid, out);
+		r = EXIT_BAD;
+		goto out;
+	}
+	notice("%s: created: %s formatted as the cache of %s; for boot, add to the ssdpriotab: %s %s %s",
+	       e.name, e.cache, e.origin, e.name, e.origin, e.cache);
+out:
+	if (kfd >= 0)
+		close(kfd);
+	free(t.s);
+	return r;
+}
+
 /* ---- main ----------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -1770,6 +2026,8 @@ int main(int argc, char **argv)
 		{ "table", cmd_table },
 		{ "wipe", cmd_wipe },
 		{ "gen-origin-id", cmd_gen_origin_id },
+		{ "origin-id", cmd_origin_id },
+		{ "create", cmd_create },
 		{ "activate", cmd_activate },
 		{ "udev-role", cmd_udev_role },
 		{ "status", cmd_status },

@@ -40,6 +40,7 @@ bad_tables=(
 	"0 $len ssdprio $hdd $ssd 2 block_size 8 extra"
 	"0 $len ssdprio $hdd $other 2 set_size 1024"
 	"0 $len ssdprio $hdd $ssd x block_size 8"
+	"0 $len ssdprio $hdd $ssd 3 format free_floor 1000000"
 )
 i=0
 for t in "${bad_tables[@]}"; do
@@ -78,6 +79,14 @@ for m in "no_such_key 1" "idle_dispatch_interval" "idle_dispatch_interval abc" \
 	fi
 done
 dmsetup table sp | grep -q "idle_dispatch_interval 75" || fail "rejected message changed state"
+# A free floor of every set would throw all data out: refused, with the reason.
+total=$(status_get sp total_sets)
+dmesg -C
+dmsetup message sp 0 free_floor "$total" 2>/dev/null && fail "free_floor $total of $total sets accepted"
+dmesg | grep -q "free_floor must be below" || fail "no reason for the refused free_floor: $(dmesg | tail -2)"
+dmsetup table sp | grep -q "free_floor" && fail "refused free_floor changed the table"
+dmsetup message sp 0 free_floor $((total - 1)) || fail "free_floor $((total - 1)) of $total refused"
+dmsetup message sp 0 free_floor 0 || fail "free_floor 0 (automatic) refused"
 dmsetup message sp 0 reset_stats || fail "reset_stats rejected"
 
 # --- status keys -----------------------------------------------------------------

@@ -280,3 +280,33 @@ TEST(codec_uid_hash_is_pinned)
 	ssdp_uid_hash(lvm, strlen(lvm) - 1, b);
 	ASSERT_TRUE(memcmp(a, b, 16) != 0);
 }
+
+/*
+ * A derived origin_id is on disk too, and the tool must recognise its kind
+ * again at every activation: the magic, the kind, the hash of the
+ * "<kind>:<identity>" string.
+ */
+TEST(codec_derived_id_is_pinned)
+{
+	static const char md[] = "4d1f3c2a:9b8e7f60:11223344:55667788";
+	u8 a[16], b[16], h[16];
+
+	ASSERT_EQ(ssdp_derived_id(SSDP_DERIVED_MD, md, a), 0);
+	ASSERT_TRUE(memcmp(a, "sPiD", 4) == 0);
+	ASSERT_EQ(a[4], SSDP_DERIVED_MD);
+	ssdp_uid_hash("md:4d1f3c2a:9b8e7f60:11223344:55667788",
+		      strlen(md) + 3, h);
+	ASSERT_TRUE(memcmp(a + 5, h, 11) == 0);
+	ASSERT_EQ(ssdp_derived_kind(a), SSDP_DERIVED_MD);
+
+	/* The same text as a serial is another origin. */
+	ASSERT_EQ(ssdp_derived_id(SSDP_DERIVED_SERIAL, md, b), 0);
+	ASSERT_EQ(ssdp_derived_kind(b), SSDP_DERIVED_SERIAL);
+	ASSERT_TRUE(memcmp(a, b, 16) != 0);
+
+	ASSERT_EQ(ssdp_derived_id(SSDP_DERIVED_MD, "", b), -EINVAL);
+	ASSERT_EQ(ssdp_derived_id(7, md, b), -EINVAL);
+	ASSERT_EQ(ssdp_derived_id(0, md, b), -EINVAL);
+	memset(b, 0xab, sizeof(b));
+	ASSERT_EQ(ssdp_derived_kind(b), 0);
+}
