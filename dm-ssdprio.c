@@ -461,6 +461,21 @@ static void ssdp_status(struct dm_target *ti, status_type_t type,
 	}
 }
 
+/*
+ * drain: write every dirty block back, finishing under any load, and make
+ * no new dirty data meanwhile or after: write_policy writeback becomes
+ * writethrough (as dm-cache's cleaner policy), first, so that the flush
+ * cannot be outrun.  The message "write_policy writeback" turns it back.
+ */
+static int ssdp_drain(struct ssdprio *sp)
+{
+	mutex_lock(&sp->cfg_lock);
+	if (sp->cfg.write_policy == SSDP_WP_WRITEBACK)
+		WRITE_ONCE(sp->cfg.write_policy, SSDP_WP_WRITETHROUGH);
+	mutex_unlock(&sp->cfg_lock);
+	return ssdp_cache_flush_dirty(sp, true);
+}
+
 static int ssdp_message(struct dm_target *ti, unsigned int argc, char **argv,
 			char *result, unsigned int maxlen)
 {
@@ -475,7 +490,9 @@ static int ssdp_message(struct dm_target *ti, unsigned int argc, char **argv,
 		return 0;
 	}
 	if (argc == 1 && !strcmp(argv[0], "flush_dirty"))
-		return ssdp_cache_flush_dirty(sp);
+		return ssdp_cache_flush_dirty(sp, false);
+	if (argc == 1 && !strcmp(argv[0], "drain"))
+		return ssdp_drain(sp);
 	if (argc == 1 && !strcmp(argv[0], "idle_cgroup_clear")) {
 		mutex_lock(&sp->cfg_lock);
 		ssdp_idle_cgroup_clear(sp);

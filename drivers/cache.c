@@ -817,7 +817,7 @@ void ssdp_cache_apply_config(struct ssdprio *sp)
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 }
 
-int ssdp_cache_flush_dirty(struct ssdprio *sp)
+int ssdp_cache_flush_dirty(struct ssdprio *sp, bool drain)
 {
 	unsigned long flags;
 
@@ -825,6 +825,9 @@ int ssdp_cache_flush_dirty(struct ssdprio *sp)
 		return 0;
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	sp->flush_failed = false;
+	/* A drain stays one until its flush ends; a flush_dirty joins it. */
+	if (drain)
+		sp->draining = true;
 	ssdp_evict_flush_all(&sp->evict);
 	/* Asked again: the sets that failed before are tried at once. */
 	ssdp_wb_retry_now_locked(sp);
@@ -840,7 +843,7 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 	u64 valid, dirty, evicted, mem;
 	u32 mapped, free, limbo, total, state, deferred, wb, failed;
 	const char *flush;
-	bool degraded;
+	bool degraded, draining;
 
 	if (!sp->caching) {
 		DMEMIT(" cache off");
@@ -861,6 +864,7 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 	degraded = sp->degraded;
 	flush = sp->evict.flushing ? "running" :
 		sp->flush_failed ? "failed" : "idle";
+	draining = sp->draining;
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 	mem = ssdp_cmap_mem_bytes(cm) + total * sizeof(*sp->set_io) +
 	      2 * BITS_TO_LONGS(ssdp_meta_blocks(&sp->layout)) * sizeof(long);
@@ -871,7 +875,8 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 	       mapped, free, limbo, total);
 	DMEMIT(" evict_state %s writeback_sets %u sets_evicted %llu deferred_now %u",
 	       ssdp_evict_state_name(state), wb, evicted, deferred);
-	DMEMIT(" failed_sets %u flush_state %s", failed, flush);
+	DMEMIT(" failed_sets %u flush_state %s draining %u", failed, flush,
+	       draining);
 	DMEMIT(" metadata_bytes %llu block_sectors %u set_blocks %u", mem,
 	       sp->cfg.block_sectors, sp->cfg.set_blocks);
 	return ssdp_meta_status(sp, result, maxlen, sz);

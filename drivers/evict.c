@@ -17,6 +17,11 @@
  * again in the background, a few at a time, after a backoff that doubles
  * up to SSDP_WB_BACKOFF_MAX_MS while they keep failing; they return to the
  * normal flow at once when flush_dirty is asked for again or on resume.
+ *
+ * A drain (the "drain" message) is a flush that must finish under load:
+ * its origin writes go out as normal I/O (io.c), the only background I/O
+ * that does.  Eviction writebacks stay idle even then: they only start in
+ * quiet windows anyway.
  */
 #include <linux/blkdev.h>
 #include <linux/ktime.h>
@@ -59,6 +64,7 @@ void ssdp_evict_timer_fn(struct work_struct *work)
  * holds the set exclusively, so its dirty bits change only here.
  */
 static int ssdp_writeback_set(struct ssdprio *sp, u32 cset,
+			      enum ssdp_evict_wb_kind kind,
 			      struct ssdp_buf *buf)
 {
 	u32 block_bytes = sp->cfg.block_sectors << SECTOR_SHIFT;
@@ -66,7 +72,7 @@ static int ssdp_writeback_set(struct ssdprio *sp, u32 cset,
 	u32 from = 0, first, nr, written = 0;
 	sector_t origin_sector;
 	unsigned long flags;
-	bool more;
+	bool more, normal;
 	u64 oset;
 	int r = 0;
 
@@ -75,6 +81,8 @@ static int ssdp_writeback_set(struct ssdprio *sp, u32 cset,
 		more = ssdp_cmap_next_dirty_run(&sp->cmap, cset, from, &first,
 						&nr);
 		oset = ssdp_cmap_oset_of(&sp->cmap, cset);
+		/* Per piece: a drain asked for meanwhile speeds this one up. */
+		normal = kind != SSDP_WB_EVICT && sp->draining;
 		spin_unlock_irqrestore(&sp->cache_lock, flags);
 		if (!more)
 			break;
@@ -87,7 +95,7 @@ static int ssdp_writeback_set(struct ssdprio *sp, u32 cset,
 		origin_sector = (oset << sp->set_shift) +
 				((sector_t)first << sp->block_shift);
 		r = ssdp_io_origin_sync(sp, buf, origin_sector,
-					nr * block_bytes, REQ_OP_WRITE);
+					nr * block_bytes, REQ_OP_WRITE, normal);
 		if (r)
 			break;
 		written += nr;
@@ -195,7 +203,7 @@ static void ssdp_wb_job_fn(struct work_struct *work)
 				       sp->layout.set_sectors << SECTOR_SHIFT),
 			   GFP_NOIO | __GFP_NOWARN);
 	if (!r) {
-		r = ssdp_writeback_set(sp, job->cset, &buf);
+		r = ssdp_writeback_set(sp, job->cset, job->kind, &buf);
 		ssdp_buf_free(&buf);
 	} else {
 		DMERR_LIMIT("%s: no memory for the writeback of cache set %u",
@@ -321,10 +329,14 @@ void ssdp_evict_work_fn(struct work_struct *work)
 		}
 		break;
 	}
-	if (flushing && !sp->evict.flushing && sp->nr_wb_failed) {
-		sp->flush_failed = true;
-		DMERR("%s: flush_dirty ended with %u cache sets not written back (see writeback_errors)",
-		      ssdp_name(sp), sp->nr_wb_failed);
+	if (flushing && !sp->evict.flushing) {
+		if (sp->nr_wb_failed) {
+			sp->flush_failed = true;
+			DMERR("%s: %s ended with %u cache sets not written back (see writeback_errors)",
+			      ssdp_name(sp), sp->draining ? "drain" :
+			      "flush_dirty", sp->nr_wb_failed);
+		}
+		sp->draining = false;
 	}
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 	if (freed)

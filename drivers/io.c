@@ -5,6 +5,8 @@
  *
  * All of it is background work, so every bio carries the idle class; the
  * origin leg goes through the scheduler, which holds it for a quiet window.
+ * The exception is a drain's writeback, which an administrator waits for:
+ * its origin writes compete with the user's as normal I/O.
  */
 #include <linux/blkdev.h>
 #include <linux/bio.h>
@@ -115,16 +117,19 @@ static void ssdp_origin_endio(struct bio *bio)
 	complete(&w->done);
 }
 
-/* The origin leg waits in the scheduler's idle queue like any idle bio. */
-static int ssdp_submit_origin_wait(struct ssdprio *sp, struct bio *bio)
+/* The origin leg goes through the scheduler like a user's bio. */
+static int ssdp_submit_origin_wait(struct ssdprio *sp, struct bio *bio,
+				   bool normal)
 {
 	struct ssdp_origin_wait w = { .sp = sp };
 
 	init_completion(&w.done);
 	bio->bi_private = &w;
 	bio->bi_end_io = ssdp_origin_endio;
+	if (normal)
+		bio->bi_ioprio = 0;
 	w.qn.bio = bio;
-	ssdp_sched_submit_internal(sp, &w.qn);
+	ssdp_sched_submit_internal(sp, &w.qn, normal);
 	wait_for_completion_io(&w.done);
 	return blk_status_to_errno(w.status);
 }
@@ -132,7 +137,7 @@ static int ssdp_submit_origin_wait(struct ssdprio *sp, struct bio *bio)
 /* @bytes of @buf to or from @bdev at @sector, a bio of at most a chunk at a time. */
 static int ssdp_io_sync(struct ssdprio *sp, struct ssdp_buf *buf,
 			struct block_device *bdev, sector_t sector,
-			unsigned int bytes, blk_opf_t opf)
+			unsigned int bytes, blk_opf_t opf, bool normal)
 {
 	bool origin = bdev == sp->origin->bdev;
 	unsigned int page = 0;
@@ -144,7 +149,7 @@ static int ssdp_io_sync(struct ssdprio *sp, struct ssdp_buf *buf,
 		struct bio *bio = ssdp_buf_bio_at(sp, buf, page, bdev, sector,
 						  n, opf);
 
-		r = origin ? ssdp_submit_origin_wait(sp, bio) :
+		r = origin ? ssdp_submit_origin_wait(sp, bio, normal) :
 			     submit_bio_wait(bio);
 		bio_put(bio);
 		page += n / PAGE_SIZE;
@@ -157,13 +162,16 @@ static int ssdp_io_sync(struct ssdprio *sp, struct ssdp_buf *buf,
 int ssdp_io_ssd_sync(struct ssdprio *sp, struct ssdp_buf *buf,
 		     sector_t sector, unsigned int bytes, blk_opf_t opf)
 {
-	return ssdp_io_sync(sp, buf, sp->cache->bdev, sector, bytes, opf);
+	return ssdp_io_sync(sp, buf, sp->cache->bdev, sector, bytes, opf,
+			    false);
 }
 
 int ssdp_io_origin_sync(struct ssdprio *sp, struct ssdp_buf *buf,
-			sector_t sector, unsigned int bytes, blk_opf_t opf)
+			sector_t sector, unsigned int bytes, blk_opf_t opf,
+			bool normal)
 {
-	return ssdp_io_sync(sp, buf, sp->origin->bdev, sector, bytes, opf);
+	return ssdp_io_sync(sp, buf, sp->origin->bdev, sector, bytes, opf,
+			    normal);
 }
 
 int ssdp_io_flush_sync(struct ssdprio *sp, struct block_device *bdev)

@@ -457,10 +457,13 @@ void ssdp_sched_end_io(struct ssdprio *sp, struct bio *bio)
 }
 
 /*
- * Background I/O of our own (eviction writeback): always idle class.  Any
+ * Background I/O of our own (writeback): idle class, or with @normal (a
+ * drain) queued as a normal write, so that it competes with the user's
+ * I/O under the deadline policy instead of waiting for quiet.  Any
  * context; the worker submits it, so the caller may hold locks.
  */
-void ssdp_sched_submit_internal(struct ssdprio *sp, struct ssdp_qnode *qn)
+void ssdp_sched_submit_internal(struct ssdprio *sp, struct ssdp_qnode *qn,
+				bool normal)
 {
 	struct ssdp_sched *s = &sp->sched;
 	u64 now = ktime_get_ns();
@@ -474,9 +477,24 @@ void ssdp_sched_submit_internal(struct ssdprio *sp, struct ssdp_qnode *qn)
 	spin_lock_irqsave(&s->lock, flags);
 	if (s->dead) {
 		/* After dtr's exit: no worker left, nothing held. */
-		count_inflight(s, qn, true);
-		s->idle_unheld++;
+		count_inflight(s, qn, !normal);
+		if (!normal)
+			s->idle_unheld++;
 		direct = true;
+	} else if (normal) {
+		ssdp_sched_normal_arrival(&s->st, now);
+		if (s->passthrough ||
+		    ssdp_sched_fast_path(&s->st, s->queued[SSDP_Q_READ] +
+					 s->queued[SSDP_Q_WRITE],
+					 s->normal_inflight)) {
+			count_inflight(s, qn, false);
+			list_add_tail(&qn->fifo, &s->ready);
+		} else {
+			qn->time = ssdp_sched_deadline(&s->st, SSDP_DIR_WRITE,
+						       now);
+			qn_insert(s, SSDP_Q_WRITE, qn);
+			run_locked(s, now, &s->ready);
+		}
 	} else if (s->passthrough || !s->throttle || s->boost) {
 		count_inflight(s, qn, true);
 		if (s->boost)

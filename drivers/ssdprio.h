@@ -222,6 +222,12 @@ struct ssdprio {
 	u32 wb_backoff_ms;
 	u32 wb_retry_cursor;
 	bool flush_failed;
+	/*
+	 * A "drain" is running: the flush's origin writes compete as normal
+	 * I/O instead of waiting in the idle queue, so that it finishes
+	 * under any load.  Cleared when the flush ends.  cache_lock.
+	 */
+	bool draining;
 	struct delayed_work wb_retry;
 	struct ssdp_seq_detect seq;	/* recent read streams */
 	/*
@@ -362,7 +368,7 @@ void ssdp_cache_resume(struct ssdprio *sp);
 void ssdp_cache_apply_config(struct ssdprio *sp);
 int ssdp_cache_check_config(struct ssdprio *sp, const struct ssdp_config *cfg,
 			    const char **why);
-int ssdp_cache_flush_dirty(struct ssdprio *sp);
+int ssdp_cache_flush_dirty(struct ssdprio *sp, bool drain);
 unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 			       unsigned int maxlen, unsigned int sz);
 void ssdp_cache_kick_deferred(struct ssdprio *sp);
@@ -401,7 +407,8 @@ int ssdp_sched_init_dev(struct ssdprio *sp);
 void ssdp_sched_exit_dev(struct ssdprio *sp);
 int ssdp_sched_map(struct ssdprio *sp, struct bio *bio, bool idle);
 void ssdp_sched_end_io(struct ssdprio *sp, struct bio *bio);
-void ssdp_sched_submit_internal(struct ssdprio *sp, struct ssdp_qnode *qn);
+void ssdp_sched_submit_internal(struct ssdprio *sp, struct ssdp_qnode *qn,
+				bool normal);
 void ssdp_sched_internal_done(struct ssdprio *sp, struct ssdp_qnode *qn);
 void ssdp_sched_boost(struct ssdprio *sp, bool on);
 void ssdp_sched_presuspend(struct ssdprio *sp);
@@ -430,8 +437,10 @@ void ssdp_buf_copy_from_bio(struct ssdp_buf *buf, struct bio *bio,
 			    struct bvec_iter iter);
 int ssdp_io_ssd_sync(struct ssdprio *sp, struct ssdp_buf *buf,
 		     sector_t sector, unsigned int bytes, blk_opf_t opf);
+/* @normal: as normal I/O (a drain), else idle class (held for quiet). */
 int ssdp_io_origin_sync(struct ssdprio *sp, struct ssdp_buf *buf,
-			sector_t sector, unsigned int bytes, blk_opf_t opf);
+			sector_t sector, unsigned int bytes, blk_opf_t opf,
+			bool normal);
 int ssdp_io_flush_sync(struct ssdprio *sp, struct block_device *bdev);
 
 #endif

@@ -334,7 +334,7 @@ int cmd_status(int argc, char **argv)
 
 static void flush_usage(FILE *f)
 {
-	fputs("usage: " TOOL " flush [--wait] [--timeout SECS] NAME\n", f);
+	fputs("usage: " TOOL " flush [--drain] [--wait] [--timeout SECS] NAME\n", f);
 }
 
 static void fmt_eta(char *out, size_t len, double s)
@@ -366,6 +366,7 @@ int cmd_flush(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "wait", no_argument, NULL, 'w' },
+		{ "drain", no_argument, NULL, 'd' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -373,14 +374,17 @@ int cmd_flush(int argc, char **argv)
 	double timeout = 0, t0, t_rate = 0, last_line = -1, rate = -1;
 	unsigned long long dirty, dirty_rate = 0, wberr = 0, failed = 0;
 	bool wait = false, tty, printed = false;
-	const char *name, *fs;
+	const char *name, *fs, *msg = "flush_dirty";
 	struct dm_status st;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "wt:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "wdt:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'w':
 			wait = true;
+			break;
+		case 'd':
+			msg = "drain";
 			break;
 		case 't':
 			if (!parse_secs(optarg, &timeout)) {
@@ -412,13 +416,13 @@ int cmd_flush(int argc, char **argv)
 	st_free(&st);
 	if (wait)
 		catch_sigint();
-	if (dm_message(name, "flush_dirty")) {
-		fprintf(stderr, TOOL ": %s: the flush_dirty message failed\n", name);
+	if (dm_message(name, msg)) {
+		fprintf(stderr, TOOL ": %s: the %s message failed\n", name, msg);
 		return EXIT_FAIL;
 	}
 	if (!wait) {
-		printf("%s: flush_dirty sent; it runs in the kernel ('%s status %s' shows dirty_blocks and flush_state)\n",
-		       name, TOOL, name);
+		printf("%s: %s sent; it runs in the kernel ('%s status %s' shows dirty_blocks and flush_state)\n",
+		       name, msg, TOOL, name);
 		return 0;
 	}
 	tty = isatty(STDOUT_FILENO);

@@ -56,7 +56,7 @@ leg writes
 put /tmp/C 16 && fail "a write into the cache succeeded on an SSD that fails writes"
 assert_eq "$(status_get sp cache_mode)" degraded "cache_mode"
 put /tmp/C 16 || fail "write C around the degraded cache"
-dmsetup message sp 0 flush_dirty
+dmsetup message sp 0 drain
 wait_status sp dirty_blocks -eq 0 300
 wait_status sp flush_state == idle 60
 log "dying SSD drained: $(dmsetup status sp)"

@@ -1,0 +1,61 @@
+#!/bin/bash
+# A drain finishes while a normal job keeps the origin busy, at queue
+# depth 1 and 4, even with the strictest policy (idle_max_wait 0, an idle
+# interval and batch delay of an hour), under which idle-class writeback
+# (a flush_dirty's) never passes pending normal I/O: the drain's origin
+# writes compete as normal I/O.  Meanwhile and after, writes make
+# no new dirty data (writethrough), and the origin alone holds everything.
+# timeout: 900
+# shellcheck source=tests/guest/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+load_module
+hdd=$(make_hdd hdd 256)
+ssd=$(make_ssd ssd 64)
+len=$(sectors "$hdd")
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 13 format evict_wait 3600000 read_alloc off seq_cutoff 0 idle_max_wait 0 idle_dispatch_interval 3600000 batch_mode_delay 3600000")
+st() { status_get sp "$1"; }
+reader=""
+trap '[[ -n $reader ]] && kill $reader 2>/dev/null; wait' EXIT
+
+for qd in 1 4; do
+	head -c 8M /dev/urandom >/tmp/drain.a
+	head -c 1M /dev/urandom >/tmp/drain.b
+	dd if=/tmp/drain.a of="$dm" bs=64k oflag=direct status=none || fail "write 8 MiB"
+	d0=$(st dirty_blocks)
+	assert_ge "$d0" 2048 "8 MiB dirty"
+
+	# A normal reader of uncached data keeps normal I/O pending on the origin.
+	fio --name=normal --filename="$dm" --rw=randread --bs=4k --direct=1 \
+		--ioengine=libaio --iodepth="$qd" --offset=64M --size=192M \
+		--runtime=800 --time_based --randrepeat=0 --output=/tmp/drain.out &
+	reader=$!
+	n0=$(st bios_normal)
+	wait_status sp bios_normal -ge $((n0 + 50)) 120
+
+	dmsetup message sp 0 drain || fail "drain"
+	dmsetup table sp | grep -q "write_policy writethrough" ||
+		fail "drain did not switch to writethrough: $(dmsetup table sp)"
+	# New data while draining: written through, so nothing new is dirty.
+	dd if=/tmp/drain.b of="$dm" bs=64k seek=512 oflag=direct status=none || fail "write during the drain"
+	assert_le "$(st dirty_blocks)" "$d0" "dirty blocks after a write during the drain"
+	wait_status sp dirty_blocks -eq 0 600
+	kill -0 "$reader" 2>/dev/null || fail "the reader ended first: the test proved nothing"
+	wait_status sp flush_state == idle 60
+	assert_eq "$(st draining)" 0 "draining after the drain ended"
+	log "qd $qd: drained $d0 blocks while the reader ran: $(dmsetup status sp)"
+	kill "$reader" 2>/dev/null
+	wait "$reader" 2>/dev/null
+	reader=""
+
+	# The origin alone holds everything written, before and during the drain.
+	cmp <(dd if="$hdd" bs=64k count=128 iflag=direct status=none) /tmp/drain.a ||
+		fail "the origin lacks the drained data (qd $qd)"
+	cmp <(dd if="$hdd" bs=64k skip=512 count=16 iflag=direct status=none) /tmp/drain.b ||
+		fail "the origin lacks the data written during the drain (qd $qd)"
+	cmp <(dd if="$dm" bs=64k count=128 iflag=direct status=none) /tmp/drain.a ||
+		fail "the device's data after the drain (qd $qd)"
+	dmsetup message sp 0 write_policy writeback || fail "write_policy writeback"
+done
+dm_remove sp
+log "ok"
