@@ -50,14 +50,21 @@ static u32 ssdp_auto_free_floor(u32 nr_csets)
 static void ssdp_evict_knobs_locked(struct ssdprio *sp)
 {
 	u32 floor = READ_ONCE(sp->cfg.free_floor);
+	u64 blocks;
 
 	if (!floor)
 		floor = ssdp_auto_free_floor(sp->layout.nr_csets);
+	blocks = (u64)sp->layout.nr_csets * sp->cfg.set_blocks;
 	ssdp_evict_set_knobs(&sp->evict, min_t(u32, floor,
 					       sp->layout.nr_csets),
 			     (u64)READ_ONCE(sp->cfg.evict_wait_ms) *
 			     NSEC_PER_MSEC,
 			     READ_ONCE(sp->cfg.evict_inflight));
+	ssdp_evict_set_cleaning(&sp->evict,
+				div_u64(blocks *
+					READ_ONCE(sp->cfg.dirty_target_pct), 100),
+				(u64)READ_ONCE(sp->cfg.dirty_max_age_s) *
+				NSEC_PER_SEC);
 }
 
 static void ssdp_retry_work_fn(struct work_struct *work);
@@ -144,6 +151,8 @@ int ssdp_cache_ctr(struct ssdprio *sp, char **error)
 		*error = "Cannot allocate the cache map";
 		goto bad_meta;
 	}
+	/* Dirty blocks loaded at resume count as dirty since then. */
+	sp->cmap.clock = ktime_get_seconds();
 	sp->set_io = kvcalloc(sp->layout.nr_csets, sizeof(*sp->set_io),
 			      GFP_KERNEL);
 	if (!sp->set_io) {
@@ -230,7 +239,8 @@ static void ssdp_release_locked(struct ssdprio *sp, u32 cset, bool writer)
 	if (!sio->readers && !sio->writers) {
 		ssdp_cmap_unpin(&sp->cmap, cset);
 		/* The set may be what eviction was waiting for. */
-		if (ssdp_evict_needs_run(&sp->evict, ssdp_nr_free_soon(sp)))
+		if (ssdp_evict_needs_run(&sp->evict, ssdp_nr_free_soon(sp),
+					 ssdp_cmap_total_dirty(&sp->cmap)))
 			ssdp_evict_kick_locked(sp);
 	}
 }
@@ -248,7 +258,8 @@ static u32 ssdp_alloc_set(struct ssdprio *sp, u64 oset)
 
 	if (cset != SSDP_NONE) {
 		ssdp_evict_kick(&sp->evict);
-		if (ssdp_evict_needs_run(&sp->evict, ssdp_nr_free_soon(sp)))
+		if (ssdp_evict_needs_run(&sp->evict, ssdp_nr_free_soon(sp),
+					 ssdp_cmap_total_dirty(&sp->cmap)))
 			ssdp_evict_kick_locked(sp);
 	}
 	return cset;
@@ -704,6 +715,8 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 		break;
 	case SSDP_BK_SSD_WRITE:
 		if (ok) {
+			/* Stamps a set's first dirty block, for its age. */
+			sp->cmap.clock = ktime_get_seconds();
 			ssdp_cmap_set_dirty(&sp->cmap, pb->cset, pb->first,
 					    pb->nr);
 			sp->ssd_unflushed++;
@@ -840,7 +853,7 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 {
 	struct ssdp_cmap *cm = &sp->cmap;
 	unsigned long flags;
-	u64 valid, dirty, evicted, mem;
+	u64 valid, dirty, evicted, mem, cleaned, age = 0;
 	u32 mapped, free, limbo, total, state, deferred, wb, failed;
 	const char *flush;
 	bool degraded, draining;
@@ -865,6 +878,10 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 	flush = sp->evict.flushing ? "running" :
 		sp->flush_failed ? "failed" : "idle";
 	draining = sp->draining;
+	cleaned = sp->evict.clean_started;
+	if (ssdp_cmap_oldest_dirty(cm) != SSDP_NONE)
+		age = (u32)ktime_get_seconds() -
+		      ssdp_cmap_dirty_since(cm, ssdp_cmap_oldest_dirty(cm));
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 	mem = ssdp_cmap_mem_bytes(cm) + total * sizeof(*sp->set_io) +
 	      2 * BITS_TO_LONGS(ssdp_meta_blocks(&sp->layout)) * sizeof(long);
@@ -877,6 +894,7 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 	       ssdp_evict_state_name(state), wb, evicted, deferred);
 	DMEMIT(" failed_sets %u flush_state %s draining %u", failed, flush,
 	       draining);
+	DMEMIT(" sets_cleaned %llu oldest_dirty_s %llu", cleaned, age);
 	DMEMIT(" metadata_bytes %llu block_sectors %u set_blocks %u", mem,
 	       sp->cfg.block_sectors, sp->cfg.set_blocks);
 	return ssdp_meta_status(sp, result, maxlen, sz);

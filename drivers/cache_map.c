@@ -72,6 +72,31 @@ static void list_add_before(struct ssdp_cmap *cm, u32 c, u32 head)
 	cm->prev[head] = c;
 }
 
+/* The dirty list's sentinel. */
+static inline u32 dirty_sentinel(const struct ssdp_cmap *cm)
+{
+	return cm->nr_csets;
+}
+
+static void dirty_list_add(struct ssdp_cmap *cm, u32 c)
+{
+	u32 head = dirty_sentinel(cm), tail = cm->dprev[head];
+
+	cm->dirty_since[c] = cm->clock;
+	cm->dprev[c] = tail;
+	cm->dnext[c] = head;
+	cm->dnext[tail] = c;
+	cm->dprev[head] = c;
+}
+
+static void dirty_list_del(struct ssdp_cmap *cm, u32 c)
+{
+	cm->dnext[cm->dprev[c]] = cm->dnext[c];
+	cm->dprev[cm->dnext[c]] = cm->dprev[c];
+	cm->dprev[c] = c;
+	cm->dnext[c] = c;
+}
+
 static void *cmap_alloc(struct ssdp_cmap *cm, size_t n, size_t size)
 {
 	cm->mem_bytes += n * size;
@@ -109,6 +134,9 @@ int ssdp_cmap_init(struct ssdp_cmap *cm, u32 nr_csets, u32 set_blocks)
 	cm->prev = cmap_alloc(cm, nr_csets + 3, sizeof(*cm->prev));
 	cm->next = cmap_alloc(cm, nr_csets + 3, sizeof(*cm->next));
 	cm->hnext = cmap_alloc(cm, nr_csets, sizeof(*cm->hnext));
+	cm->dprev = cmap_alloc(cm, nr_csets + 1, sizeof(*cm->dprev));
+	cm->dnext = cmap_alloc(cm, nr_csets + 1, sizeof(*cm->dnext));
+	cm->dirty_since = cmap_alloc(cm, nr_csets, sizeof(*cm->dirty_since));
 	cm->nr_valid = cmap_alloc(cm, nr_csets, sizeof(*cm->nr_valid));
 	cm->nr_dirty = cmap_alloc(cm, nr_csets, sizeof(*cm->nr_dirty));
 	cm->flags = cmap_alloc(cm, nr_csets, sizeof(*cm->flags));
@@ -118,13 +146,18 @@ int ssdp_cmap_init(struct ssdp_cmap *cm, u32 nr_csets, u32 set_blocks)
 	cm->changed = cmap_alloc(cm, BITS_TO_LONGS(nr_csets), sizeof(long));
 	if (!cm->changed || !cm->map_seq || !cm->oset || !cm->prev || !cm->next || !cm->hnext ||
 	    !cm->nr_valid || !cm->nr_dirty || !cm->flags || !cm->buckets ||
-	    !cm->valid || !cm->dirty) {
+	    !cm->valid || !cm->dirty || !cm->dprev || !cm->dnext ||
+	    !cm->dirty_since) {
 		ssdp_cmap_destroy(cm);
 		return -ENOMEM;
 	}
 
 	for (i = 0; i < nr_buckets; i++)
 		cm->buckets[i] = SSDP_NONE;
+	for (i = 0; i <= nr_csets; i++) {
+		cm->dprev[i] = i;
+		cm->dnext[i] = i;
+	}
 	cm->prev[lru_sentinel(cm)] = lru_sentinel(cm);
 	cm->next[lru_sentinel(cm)] = lru_sentinel(cm);
 	cm->prev[free_sentinel(cm)] = free_sentinel(cm);
@@ -146,6 +179,9 @@ void ssdp_cmap_destroy(struct ssdp_cmap *cm)
 	ssdp_free(cm->prev);
 	ssdp_free(cm->next);
 	ssdp_free(cm->hnext);
+	ssdp_free(cm->dprev);
+	ssdp_free(cm->dnext);
+	ssdp_free(cm->dirty_since);
 	ssdp_free(cm->nr_valid);
 	ssdp_free(cm->nr_dirty);
 	ssdp_free(cm->flags);
@@ -252,8 +288,10 @@ static void clear_range(struct ssdp_cmap *cm, u32 cset, u32 first, u32 nr,
 			mark_changed(cm, cset);
 		}
 	}
-	if (was_dirty && !cm->nr_dirty[cset])
+	if (was_dirty && !cm->nr_dirty[cset]) {
 		cm->nr_dirty_sets--;
+		dirty_list_del(cm, cset);
+	}
 }
 
 static int do_unmap(struct ssdp_cmap *cm, u32 cset, u32 to)
@@ -381,6 +419,36 @@ u32 ssdp_cmap_next_dirty_set(const struct ssdp_cmap *cm, u32 from)
 	return SSDP_NONE;
 }
 
+u32 ssdp_cmap_clean_victim(const struct ssdp_cmap *cm, u32 max_scan)
+{
+	u32 c = ssdp_cmap_lru_first_unpinned(cm);
+
+	while (c != SSDP_NONE && max_scan--) {
+		if (!cm->nr_dirty[c])
+			return c;
+		c = ssdp_cmap_lru_next_unpinned(cm, c);
+	}
+	return SSDP_NONE;
+}
+
+u32 ssdp_cmap_oldest_dirty(const struct ssdp_cmap *cm)
+{
+	u32 c = cm->dnext[dirty_sentinel(cm)];
+
+	return c == dirty_sentinel(cm) ? SSDP_NONE : c;
+}
+
+u32 ssdp_cmap_oldest_dirty_unpinned(const struct ssdp_cmap *cm)
+{
+	u32 c;
+
+	for (c = cm->dnext[dirty_sentinel(cm)]; c != dirty_sentinel(cm);
+	     c = cm->dnext[c])
+		if (!(cm->flags[c] & SSDP_CF_PINS))
+			return c;
+	return SSDP_NONE;
+}
+
 void ssdp_cmap_pin(struct ssdp_cmap *cm, u32 cset)
 {
 	if (WARN_ON_ONCE(!cset_ok(cm, cset) || !mapped(cm, cset)))
@@ -434,8 +502,10 @@ void ssdp_cmap_set_dirty(struct ssdp_cmap *cm, u32 cset, u32 first, u32 nr)
 			mark_changed(cm, cset);
 		}
 	}
-	if (!was_dirty && cm->nr_dirty[cset])
+	if (!was_dirty && cm->nr_dirty[cset]) {
 		cm->nr_dirty_sets++;
+		dirty_list_add(cm, cset);
+	}
 }
 
 void ssdp_cmap_clear_valid(struct ssdp_cmap *cm, u32 cset, u32 first, u32 nr)
@@ -680,5 +750,16 @@ int ssdp_cmap_check(const struct ssdp_cmap *cm, const char **why)
 		return broken(why, "total valid/dirty");
 	if (n_dirty_sets != cm->nr_dirty_sets)
 		return broken(why, "nr_dirty_sets");
+	/* The dirty list: exactly the dirty sets, linked both ways. */
+	i = 0;
+	for (c = cm->dnext[dirty_sentinel(cm)]; c != dirty_sentinel(cm);
+	     c = cm->dnext[c]) {
+		if (c >= cm->nr_csets || i++ >= cm->nr_csets ||
+		    !cm->nr_dirty[c] ||
+		    cm->dnext[cm->dprev[c]] != c)
+			return broken(why, "dirty list");
+	}
+	if (i != cm->nr_dirty_sets)
+		return broken(why, "dirty list vs nr_dirty_sets");
 	return 0;
 }

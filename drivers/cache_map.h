@@ -40,6 +40,14 @@ struct ssdp_cmap {
 	u32 *prev;
 	u32 *next;
 	u32 *hnext;		/* hash chain, SSDP_NONE terminated */
+	/*
+	 * The dirty list: every cset with a dirty block, in the order they
+	 * got their first one (oldest first; the sentinel is nr_csets), and
+	 * when, in the caller's clock units (@clock).
+	 */
+	u32 *dprev;
+	u32 *dnext;
+	u32 *dirty_since;
 	u16 *nr_valid;
 	u16 *nr_dirty;
 	u8 *flags;		/* SSDP_CF_* and the pin count */
@@ -52,6 +60,7 @@ struct ssdp_cmap {
 	 */
 	unsigned long *changed;
 
+	u32 clock;		/* the caller's coarse clock, see dirty_since */
 	u32 nr_mapped;
 	u32 nr_free;
 	u32 nr_limbo;		/* unmapped, not yet reusable */
@@ -107,6 +116,22 @@ u32 ssdp_cmap_lru_next(const struct ssdp_cmap *cm, u32 cset);
 u32 ssdp_cmap_lru_first_unpinned(const struct ssdp_cmap *cm);
 u32 ssdp_cmap_lru_next_unpinned(const struct ssdp_cmap *cm, u32 cset);
 u32 ssdp_cmap_next_dirty_set(const struct ssdp_cmap *cm, u32 from);
+/*
+ * Victims that cost no I/O: the least recently used unpinned set without
+ * dirty blocks among the first @max_scan sets of the LRU, or SSDP_NONE.
+ */
+u32 ssdp_cmap_clean_victim(const struct ssdp_cmap *cm, u32 max_scan);
+
+/*
+ * Dirty age.  The caller sets cm->clock (any unit, e.g. seconds) before
+ * it dirties blocks; a set's first dirty block stamps it.
+ */
+u32 ssdp_cmap_oldest_dirty(const struct ssdp_cmap *cm);	/* any, pinned too */
+u32 ssdp_cmap_oldest_dirty_unpinned(const struct ssdp_cmap *cm);
+static inline u32 ssdp_cmap_dirty_since(const struct ssdp_cmap *cm, u32 cset)
+{
+	return cm->dirty_since[cset];
+}
 
 /* Pins. */
 void ssdp_cmap_pin(struct ssdp_cmap *cm, u32 cset);

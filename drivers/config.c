@@ -51,6 +51,12 @@ static const struct ssdp_key ssdp_keys[] = {
 	  0, HOUR_MS, 1000, NULL },
 	{ "evict_inflight", CFG_OFF(evict_inflight), SSDP_KEY_U32, BOTH,
 	  1, 64, 4, NULL },
+	/* Percent of the cache's blocks; bcache's writeback_percent. */
+	{ "dirty_target", CFG_OFF(dirty_target_pct), SSDP_KEY_U32, BOTH,
+	  0, 100, 10, NULL },
+	/* Seconds; 0 = no bound. */
+	{ "dirty_max_age", CFG_OFF(dirty_max_age_s), SSDP_KEY_U32, BOTH,
+	  0, 7 * 24 * 3600, 300, NULL },
 	/* KiB; bcache's sequential_cutoff default. 0 = promote every miss. */
 	{ "seq_cutoff", CFG_OFF(seq_cutoff_kib), SSDP_KEY_U32, BOTH,
 	  0, 1U << 30, 4096, NULL },

@@ -18,6 +18,11 @@
  * up to SSDP_WB_BACKOFF_MAX_MS while they keep failing; they return to the
  * normal flow at once when flush_dirty is asked for again or on resume.
  *
+ * Cleaning keeps dirty data under dirty_target and younger than
+ * dirty_max_age: in quiet windows (as eviction), the oldest dirty set is
+ * written back and stays mapped, clean, so that a later eviction can drop
+ * it without I/O, and the SSD is not the only copy of old data for long.
+ *
  * A drain (the "drain" message) is a flush that must finish under load:
  * its origin writes go out as normal I/O (io.c), the only background I/O
  * that does.  Eviction writebacks stay idle even then: they only start in
@@ -260,14 +265,38 @@ static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset,
 	return true;
 }
 
+/*
+ * Eviction drops a clean set among this many of the coldest rather than
+ * wait to write back a dirty LRU head: no I/O, and still a cold set.
+ */
+#define SSDP_CLEAN_VICTIM_SCAN	64U
+
 static enum ssdp_evict_head ssdp_head_locked(struct ssdprio *sp)
 {
-	u32 head = ssdp_cmap_lru_first_unpinned(&sp->cmap);
-
-	if (head == SSDP_NONE)
+	if (ssdp_cmap_clean_victim(&sp->cmap, SSDP_CLEAN_VICTIM_SCAN) !=
+	    SSDP_NONE)
+		return SSDP_HEAD_CLEAN;
+	if (ssdp_cmap_lru_first_unpinned(&sp->cmap) == SSDP_NONE)
 		return SSDP_HEAD_NONE;
-	return ssdp_cmap_nr_dirty(&sp->cmap, head) ? SSDP_HEAD_DIRTY :
-						     SSDP_HEAD_CLEAN;
+	return SSDP_HEAD_DIRTY;
+}
+
+/* What cleaning would take: the oldest dirty set not in use. */
+static void ssdp_clean_view_locked(struct ssdprio *sp, u64 now_s,
+				   struct ssdp_evict_view *v)
+{
+	u32 old = ssdp_cmap_oldest_dirty_unpinned(&sp->cmap);
+	u32 since;
+
+	v->dirty_blocks = ssdp_cmap_total_dirty(&sp->cmap);
+	v->cleanable = old != SSDP_NONE;
+	v->oldest_age = 0;
+	if (v->cleanable) {
+		since = ssdp_cmap_dirty_since(&sp->cmap, old);
+		if ((u32)now_s > since)
+			v->oldest_age = (u64)((u32)now_s - since) *
+					NSEC_PER_SEC;
+	}
 }
 
 void ssdp_evict_work_fn(struct work_struct *work)
@@ -290,11 +319,13 @@ void ssdp_evict_work_fn(struct work_struct *work)
 		if (!WARN_ON_ONCE(view.nr_dirty_sets < sp->nr_wb_failed))
 			view.nr_dirty_sets -= sp->nr_wb_failed;
 		view.head = ssdp_head_locked(sp);
+		ssdp_clean_view_locked(sp, ktime_get_seconds(), &view);
 		act = ssdp_evict_next_action(&sp->evict, now, &view);
 
 		switch (act.type) {
 		case SSDP_EVICT_ACT_FREE_CLEAN_HEAD:
-			cset = ssdp_cmap_lru_first_unpinned(&sp->cmap);
+			cset = ssdp_cmap_clean_victim(&sp->cmap,
+						      SSDP_CLEAN_VICTIM_SCAN);
 			/* Reusable once its "free" record is durable. */
 			if (cset == SSDP_NONE ||
 			    ssdp_cmap_unmap_deferred(&sp->cmap, cset)) {
@@ -316,6 +347,11 @@ void ssdp_evict_work_fn(struct work_struct *work)
 				ssdp_evict_action_failed(&sp->evict, act.type);
 			else
 				sp->flush_cursor = cset + 1;
+			continue;
+		case SSDP_EVICT_ACT_START_CLEAN:
+			cset = ssdp_cmap_oldest_dirty_unpinned(&sp->cmap);
+			if (!ssdp_wb_start_locked(sp, cset, SSDP_WB_CLEAN))
+				ssdp_evict_action_failed(&sp->evict, act.type);
 			continue;
 		case SSDP_EVICT_ACT_ARM_TIMER:
 			if (!sp->suspended)

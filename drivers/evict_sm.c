@@ -25,11 +25,20 @@ void ssdp_evict_set_knobs(struct ssdp_evict_sm *sm, u32 free_floor,
 	sm->inflight_max = inflight_max ? inflight_max : 1;
 }
 
+void ssdp_evict_set_cleaning(struct ssdp_evict_sm *sm, u64 dirty_target,
+			     u64 max_age_ns)
+{
+	sm->dirty_target = dirty_target;
+	sm->max_age_ns = max_age_ns;
+	sm->clean_armed = SSDP_CLEAN_UNARMED;
+}
+
 void ssdp_evict_init(struct ssdp_evict_sm *sm, u32 free_floor, u64 wait_ns,
 		     u32 inflight_max)
 {
 	memset(sm, 0, sizeof(*sm));
 	ssdp_evict_set_knobs(sm, free_floor, wait_ns, inflight_max);
+	ssdp_evict_set_cleaning(sm, ~0ULL, 0);
 	sm->state = SSDP_EVICT_NORMAL;
 	sm->state_entries[SSDP_EVICT_NORMAL] = 1;
 }
@@ -58,6 +67,11 @@ void ssdp_evict_wb_done(struct ssdp_evict_sm *sm,
 	sm->stalled = false;
 	if (kind == SSDP_WB_RETRY)
 		return;
+	if (kind == SSDP_WB_CLEAN) {
+		if (!WARN_ON_ONCE(!sm->nr_clean))
+			sm->nr_clean--;
+		return;
+	}
 	if (kind == SSDP_WB_FLUSH) {
 		if (!WARN_ON_ONCE(!sm->nr_flush))
 			sm->nr_flush--;
@@ -76,7 +90,10 @@ void ssdp_evict_wb_failed(struct ssdp_evict_sm *sm,
 	sm->wb_failed++;
 	if (kind == SSDP_WB_RETRY)
 		return;
-	if (kind == SSDP_WB_FLUSH) {
+	if (kind == SSDP_WB_CLEAN) {
+		if (!WARN_ON_ONCE(!sm->nr_clean))
+			sm->nr_clean--;
+	} else if (kind == SSDP_WB_FLUSH) {
 		if (!WARN_ON_ONCE(!sm->nr_flush))
 			sm->nr_flush--;
 	} else if (!WARN_ON_ONCE(!sm->nr_wb)) {
@@ -87,6 +104,7 @@ void ssdp_evict_wb_failed(struct ssdp_evict_sm *sm,
 void ssdp_evict_timer(struct ssdp_evict_sm *sm)
 {
 	sm->stalled = false;
+	sm->clean_armed = SSDP_CLEAN_UNARMED;
 }
 
 void ssdp_evict_kick(struct ssdp_evict_sm *sm)
@@ -130,18 +148,36 @@ void ssdp_evict_action_failed(struct ssdp_evict_sm *sm,
 		sm->nr_flush--;
 		sm->flush_started--;
 		break;
+	case SSDP_EVICT_ACT_START_CLEAN:
+		if (WARN_ON_ONCE(!sm->nr_clean))
+			break;
+		sm->nr_clean--;
+		sm->clean_started--;
+		break;
 	default:
 		break;
 	}
 	sm->stalled = true;
 }
 
-bool ssdp_evict_needs_run(const struct ssdp_evict_sm *sm, u32 nr_free)
+bool ssdp_evict_needs_run(const struct ssdp_evict_sm *sm, u32 nr_free,
+			  u64 dirty_blocks)
 {
 	if (sm->stopped)
 		return false;
-	return sm->flushing || sm->state != SSDP_EVICT_NORMAL ||
-	       (u64)nr_free + sm->nr_wb < sm->free_floor;
+	if (sm->flushing || sm->state != SSDP_EVICT_NORMAL ||
+	    (u64)nr_free + sm->nr_wb < sm->free_floor)
+		return true;
+	/* Cleaning to consider, and no timer that will. */
+	switch (sm->clean_armed) {
+	case SSDP_CLEAN_AT_QUIET:
+		return false;
+	case SSDP_CLEAN_AT_AGE:
+		return dirty_blocks > sm->dirty_target;
+	default:
+		return dirty_blocks > sm->dirty_target ||
+		       (dirty_blocks && sm->max_age_ns);
+	}
 }
 
 static struct ssdp_evict_action act(enum ssdp_evict_act_type type,
@@ -152,17 +188,74 @@ static struct ssdp_evict_action act(enum ssdp_evict_act_type type,
 	return a;
 }
 
+/*
+ * Cleaning, when eviction has nothing to start: dirty data over the target
+ * or too old is written back, oldest first, once the device has been quiet
+ * for wait_ns; a timer re-checks when the window (or the age) comes.
+ */
+static struct ssdp_evict_action clean_action(struct ssdp_evict_sm *sm, u64 now,
+					     const struct ssdp_evict_view *v)
+{
+	bool over = v->dirty_blocks > sm->dirty_target;
+	bool old = sm->max_age_ns && v->oldest_age >= sm->max_age_ns;
+	u64 quiet_at = sm->last_io + sm->wait_ns;
+
+	sm->clean_armed = SSDP_CLEAN_UNARMED;
+	if (!v->cleanable)
+		return act(SSDP_EVICT_ACT_NONE, 0);
+	if (!over && !old) {
+		if (!sm->max_age_ns)
+			return act(SSDP_EVICT_ACT_NONE, 0);
+		sm->clean_armed = SSDP_CLEAN_AT_AGE;
+		return act(SSDP_EVICT_ACT_ARM_TIMER,
+			   now + (sm->max_age_ns - v->oldest_age));
+	}
+	if (now < quiet_at) {
+		sm->clean_armed = SSDP_CLEAN_AT_QUIET;
+		return act(SSDP_EVICT_ACT_ARM_TIMER, quiet_at);
+	}
+	if (ssdp_evict_inflight(sm) >= sm->inflight_max)
+		return act(SSDP_EVICT_ACT_NONE, 0);	/* a completion calls */
+	sm->nr_clean++;
+	sm->clean_started++;
+	return act(SSDP_EVICT_ACT_START_CLEAN, 0);
+}
+
+static struct ssdp_evict_action evict_action(struct ssdp_evict_sm *sm,
+					     u64 now,
+					     const struct ssdp_evict_view *v);
+
 struct ssdp_evict_action ssdp_evict_next_action(struct ssdp_evict_sm *sm,
 						u64 now,
 						const struct ssdp_evict_view *v)
 {
-	/* Sets under eviction writeback are as good as free already. */
-	bool short_of_space = (u64)v->nr_free + sm->nr_wb < sm->free_floor;
-	u32 inflight = sm->nr_wb + sm->nr_flush;
-	u64 deadline;
+	struct ssdp_evict_action e, c;
 
 	if (sm->stopped || sm->stalled)
 		return act(SSDP_EVICT_ACT_NONE, 0);
+	e = evict_action(sm, now, v);
+	if (e.type != SSDP_EVICT_ACT_NONE && e.type != SSDP_EVICT_ACT_ARM_TIMER)
+		return e;
+	/* A flush writes everything back anyway. */
+	if (sm->flushing)
+		return e;
+	c = clean_action(sm, now, v);
+	if (c.type == SSDP_EVICT_ACT_START_CLEAN ||
+	    e.type == SSDP_EVICT_ACT_NONE)
+		return c;
+	if (c.type == SSDP_EVICT_ACT_ARM_TIMER && c.deadline < e.deadline)
+		return c;
+	return e;
+}
+
+static struct ssdp_evict_action evict_action(struct ssdp_evict_sm *sm,
+					     u64 now,
+					     const struct ssdp_evict_view *v)
+{
+	/* Sets under eviction writeback are as good as free already. */
+	bool short_of_space = (u64)v->nr_free + sm->nr_wb < sm->free_floor;
+	u32 inflight = ssdp_evict_inflight(sm);
+	u64 deadline;
 
 	/* Dropping a clean set costs no I/O: never defer it. */
 	if (short_of_space && v->head == SSDP_HEAD_CLEAN) {

@@ -31,7 +31,11 @@ enum ssdp_evict_state {
 	SSDP_EVICT_NR_STATES,
 };
 
-/* What the LRU head (first non-pinned mapped set) looks like. */
+/*
+ * What eviction would take: a clean set among the coldest (dropping it
+ * costs no I/O, so it goes first, even before a dirty LRU head), else the
+ * dirty LRU head.
+ */
 enum ssdp_evict_head {
 	SSDP_HEAD_NONE,		/* no mapped set, or all pinned */
 	SSDP_HEAD_CLEAN,
@@ -43,6 +47,10 @@ struct ssdp_evict_view {
 	/* mapped sets with dirty blocks, pinned too, not held aside */
 	u32 nr_dirty_sets;
 	enum ssdp_evict_head head;
+	/* Cleaning: dirty blocks, and the oldest unpinned dirty set. */
+	u64 dirty_blocks;
+	bool cleanable;		/* there is an unpinned dirty set */
+	u64 oldest_age;		/* ns since its first dirty block */
 };
 
 enum ssdp_evict_act_type {
@@ -62,6 +70,11 @@ enum ssdp_evict_act_type {
 	SSDP_EVICT_ACT_START_FLUSH,
 	/* Call the worker again at .deadline (ns) unless an event does. */
 	SSDP_EVICT_ACT_ARM_TIMER,
+	/*
+	 * Cleaning in a quiet window: write back the oldest unpinned dirty
+	 * set, keep it mapped and clean; report with ssdp_evict_wb_done(CLEAN).
+	 */
+	SSDP_EVICT_ACT_START_CLEAN,
 };
 
 struct ssdp_evict_action {
@@ -69,11 +82,14 @@ struct ssdp_evict_action {
 	u64 deadline;
 };
 
+enum { SSDP_CLEAN_UNARMED, SSDP_CLEAN_AT_AGE, SSDP_CLEAN_AT_QUIET };
+
 enum ssdp_evict_wb_kind {
 	SSDP_WB_EVICT,
 	SSDP_WB_FLUSH,
 	/* A set held aside after a failure, tried again: not counted here. */
 	SSDP_WB_RETRY,
+	SSDP_WB_CLEAN,
 };
 
 struct ssdp_evict_sm {
@@ -81,6 +97,21 @@ struct ssdp_evict_sm {
 	u32 free_floor;		/* sets */
 	u32 inflight_max;	/* sets under writeback at once, >= 1 */
 	u64 wait_ns;		/* quiet time before writeback starts */
+	/*
+	 * Cleaning: in quiet windows, dirty data above dirty_target blocks,
+	 * or older than max_age_ns (0: no bound), is written back oldest
+	 * first and stays cached, clean.
+	 */
+	u64 dirty_target;
+	u64 max_age_ns;
+	/*
+	 * A timer re-checks cleaning: SSDP_CLEAN_AT_AGE when the oldest dirty
+	 * set gets too old (dirty data going over the target still needs a
+	 * run), SSDP_CLEAN_AT_QUIET when the quiet window comes.
+	 */
+	u8 clean_armed;
+	u32 nr_clean;		/* cleaning writebacks in flight */
+	u64 clean_started;
 
 	enum ssdp_evict_state state;
 	bool flushing;		/* flush_dirty requested, not finished */
@@ -105,6 +136,9 @@ void ssdp_evict_init(struct ssdp_evict_sm *sm, u32 free_floor, u64 wait_ns,
 		     u32 inflight_max);
 void ssdp_evict_set_knobs(struct ssdp_evict_sm *sm, u32 free_floor,
 			  u64 wait_ns, u32 inflight_max);
+/* Cleaning knobs; after init, cleaning is off (target ~0, no age). */
+void ssdp_evict_set_cleaning(struct ssdp_evict_sm *sm, u64 dirty_target,
+			     u64 max_age_ns);
 
 /*
  * Events. Only io_arrival is on the I/O path; the others clear the "stalled"
@@ -135,8 +169,12 @@ void ssdp_evict_resume(struct ssdp_evict_sm *sm);
 void ssdp_evict_action_failed(struct ssdp_evict_sm *sm,
 			      enum ssdp_evict_act_type type);
 
-/* Cheap test for the I/O path: does the worker have anything to do? */
-bool ssdp_evict_needs_run(const struct ssdp_evict_sm *sm, u32 nr_free);
+/*
+ * Cheap test for the I/O path: does the worker have anything to do?
+ * @dirty_blocks: the cache's dirty blocks now.
+ */
+bool ssdp_evict_needs_run(const struct ssdp_evict_sm *sm, u32 nr_free,
+			  u64 dirty_blocks);
 
 struct ssdp_evict_action ssdp_evict_next_action(struct ssdp_evict_sm *sm,
 						u64 now,
@@ -150,7 +188,7 @@ ssdp_evict_state(const struct ssdp_evict_sm *sm)
 
 static inline u32 ssdp_evict_inflight(const struct ssdp_evict_sm *sm)
 {
-	return sm->nr_wb + sm->nr_flush;
+	return sm->nr_wb + sm->nr_flush + sm->nr_clean;
 }
 
 const char *ssdp_evict_state_name(enum ssdp_evict_state state);

@@ -186,10 +186,13 @@ void st_print_text(FILE *f, const struct dm_status *cur,
 		fprintf(f, "  sets:     %llu mapped, %llu free, %llu limbo, %llu total\n",
 			num0(cur, "mapped_sets"), num0(cur, "free_sets"),
 			num0(cur, "limbo_sets"), num0(cur, "total_sets"));
-		fprintf(f, "  eviction: %s, %llu sets under writeback, %llu failed, flush_state %s\n",
+		fprintf(f, "  eviction: %s, %llu sets under writeback, %llu failed, flush_state %s%s\n",
 			get_or(cur, "evict_state", "?"),
 			num0(cur, "writeback_sets"), num0(cur, "failed_sets"),
-			get_or(cur, "flush_state", "?"));
+			get_or(cur, "flush_state", "?"),
+			num0(cur, "draining") ? " (draining)" : "");
+		fprintf(f, "  cleaning: %llu sets cleaned, oldest dirty data %llu s old\n",
+			num0(cur, "sets_cleaned"), num0(cur, "oldest_dirty_s"));
 	} else {
 		fprintf(f, "  cache:    %s (scheduler only)\n", cache);
 	}

@@ -40,8 +40,8 @@ TEST(evict_normal_idle_above_floor)
 	struct ssdp_evict_sm sm;
 
 	setup(&sm);
-	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 10));
-	ASSERT_TRUE(ssdp_evict_needs_run(&sm, 9));
+	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 10, 0));
+	ASSERT_TRUE(ssdp_evict_needs_run(&sm, 9, 0));
 	ASSERT_EQ(next(&sm, 0, 10, 5, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_NONE);
 	ASSERT_EQ(next(&sm, 0, 50, 5, SSDP_HEAD_CLEAN, NULL),
@@ -92,7 +92,7 @@ TEST(evict_dirty_head_enters_wait_then_writeback)
 	/* free + in flight = 10 = floor: no second set */
 	ASSERT_EQ(next(&sm, 1100 * MS, 9, 19, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_NONE);
-	ASSERT_TRUE(ssdp_evict_needs_run(&sm, 100));
+	ASSERT_TRUE(ssdp_evict_needs_run(&sm, 100, 0));
 	ssdp_evict_wb_done(&sm, SSDP_WB_EVICT);
 	ASSERT_EQ(sm.sets_evicted, 1);
 	ASSERT_EQ(next(&sm, 1200 * MS, 10, 19, SSDP_HEAD_DIRTY, NULL),
@@ -255,7 +255,7 @@ TEST(evict_flush_all_ignores_wait_and_floor)
 	setup(&sm);
 	/* plenty of free sets, I/O going on: flush anyway */
 	ssdp_evict_flush_all(&sm);
-	ASSERT_TRUE(ssdp_evict_needs_run(&sm, 100));
+	ASSERT_TRUE(ssdp_evict_needs_run(&sm, 100, 0));
 	ssdp_evict_io_arrival(&sm, 1);
 	for (i = 0; i < 4; i++)
 		ASSERT_EQ(next(&sm, 1, 100, 6, SSDP_HEAD_CLEAN, NULL),
@@ -282,7 +282,7 @@ TEST(evict_flush_all_ignores_wait_and_floor)
 	ASSERT_FALSE(sm.flushing);
 	ASSERT_EQ(sm.flush_started, 6);
 	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_NORMAL);
-	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 100));
+	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 100, 0));
 }
 
 /*
@@ -316,7 +316,7 @@ TEST(evict_failed_writeback_frees_slot_and_ends_flush)
 	ASSERT_EQ(next(&sm, 2, 100, 0, SSDP_HEAD_CLEAN, NULL),
 		  SSDP_EVICT_ACT_NONE);
 	ASSERT_FALSE(sm.flushing);
-	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 100));
+	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 100, 0));
 }
 
 TEST(evict_flush_all_during_wait_then_normal_rules)
@@ -345,7 +345,7 @@ TEST(evict_stop_and_resume)
 
 	to_writeback(&sm, WAIT, 0);
 	ssdp_evict_stop(&sm);
-	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 0));
+	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 0, 0));
 	ASSERT_EQ(next(&sm, WAIT, 0, 50, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_NONE);
 	ASSERT_EQ(next(&sm, WAIT, 0, 50, SSDP_HEAD_CLEAN, NULL),
@@ -402,20 +402,25 @@ struct sim {
 	u64 timer;		/* 0: not armed */
 	u64 last_io;
 	u32 flush_cursor;
+	u32 cleaned;		/* cleaning writebacks started */
 };
 
-static void sim_view(struct sim *s, struct ssdp_evict_view *v)
+/* The engine's view (evict.c), the sim's clock in ms for the ages. */
+static void sim_view(struct sim *s, u64 now, struct ssdp_evict_view *v)
 {
 	u32 h = ssdp_cmap_lru_first_unpinned(&s->cm);
+	u32 old = ssdp_cmap_oldest_dirty_unpinned(&s->cm);
 
 	v->nr_free = ssdp_cmap_nr_free(&s->cm);
 	v->nr_dirty_sets = ssdp_cmap_nr_dirty_sets(&s->cm);
-	if (h == SSDP_NONE)
-		v->head = SSDP_HEAD_NONE;
-	else if (ssdp_cmap_nr_dirty(&s->cm, h))
-		v->head = SSDP_HEAD_DIRTY;
-	else
+	if (ssdp_cmap_clean_victim(&s->cm, 64) != SSDP_NONE)
 		v->head = SSDP_HEAD_CLEAN;
+	else
+		v->head = h == SSDP_NONE ? SSDP_HEAD_NONE : SSDP_HEAD_DIRTY;
+	v->dirty_blocks = ssdp_cmap_total_dirty(&s->cm);
+	v->cleanable = old != SSDP_NONE;
+	v->oldest_age = v->cleanable ?
+		(now / MS - ssdp_cmap_dirty_since(&s->cm, old)) * MS : 0;
 }
 
 static void sim_run(struct sim *s, u64 now)
@@ -425,7 +430,7 @@ static void sim_run(struct sim *s, u64 now)
 	u32 c;
 
 	for (;;) {
-		sim_view(s, &v);
+		sim_view(s, now, &v);
 		a = ssdp_evict_next_action(&s->sm, now, &v);
 		switch (a.type) {
 		case SSDP_EVICT_ACT_NONE:
@@ -434,8 +439,17 @@ static void sim_run(struct sim *s, u64 now)
 			s->timer = a.deadline;
 			return;
 		case SSDP_EVICT_ACT_FREE_CLEAN_HEAD:
-			c = ssdp_cmap_lru_first_unpinned(&s->cm);
+			c = ssdp_cmap_clean_victim(&s->cm, 64);
 			ASSERT_EQ(ssdp_cmap_unmap(&s->cm, c), 0);
+			break;
+		case SSDP_EVICT_ACT_START_CLEAN:
+			ASSERT_GE(now, s->last_io + WAIT);
+			c = ssdp_cmap_oldest_dirty_unpinned(&s->cm);
+			ASSERT_NE(c, SSDP_NONE);
+			ssdp_cmap_pin(&s->cm, c);
+			ASSERT_LT(s->nr_wb, 8);
+			s->wb[s->nr_wb++] = c | 0x40000000U;
+			s->cleaned++;
 			break;
 		case SSDP_EVICT_ACT_START_WRITEBACK:
 			ASSERT_GE(now, s->last_io + WAIT);
@@ -464,15 +478,17 @@ static void sim_run(struct sim *s, u64 now)
 /* complete the oldest writeback */
 static void sim_complete(struct sim *s, u64 now)
 {
-	u32 c = s->wb[0] & 0x7fffffffU;
+	u32 c = s->wb[0] & 0x3fffffffU;
 	bool evict = s->wb[0] & 0x80000000U;
+	bool clean = s->wb[0] & 0x40000000U;
 
 	memmove(&s->wb[0], &s->wb[1], --s->nr_wb * sizeof(s->wb[0]));
 	ssdp_cmap_clear_dirty(&s->cm, c, 0, s->cm.set_blocks);
 	ssdp_cmap_unpin(&s->cm, c);
 	if (evict)
 		ASSERT_EQ(ssdp_cmap_unmap(&s->cm, c), 0);
-	ssdp_evict_wb_done(&s->sm, evict ? SSDP_WB_EVICT : SSDP_WB_FLUSH);
+	ssdp_evict_wb_done(&s->sm, evict ? SSDP_WB_EVICT :
+			   clean ? SSDP_WB_CLEAN : SSDP_WB_FLUSH);
 	sim_run(s, now);
 }
 
@@ -491,6 +507,7 @@ static void sim_write(struct sim *s, u64 now, u64 oset, u32 blk)
 	u32 c;
 
 	s->last_io = now;
+	s->cm.clock = now / MS;
 	ssdp_evict_io_arrival(&s->sm, now);
 	c = ssdp_cmap_lookup(&s->cm, oset);
 	if (c == SSDP_NONE) {
@@ -498,23 +515,31 @@ static void sim_write(struct sim *s, u64 now, u64 oset, u32 blk)
 		if (c == SSDP_NONE)
 			return;		/* bypass */
 		ssdp_evict_kick(&s->sm);
-		if (ssdp_evict_needs_run(&s->sm, ssdp_cmap_nr_free(&s->cm)))
-			sim_run(s, now);
 	}
+	/* The engine's worker runs after the write holds its set. */
 	ssdp_cmap_touch(&s->cm, c);
 	ssdp_cmap_set_dirty(&s->cm, c, blk, 1);
+	if (ssdp_evict_needs_run(&s->sm, ssdp_cmap_nr_free(&s->cm),
+				 ssdp_cmap_total_dirty(&s->cm)))
+		sim_run(s, now);
 }
 
-TEST(evict_simulated_engine_with_cache_map)
+/*
+ * @target, @age: cleaning knobs (~0, 0: off).  After every quiet gap long
+ * enough for the window and the writebacks, cleaning has brought the
+ * dirty data under the target and nothing dirty is older than @age.
+ */
+static void simulate(u64 target, u64 age)
 {
 	static struct sim s;
-	u64 now = 0;
+	u64 now = 0, gap_start;
 	int burst, i;
 	const char *why;
 
 	memset(&s, 0, sizeof(s));
 	ASSERT_EQ(ssdp_cmap_init(&s.cm, 64, 16), 0);
 	ssdp_evict_init(&s.sm, 8, WAIT, 4);
+	ssdp_evict_set_cleaning(&s.sm, target, age);
 	for (burst = 0; burst < 200; burst++) {
 		u32 n = 1 + srnd(200);
 
@@ -525,6 +550,7 @@ TEST(evict_simulated_engine_with_cache_map)
 				sim_complete(&s, now);
 		}
 		/* quiet gap of 0.5 .. 3 s: fire timers, complete I/O */
+		gap_start = now;
 		{
 			u64 end = now + 500 * MS + srnd(2500) * MS;
 
@@ -546,9 +572,23 @@ TEST(evict_simulated_engine_with_cache_map)
 		/* a quiet gap longer than wait + writeback restored space */
 		if (ssdp_evict_state(&s.sm) == SSDP_EVICT_NORMAL)
 			ASSERT_GE(ssdp_cmap_nr_free(&s.cm) + s.nr_wb, 8);
+		/* 1 s window + at most 64 sets at 10 ms: 2 s is enough. */
+		if (now - gap_start >= 2000 * MS && !s.nr_wb) {
+			u32 old = ssdp_cmap_oldest_dirty(&s.cm);
+
+			ASSERT_LE(ssdp_cmap_total_dirty(&s.cm), target);
+			if (age && old != SSDP_NONE)
+				ASSERT_LT((now / MS - ssdp_cmap_dirty_since(&s.cm, old)) * MS,
+					  age + 2000 * MS);
+		}
 	}
-	ASSERT_GT(s.sm.wb_started, 0);
-	ASSERT_GT(s.sm.state_entries[SSDP_EVICT_WAIT], 1);
+	if (target == ~0ULL && !age) {
+		ASSERT_GT(s.sm.wb_started, 0);
+		ASSERT_GT(s.sm.state_entries[SSDP_EVICT_WAIT], 1);
+		ASSERT_EQ(s.cleaned, 0);
+	} else {
+		ASSERT_GT(s.cleaned, 0);
+	}
 
 	ssdp_evict_flush_all(&s.sm);
 	ssdp_evict_io_arrival(&s.sm, now);
@@ -559,4 +599,93 @@ TEST(evict_simulated_engine_with_cache_map)
 	ASSERT_FALSE(s.sm.flushing);
 	ASSERT_EQ(ssdp_cmap_check(&s.cm, &why), 0);
 	ssdp_cmap_destroy(&s.cm);
+}
+
+TEST(evict_simulated_engine_with_cache_map)
+{
+	simulate(~0ULL, 0);
+}
+
+/* 64 sets of 16 blocks: a target of 10% is 102 blocks. */
+TEST(evict_simulated_cleaning_keeps_target_and_age)
+{
+	simulate(102, 0);
+	simulate(~0ULL, 1500 * MS);
+	simulate(102, 1500 * MS);
+}
+
+/*
+ * Cleaning decisions with a fake clock: nothing while under the target
+ * and young (a timer for when the oldest gets too old); over the target,
+ * only after wait of quiet, up to the in-flight limit; every arrival moves
+ * the window; a flush or an eviction comes first.
+ */
+TEST(evict_cleaning_waits_for_quiet_and_age)
+{
+	struct ssdp_evict_sm sm;
+	struct ssdp_evict_view v = {
+		.nr_free = 50, .nr_dirty_sets = 3, .head = SSDP_HEAD_DIRTY,
+		.dirty_blocks = 100, .cleanable = true, .oldest_age = 0,
+	};
+	struct ssdp_evict_action a;
+	int i;
+
+	setup(&sm);
+	/* Off by default. */
+	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 50, 100));
+	ASSERT_EQ(ssdp_evict_next_action(&sm, 0, &v).type, SSDP_EVICT_ACT_NONE);
+
+	ssdp_evict_set_cleaning(&sm, 200, 60000 * MS);
+	ASSERT_TRUE(ssdp_evict_needs_run(&sm, 50, 100));
+	a = ssdp_evict_next_action(&sm, 5 * WAIT, &v);
+	ASSERT_EQ(a.type, SSDP_EVICT_ACT_ARM_TIMER);	/* when it is 60 s old */
+	ASSERT_EQ(a.deadline, 5 * WAIT + 60000 * MS);
+	ASSERT_EQ(sm.clean_armed, SSDP_CLEAN_AT_AGE);
+	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 50, 150));
+	ASSERT_TRUE(ssdp_evict_needs_run(&sm, 50, 201));
+
+	/* Over the target, I/O just now: wait for the window. */
+	v.dirty_blocks = 300;
+	ssdp_evict_io_arrival(&sm, 10 * WAIT);
+	a = ssdp_evict_next_action(&sm, 10 * WAIT + 1, &v);
+	ASSERT_EQ(a.type, SSDP_EVICT_ACT_ARM_TIMER);
+	ASSERT_EQ(a.deadline, 11 * WAIT);
+	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 50, 300));
+	ssdp_evict_io_arrival(&sm, 10 * WAIT + 500 * MS);
+	ssdp_evict_timer(&sm);
+	a = ssdp_evict_next_action(&sm, 11 * WAIT, &v);
+	ASSERT_EQ(a.type, SSDP_EVICT_ACT_ARM_TIMER);
+	ASSERT_EQ(a.deadline, 11 * WAIT + 500 * MS);
+	/* Quiet: four at once, then the completions call again. */
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(ssdp_evict_next_action(&sm, 12 * WAIT, &v).type,
+			  SSDP_EVICT_ACT_START_CLEAN);
+	ASSERT_EQ(ssdp_evict_next_action(&sm, 12 * WAIT, &v).type,
+		  SSDP_EVICT_ACT_NONE);
+	ASSERT_EQ(ssdp_evict_inflight(&sm), 4);
+	ssdp_evict_wb_done(&sm, SSDP_WB_CLEAN);
+	ssdp_evict_wb_failed(&sm, SSDP_WB_CLEAN);
+	ASSERT_EQ(ssdp_evict_inflight(&sm), 2);
+	v.dirty_blocks = 150;			/* under the target: done */
+	ASSERT_EQ(ssdp_evict_next_action(&sm, 12 * WAIT, &v).type,
+		  SSDP_EVICT_ACT_ARM_TIMER);
+	/* Too old, though under the target: cleaned in the window. */
+	v.oldest_age = 60000 * MS;
+	ASSERT_EQ(ssdp_evict_next_action(&sm, 12 * WAIT, &v).type,
+		  SSDP_EVICT_ACT_START_CLEAN);
+	/* Nothing unpinned to clean: nothing to do. */
+	v.cleanable = false;
+	ASSERT_EQ(ssdp_evict_next_action(&sm, 12 * WAIT, &v).type,
+		  SSDP_EVICT_ACT_NONE);
+	/* Short of space with a clean victim: eviction first. */
+	v.cleanable = true;
+	v.nr_free = 1;
+	v.head = SSDP_HEAD_CLEAN;
+	ASSERT_EQ(ssdp_evict_next_action(&sm, 12 * WAIT, &v).type,
+		  SSDP_EVICT_ACT_FREE_CLEAN_HEAD);
+	/* Suspended: nothing. */
+	v.nr_free = 50;
+	ssdp_evict_stop(&sm);
+	ASSERT_EQ(ssdp_evict_next_action(&sm, 13 * WAIT, &v).type,
+		  SSDP_EVICT_ACT_NONE);
 }

@@ -1,0 +1,88 @@
+#!/bin/bash
+# Cleaning and eviction that do not seize up.
+# - Dirty data over dirty_target is written back in quiet windows, oldest
+#   first, until it is under the target; the blocks stay cached, clean.
+#   Never while I/O keeps coming.
+# - Dirty data older than dirty_max_age is written back the same way.
+# - Short of space with a dirty LRU head and no quiet window, eviction drops
+#   clean sets instead of waiting: the cache keeps admitting new data.
+# timeout: 900
+# shellcheck source=tests/guest/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+load_module
+hdd=$(make_hdd hdd 384 1000000 8)
+ssd=$(make_ssd ssd 64)
+len=$(sectors "$hdd")
+st() { status_get sp "$1"; }
+origin_has() { # FILE MIB_OFFSET: the origin alone holds FILE there
+	cmp -s "$1" <(dd if="$hdd" bs=1M skip="$2" count=$(($(stat -c %s "$1") >> 20)) \
+		iflag=direct status=none)
+}
+
+# --- over the target: cleaned in a quiet window, oldest first -----------------------
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 11 format seq_cutoff 0 read_alloc off evict_wait 1000 dirty_target 10 dirty_max_age 0")
+total=$(($(st total_sets) * $(st set_blocks)))
+target=$((total / 10))
+for i in $(seq 0 19); do head -c 1M /dev/urandom >"/tmp/clean.$i"; done
+# A reader keeps I/O coming: the writes and a while after them are never quiet.
+fio --name=busy --filename="$dm" --rw=randread --bs=4k --direct=1 --ioengine=psync \
+	--offset=256M --size=128M --runtime=300 --time_based --randrepeat=0 >/dev/null &
+reader=$!
+trap 'kill $reader 2>/dev/null; wait' EXIT
+wait_status sp bios_normal -ge 100 120
+cat $(for i in $(seq 0 19); do echo "/tmp/clean.$i"; done) |
+	dd of="$dm" bs=1M iflag=fullblock oflag=direct status=none || fail "write 20 MiB"
+d0=$(st dirty_blocks)
+v0=$(st valid_blocks)
+assert_ge "$d0" $((target + 1)) "dirty over the target after the writes"
+sleep 3
+kill -0 "$reader" 2>/dev/null || fail "the reader ended first: the test proved nothing"
+assert_eq "$(st blocks_written_back)" 0 "blocks written back while the reader ran"
+assert_eq "$(st sets_cleaned)" 0 "sets cleaned while the reader ran"
+kill "$reader"
+wait "$reader" 2>/dev/null
+trap - EXIT
+
+wait_status sp dirty_blocks -le "$target" 120
+d1=$(st dirty_blocks)
+assert_ge "$d1" 1 "cleaning stops at the target, it is not a flush"
+assert_ge "$(st sets_cleaned)" 1 "sets_cleaned"
+assert_eq "$(st valid_blocks)" "$v0" "cleaned blocks stay cached"
+origin_has /tmp/clean.0 0 || fail "the oldest MiB was not the first cleaned"
+origin_has /tmp/clean.19 19 && fail "the newest MiB was cleaned before older ones"
+log "cleaned from $d0 to $d1 dirty blocks (target $target): $(dmsetup status sp)"
+
+# --- too old: cleaned though under the target --------------------------------------
+dmsetup message sp 0 dirty_target 100 || fail "dirty_target 100"
+dmsetup message sp 0 dirty_max_age 2 || fail "dirty_max_age 2"
+wait_status sp dirty_blocks -eq 0 120
+assert_eq "$(st oldest_dirty_s)" 0 "oldest_dirty_s with nothing dirty"
+for i in $(seq 0 19); do origin_has "/tmp/clean.$i" "$i" || fail "origin MiB $i"; done
+cat $(for i in $(seq 0 19); do echo "/tmp/clean.$i"; done) |
+	cmp - <(dd if="$dm" bs=1M count=20 iflag=direct status=none) || fail "data through the cache"
+dm_remove sp
+log "aged dirty data cleaned"
+
+# --- short of space, dirty LRU head, never quiet: clean sets are dropped ------------
+"$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 11 format seq_cutoff 0 evict_wait 3600000 dirty_target 100 dirty_max_age 0 free_floor 8")
+head -c 1M /dev/urandom >/tmp/clean.head
+dd if=/tmp/clean.head of="$dm" bs=1M seek=40 oflag=direct status=none || fail "write the dirty head"
+dirty=$(st dirty_blocks)
+sets=$(st total_sets)
+# Twice the cache's worth of new origin sets, read (and promoted) one by one.
+dd if="$dm" of=/dev/null bs=1M skip=64 count=$((2 * sets)) iflag=direct status=none ||
+	fail "read"
+assert_eq "$(st dirty_blocks)" "$dirty" "the dirty head stays dirty (no quiet window)"
+assert_eq "$(st blocks_written_back)" 0 "blocks written back"
+assert_ge "$(st sets_evicted)" "$sets" "clean sets evicted"
+misses=$(st read_misses)
+bypassed=$(st bypassed)
+log "read misses $misses, bypassed $bypassed: $(dmsetup status sp)"
+assert_le $((bypassed * 10)) "$misses" "bypassed bios under 10% of the read misses"
+origin_has /tmp/clean.head 40 && fail "the dirty head reached the origin"
+cmp /tmp/clean.head <(dd if="$dm" bs=1M skip=40 count=1 iflag=direct status=none) ||
+	fail "the dirty head's data"
+dm_remove sp
+log "ok"
