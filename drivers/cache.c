@@ -60,6 +60,9 @@ static void ssdp_evict_knobs_locked(struct ssdprio *sp)
 			     (u64)READ_ONCE(sp->cfg.evict_wait_ms) *
 			     NSEC_PER_MSEC,
 			     READ_ONCE(sp->cfg.evict_inflight));
+	ssdp_evict_set_max_wait(&sp->evict,
+				(u64)READ_ONCE(sp->cfg.evict_max_wait_ms) *
+				NSEC_PER_MSEC);
 	ssdp_evict_set_cleaning(&sp->evict,
 				div_u64(blocks *
 					READ_ONCE(sp->cfg.dirty_target_pct), 100),
@@ -853,7 +856,7 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 {
 	struct ssdp_cmap *cm = &sp->cmap;
 	unsigned long flags;
-	u64 valid, dirty, evicted, mem, cleaned, age = 0;
+	u64 valid, dirty, evicted, mem, cleaned, pressed, age = 0;
 	u32 mapped, free, limbo, total, state, deferred, wb, failed;
 	const char *flush;
 	bool degraded, draining;
@@ -879,6 +882,7 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 		sp->flush_failed ? "failed" : "idle";
 	draining = sp->draining;
 	cleaned = sp->evict.clean_started;
+	pressed = sp->evict.pressure_started;
 	if (ssdp_cmap_oldest_dirty(cm) != SSDP_NONE)
 		age = (u32)ktime_get_seconds() -
 		      ssdp_cmap_dirty_since(cm, ssdp_cmap_oldest_dirty(cm));
@@ -894,7 +898,8 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 	       ssdp_evict_state_name(state), wb, evicted, deferred);
 	DMEMIT(" failed_sets %u flush_state %s draining %u", failed, flush,
 	       draining);
-	DMEMIT(" sets_cleaned %llu oldest_dirty_s %llu", cleaned, age);
+	DMEMIT(" sets_cleaned %llu oldest_dirty_s %llu pressure_writebacks %llu",
+	       cleaned, age, pressed);
 	DMEMIT(" metadata_bytes %llu block_sectors %u set_blocks %u", mem,
 	       sp->cfg.block_sectors, sp->cfg.set_blocks);
 	return ssdp_meta_status(sp, result, maxlen, sz);

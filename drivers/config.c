@@ -51,6 +51,9 @@ static const struct ssdp_key ssdp_keys[] = {
 	  0, HOUR_MS, 1000, NULL },
 	{ "evict_inflight", CFG_OFF(evict_inflight), SSDP_KEY_U32, BOTH,
 	  1, 64, 4, NULL },
+	/* ms short of space with no quiet window; 0 = wait for quiet. */
+	{ "evict_max_wait", CFG_OFF(evict_max_wait_ms), SSDP_KEY_U32, BOTH,
+	  0, HOUR_MS, 10000, NULL },
 	/* Percent of the cache's blocks; bcache's writeback_percent. */
 	{ "dirty_target", CFG_OFF(dirty_target_pct), SSDP_KEY_U32, BOTH,
 	  0, 100, 10, NULL },

@@ -31,6 +31,7 @@ struct ssdp_config {
 	u32 free_floor;			/* sets; 0 = automatic */
 	u32 evict_wait_ms;		/* quiet time before writeback */
 	u32 evict_inflight;		/* sets under writeback at once */
+	u32 evict_max_wait_ms;		/* then evict under pressure; 0 never */
 	u32 dirty_target_pct;		/* cleaning: dirty share above this */
 	u32 dirty_max_age_s;		/* cleaning: dirty older than this */
 	u32 seq_cutoff_kib;		/* no promotion past this in a stream */

@@ -44,6 +44,7 @@ struct ssdp_wb_job {
 	struct ssdprio *sp;
 	u32 cset;
 	enum ssdp_evict_wb_kind kind;
+	bool pressure;		/* eviction without a quiet window */
 };
 
 void ssdp_evict_kick_locked(struct ssdprio *sp)
@@ -68,16 +69,18 @@ void ssdp_evict_timer_fn(struct work_struct *work)
  * Write the dirty blocks of @cset back and mark them clean.  The caller
  * holds the set exclusively, so its dirty bits change only here.
  */
-static int ssdp_writeback_set(struct ssdprio *sp, u32 cset,
-			      enum ssdp_evict_wb_kind kind,
+static int ssdp_writeback_set(struct ssdprio *sp,
+			      const struct ssdp_wb_job *job,
 			      struct ssdp_buf *buf)
 {
+	u32 cset = job->cset;
 	u32 block_bytes = sp->cfg.block_sectors << SECTOR_SHIFT;
 	u32 buf_blocks = (buf->nr_pages << PAGE_SHIFT) / block_bytes;
 	u32 from = 0, first, nr, written = 0;
 	sector_t origin_sector;
 	unsigned long flags;
-	bool more, normal;
+	enum ssdp_bg_class class;
+	bool more;
 	u64 oset;
 	int r = 0;
 
@@ -87,7 +90,10 @@ static int ssdp_writeback_set(struct ssdprio *sp, u32 cset,
 						&nr);
 		oset = ssdp_cmap_oset_of(&sp->cmap, cset);
 		/* Per piece: a drain asked for meanwhile speeds this one up. */
-		normal = kind != SSDP_WB_EVICT && sp->draining;
+		if (job->kind != SSDP_WB_EVICT && sp->draining)
+			class = SSDP_BG_NORMAL;
+		else
+			class = job->pressure ? SSDP_BG_PRESSURE : SSDP_BG_IDLE;
 		spin_unlock_irqrestore(&sp->cache_lock, flags);
 		if (!more)
 			break;
@@ -100,7 +106,7 @@ static int ssdp_writeback_set(struct ssdprio *sp, u32 cset,
 		origin_sector = (oset << sp->set_shift) +
 				((sector_t)first << sp->block_shift);
 		r = ssdp_io_origin_sync(sp, buf, origin_sector,
-					nr * block_bytes, REQ_OP_WRITE, normal);
+					nr * block_bytes, REQ_OP_WRITE, class);
 		if (r)
 			break;
 		written += nr;
@@ -174,7 +180,7 @@ void ssdp_wb_retry_now_locked(struct ssdprio *sp)
 }
 
 static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset,
-				 enum ssdp_evict_wb_kind kind);
+				 enum ssdp_evict_wb_kind kind, bool pressure);
 
 /* Backoff over: write back a few sets held aside, where they are. */
 void ssdp_wb_retry_fn(struct work_struct *work)
@@ -189,7 +195,7 @@ void ssdp_wb_retry_fn(struct work_struct *work)
 	for (i = 0; i < n && budget && !sp->suspended; i++) {
 		cset = (sp->wb_retry_cursor + i) % n;
 		if (sp->set_io[cset].wb_failed && !sp->set_io[cset].excl &&
-		    ssdp_wb_start_locked(sp, cset, SSDP_WB_RETRY))
+		    ssdp_wb_start_locked(sp, cset, SSDP_WB_RETRY, false))
 			budget--;
 	}
 	sp->wb_retry_cursor = (sp->wb_retry_cursor + i) % n;
@@ -208,7 +214,7 @@ static void ssdp_wb_job_fn(struct work_struct *work)
 				       sp->layout.set_sectors << SECTOR_SHIFT),
 			   GFP_NOIO | __GFP_NOWARN);
 	if (!r) {
-		r = ssdp_writeback_set(sp, job->cset, job->kind, &buf);
+		r = ssdp_writeback_set(sp, job, &buf);
 		ssdp_buf_free(&buf);
 	} else {
 		DMERR_LIMIT("%s: no memory for the writeback of cache set %u",
@@ -245,7 +251,7 @@ static void ssdp_wb_job_fn(struct work_struct *work)
 
 /* Start a writeback job on @cset; cache_lock held. */
 static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset,
-				 enum ssdp_evict_wb_kind kind)
+				 enum ssdp_evict_wb_kind kind, bool pressure)
 {
 	struct ssdp_wb_job *job;
 
@@ -257,6 +263,7 @@ static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset,
 	job->sp = sp;
 	job->cset = cset;
 	job->kind = kind;
+	job->pressure = pressure;
 	INIT_WORK(&job->work, ssdp_wb_job_fn);
 	sp->set_io[cset].excl = true;
 	ssdp_cmap_pin(&sp->cmap, cset);
@@ -337,20 +344,23 @@ void ssdp_evict_work_fn(struct work_struct *work)
 			continue;
 		case SSDP_EVICT_ACT_START_WRITEBACK:
 			cset = ssdp_cmap_lru_first_unpinned(&sp->cmap);
-			if (!ssdp_wb_start_locked(sp, cset, SSDP_WB_EVICT))
+			if (!ssdp_wb_start_locked(sp, cset, SSDP_WB_EVICT,
+						  act.pressure))
 				ssdp_evict_action_failed(&sp->evict, act.type);
 			continue;
 		case SSDP_EVICT_ACT_START_FLUSH:
 			cset = ssdp_cmap_next_dirty_set(&sp->cmap,
 							sp->flush_cursor);
-			if (!ssdp_wb_start_locked(sp, cset, SSDP_WB_FLUSH))
+			if (!ssdp_wb_start_locked(sp, cset, SSDP_WB_FLUSH,
+						  false))
 				ssdp_evict_action_failed(&sp->evict, act.type);
 			else
 				sp->flush_cursor = cset + 1;
 			continue;
 		case SSDP_EVICT_ACT_START_CLEAN:
 			cset = ssdp_cmap_oldest_dirty_unpinned(&sp->cmap);
-			if (!ssdp_wb_start_locked(sp, cset, SSDP_WB_CLEAN))
+			if (!ssdp_wb_start_locked(sp, cset, SSDP_WB_CLEAN,
+						  false))
 				ssdp_evict_action_failed(&sp->evict, act.type);
 			continue;
 		case SSDP_EVICT_ACT_ARM_TIMER:

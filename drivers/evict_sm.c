@@ -25,6 +25,11 @@ void ssdp_evict_set_knobs(struct ssdp_evict_sm *sm, u32 free_floor,
 	sm->inflight_max = inflight_max ? inflight_max : 1;
 }
 
+void ssdp_evict_set_max_wait(struct ssdp_evict_sm *sm, u64 max_wait_ns)
+{
+	sm->max_wait_ns = max_wait_ns;
+}
+
 void ssdp_evict_set_cleaning(struct ssdp_evict_sm *sm, u64 dirty_target,
 			     u64 max_age_ns)
 {
@@ -291,8 +296,25 @@ static struct ssdp_evict_action evict_action(struct ssdp_evict_sm *sm,
 			}
 			deadline = max(sm->wait_start, sm->last_io) +
 				   sm->wait_ns;
-			if (now < deadline)
-				return act(SSDP_EVICT_ACT_ARM_TIMER, deadline);
+			if (now < deadline) {
+				struct ssdp_evict_action a;
+				u64 pressure_at = sm->max_wait_ns ?
+					sm->wait_start + sm->max_wait_ns :
+					~0ULL;
+
+				if (now < pressure_at || v->head != SSDP_HEAD_DIRTY)
+					return act(SSDP_EVICT_ACT_ARM_TIMER,
+						   min(pressure_at, deadline));
+				/* One at a time; its completion calls again. */
+				if (sm->nr_wb || inflight >= sm->inflight_max)
+					return act(SSDP_EVICT_ACT_NONE, 0);
+				sm->nr_wb++;
+				sm->wb_started++;
+				sm->pressure_started++;
+				a = act(SSDP_EVICT_ACT_START_WRITEBACK, 0);
+				a.pressure = true;
+				return a;
+			}
 			enter(sm, SSDP_EVICT_WRITEBACK, now);
 			continue;
 

@@ -9,6 +9,12 @@
  * (ktime_get_ns() in the kernel, a fake clock in tests); evict_wait is kept
  * in ns, the engine converts the ms knob.
  *
+ * Under sustained load no quiet window comes: once the machine has waited
+ * max_wait_ns since it ran short (0: for ever, the paper's rule), it
+ * writes the LRU head back anyway, one set at a time, with origin writes
+ * in the scheduler's guaranteed share (action.pressure), until a quiet
+ * window or enough space comes.
+ *
  * Use: on every bio, ssdp_evict_io_arrival() (O(1)); after a mapping, a
  * writeback completion, a timer expiry or a message, run the worker, which
  * loops:
@@ -80,6 +86,12 @@ enum ssdp_evict_act_type {
 struct ssdp_evict_action {
 	enum ssdp_evict_act_type type;
 	u64 deadline;
+	/*
+	 * START_WRITEBACK with no quiet window: evict_wait has passed since
+	 * the cache ran short and I/O never stopped.  One set at a time, its
+	 * origin writes in the scheduler's guaranteed share (pressure).
+	 */
+	bool pressure;
 };
 
 enum { SSDP_CLEAN_UNARMED, SSDP_CLEAN_AT_AGE, SSDP_CLEAN_AT_QUIET };
@@ -97,6 +109,7 @@ struct ssdp_evict_sm {
 	u32 free_floor;		/* sets */
 	u32 inflight_max;	/* sets under writeback at once, >= 1 */
 	u64 wait_ns;		/* quiet time before writeback starts */
+	u64 max_wait_ns;	/* short of space this long: pressure; 0 never */
 	/*
 	 * Cleaning: in quiet windows, dirty data above dirty_target blocks,
 	 * or older than max_age_ns (0: no bound), is written back oldest
@@ -127,6 +140,7 @@ struct ssdp_evict_sm {
 	/* counters */
 	u64 sets_evicted;	/* clean frees + completed evictions */
 	u64 wb_started;		/* eviction writebacks started */
+	u64 pressure_started;	/* of those, under pressure */
 	u64 flush_started;	/* flush writebacks started */
 	u64 wb_failed;		/* writebacks that failed */
 	u64 state_entries[SSDP_EVICT_NR_STATES];
@@ -136,6 +150,8 @@ void ssdp_evict_init(struct ssdp_evict_sm *sm, u32 free_floor, u64 wait_ns,
 		     u32 inflight_max);
 void ssdp_evict_set_knobs(struct ssdp_evict_sm *sm, u32 free_floor,
 			  u64 wait_ns, u32 inflight_max);
+/* Eviction under pressure (see above); after init, never. */
+void ssdp_evict_set_max_wait(struct ssdp_evict_sm *sm, u64 max_wait_ns);
 /* Cleaning knobs; after init, cleaning is off (target ~0, no age). */
 void ssdp_evict_set_cleaning(struct ssdp_evict_sm *sm, u64 dirty_target,
 			     u64 max_age_ns);

@@ -5,8 +5,9 @@
  *
  * All of it is background work, so every bio carries the idle class; the
  * origin leg goes through the scheduler, which holds it for a quiet window.
- * The exception is a drain's writeback, which an administrator waits for:
- * its origin writes compete with the user's as normal I/O.
+ * The exceptions: a drain's writeback, which an administrator waits for,
+ * competes with the user's I/O as normal I/O; an eviction that cannot wait
+ * for quiet gets the scheduler's guaranteed share (pressure).
  */
 #include <linux/blkdev.h>
 #include <linux/bio.h>
@@ -119,17 +120,17 @@ static void ssdp_origin_endio(struct bio *bio)
 
 /* The origin leg goes through the scheduler like a user's bio. */
 static int ssdp_submit_origin_wait(struct ssdprio *sp, struct bio *bio,
-				   bool normal)
+				   enum ssdp_bg_class class)
 {
 	struct ssdp_origin_wait w = { .sp = sp };
 
 	init_completion(&w.done);
 	bio->bi_private = &w;
 	bio->bi_end_io = ssdp_origin_endio;
-	if (normal)
+	if (class == SSDP_BG_NORMAL)
 		bio->bi_ioprio = 0;
 	w.qn.bio = bio;
-	ssdp_sched_submit_internal(sp, &w.qn, normal);
+	ssdp_sched_submit_internal(sp, &w.qn, class);
 	wait_for_completion_io(&w.done);
 	return blk_status_to_errno(w.status);
 }
@@ -137,7 +138,8 @@ static int ssdp_submit_origin_wait(struct ssdprio *sp, struct bio *bio,
 /* @bytes of @buf to or from @bdev at @sector, a bio of at most a chunk at a time. */
 static int ssdp_io_sync(struct ssdprio *sp, struct ssdp_buf *buf,
 			struct block_device *bdev, sector_t sector,
-			unsigned int bytes, blk_opf_t opf, bool normal)
+			unsigned int bytes, blk_opf_t opf,
+			enum ssdp_bg_class class)
 {
 	bool origin = bdev == sp->origin->bdev;
 	unsigned int page = 0;
@@ -149,7 +151,7 @@ static int ssdp_io_sync(struct ssdprio *sp, struct ssdp_buf *buf,
 		struct bio *bio = ssdp_buf_bio_at(sp, buf, page, bdev, sector,
 						  n, opf);
 
-		r = origin ? ssdp_submit_origin_wait(sp, bio, normal) :
+		r = origin ? ssdp_submit_origin_wait(sp, bio, class) :
 			     submit_bio_wait(bio);
 		bio_put(bio);
 		page += n / PAGE_SIZE;
@@ -163,15 +165,15 @@ int ssdp_io_ssd_sync(struct ssdprio *sp, struct ssdp_buf *buf,
 		     sector_t sector, unsigned int bytes, blk_opf_t opf)
 {
 	return ssdp_io_sync(sp, buf, sp->cache->bdev, sector, bytes, opf,
-			    false);
+			    SSDP_BG_IDLE);
 }
 
 int ssdp_io_origin_sync(struct ssdprio *sp, struct ssdp_buf *buf,
 			sector_t sector, unsigned int bytes, blk_opf_t opf,
-			bool normal)
+			enum ssdp_bg_class class)
 {
 	return ssdp_io_sync(sp, buf, sp->origin->bdev, sector, bytes, opf,
-			    normal);
+			    class);
 }
 
 int ssdp_io_flush_sync(struct ssdprio *sp, struct block_device *bdev)

@@ -28,7 +28,12 @@
 #define SSDP_QN_INFLIGHT	0x04	/* counted in flight */
 #define SSDP_QN_IDLE		0x08	/* counted as idle in flight */
 
-enum { SSDP_Q_READ, SSDP_Q_WRITE, SSDP_Q_IDLE, SSDP_Q_NR };
+enum { SSDP_Q_READ, SSDP_Q_WRITE, SSDP_Q_IDLE, SSDP_Q_PRESSURE, SSDP_Q_NR };
+
+static inline bool q_idle(int q)
+{
+	return q == SSDP_Q_IDLE || q == SSDP_Q_PRESSURE;
+}
 
 /* Never held as idle: others wait on them (journal commits, log writes). */
 #define SSDP_NEVER_IDLE		(REQ_PREFLUSH | REQ_FUA | REQ_META)
@@ -116,7 +121,7 @@ static void dispatch_locked(struct ssdp_sched *s, int q,
 {
 	qn_remove(s, q, qn);
 	s->last_pos[q] = bio_end_sector(qn->bio);
-	count_inflight(s, qn, q == SSDP_Q_IDLE);
+	count_inflight(s, qn, q_idle(q));
 	list_add_tail(&qn->fifo, out);
 }
 
@@ -128,7 +133,7 @@ static void release_all_locked(struct ssdp_sched *s, struct list_head *out)
 
 	for (q = 0; q < SSDP_Q_NR; q++) {
 		while ((qn = qn_head(s, q))) {
-			if (q == SSDP_Q_IDLE)
+			if (q_idle(q))
 				s->idle_unheld++;
 			dispatch_locked(s, q, qn, out);
 		}
@@ -167,9 +172,11 @@ static void run_locked(struct ssdp_sched *s, u64 now, struct list_head *out)
 		return;
 	}
 	if (!s->throttle) {
-		while ((qn = qn_head(s, SSDP_Q_IDLE))) {
-			s->idle_unheld++;
-			dispatch_locked(s, SSDP_Q_IDLE, qn, out);
+		for (q = SSDP_Q_IDLE; q <= SSDP_Q_PRESSURE; q++) {
+			while ((qn = qn_head(s, q))) {
+				s->idle_unheld++;
+				dispatch_locked(s, q, qn, out);
+			}
 		}
 	}
 
@@ -190,6 +197,7 @@ static void run_locked(struct ssdp_sched *s, u64 now, struct list_head *out)
 		v.nr_idle = s->queued[SSDP_Q_IDLE];
 		v.idle_has_next = !!next[SSDP_Q_IDLE];
 		v.idle_oldest = head[SSDP_Q_IDLE] ? head[SSDP_Q_IDLE]->time : 0;
+		v.nr_pressure = s->queued[SSDP_Q_PRESSURE];
 		v.normal_inflight = s->normal_inflight;
 		v.idle_inflight = s->idle_inflight;
 
@@ -219,6 +227,10 @@ static void run_locked(struct ssdp_sched *s, u64 now, struct list_head *out)
 		case SSDP_SCHED_IDLE_SORTED:
 			q = SSDP_Q_IDLE;
 			qn = next[q];
+			break;
+		case SSDP_SCHED_PRESSURE:
+			q = SSDP_Q_PRESSURE;
+			qn = head[q];
 			break;
 		default:	/* IDLE_FIFO, IDLE_AS_NORMAL */
 			q = SSDP_Q_IDLE;
@@ -443,7 +455,7 @@ static void complete_qn(struct ssdprio *sp, struct ssdp_qnode *qn)
 	}
 	qn->flags &= ~(SSDP_QN_INFLIGHT | SSDP_QN_IDLE);
 	if (s->queued[SSDP_Q_READ] || s->queued[SSDP_Q_WRITE] ||
-	    s->queued[SSDP_Q_IDLE])
+	    s->queued[SSDP_Q_IDLE] || s->queued[SSDP_Q_PRESSURE])
 		run_locked(s, now, &s->ready);
 	work = !list_empty(&s->ready);
 	if (work)
@@ -457,14 +469,16 @@ void ssdp_sched_end_io(struct ssdprio *sp, struct bio *bio)
 }
 
 /*
- * Background I/O of our own (writeback): idle class, or with @normal (a
+ * Background I/O of our own (writeback): idle class; SSDP_BG_PRESSURE in
+ * the pressure queue (the policy's guaranteed share); SSDP_BG_NORMAL (a
  * drain) queued as a normal write, so that it competes with the user's
  * I/O under the deadline policy instead of waiting for quiet.  Any
  * context; the worker submits it, so the caller may hold locks.
  */
 void ssdp_sched_submit_internal(struct ssdprio *sp, struct ssdp_qnode *qn,
-				bool normal)
+				enum ssdp_bg_class class)
 {
+	bool normal = class == SSDP_BG_NORMAL;
 	struct ssdp_sched *s = &sp->sched;
 	u64 now = ktime_get_ns();
 	unsigned long flags;
@@ -504,7 +518,8 @@ void ssdp_sched_submit_internal(struct ssdprio *sp, struct ssdp_qnode *qn,
 		list_add_tail(&qn->fifo, &s->ready);
 	} else {
 		qn->time = now;
-		qn_insert(s, SSDP_Q_IDLE, qn);
+		qn_insert(s, class == SSDP_BG_PRESSURE ? SSDP_Q_PRESSURE :
+			  SSDP_Q_IDLE, qn);
 		run_locked(s, now, &s->ready);
 	}
 	if (!list_empty(&s->ready))
@@ -538,6 +553,10 @@ void ssdp_sched_boost(struct ssdprio *sp, bool on)
 				continue;
 			s->idle_boosted++;
 			dispatch_locked(s, SSDP_Q_IDLE, qn, &s->ready);
+		}
+		while ((qn = qn_head(s, SSDP_Q_PRESSURE))) {
+			s->idle_boosted++;
+			dispatch_locked(s, SSDP_Q_PRESSURE, qn, &s->ready);
 		}
 	}
 	if (!list_empty(&s->ready))
@@ -610,7 +629,7 @@ unsigned int ssdp_sched_status(struct ssdprio *sp, char *result,
 	struct ssdp_sched *s = &sp->sched;
 	struct ssdp_sched_view v = { 0 };
 	u32 qr, qw, qi, ni, ii;
-	u64 disp, entries, promoted, boosted;
+	u64 disp, entries, promoted, boosted, pressure;
 	enum ssdp_sched_mode mode;
 	unsigned long flags;
 
@@ -621,20 +640,22 @@ unsigned int ssdp_sched_status(struct ssdprio *sp, char *result,
 	 * nothing queued decide() can only change the mode.)
 	 */
 	if (!s->passthrough && !s->queued[SSDP_Q_READ] &&
-	    !s->queued[SSDP_Q_WRITE] && !s->queued[SSDP_Q_IDLE]) {
+	    !s->queued[SSDP_Q_WRITE] && !s->queued[SSDP_Q_IDLE] &&
+	    !s->queued[SSDP_Q_PRESSURE]) {
 		v.normal_inflight = s->normal_inflight;
 		v.idle_inflight = s->idle_inflight;
 		ssdp_sched_decide(&s->st, ktime_get_ns(), &v);
 	}
 	qr = s->queued[SSDP_Q_READ];
 	qw = s->queued[SSDP_Q_WRITE];
-	qi = s->queued[SSDP_Q_IDLE];
+	qi = s->queued[SSDP_Q_IDLE] + s->queued[SSDP_Q_PRESSURE];
 	ni = s->normal_inflight;
 	ii = s->idle_inflight;
 	disp = s->st.idle_dispatched + s->idle_unheld;
 	entries = s->st.batch_entries;
 	promoted = s->st.idle_promoted;
 	boosted = s->idle_boosted;
+	pressure = s->st.pressure_dispatched;
 	mode = ssdp_sched_mode(&s->st);
 	spin_unlock_irqrestore(&s->lock, flags);
 
@@ -645,6 +666,7 @@ unsigned int ssdp_sched_status(struct ssdprio *sp, char *result,
 	DMEMIT(" idle_dispatched %llu batch_entries %llu idle_promoted %llu",
 	       (unsigned long long)disp, (unsigned long long)entries,
 	       (unsigned long long)promoted);
-	DMEMIT(" idle_boosted %llu", (unsigned long long)boosted);
+	DMEMIT(" idle_boosted %llu pressure_dispatched %llu",
+	       (unsigned long long)boosted, (unsigned long long)pressure);
 	return sz;
 }

@@ -103,6 +103,8 @@ static struct ssdp_sched_decision dispatch_idle(struct ssdp_sched_state *st,
 						const struct ssdp_sched_view *v)
 {
 	st->idle_dispatched++;
+	if (v->nr_pressure)
+		return decision(SSDP_SCHED_PRESSURE, 0);
 	return decision(v->idle_has_next ? SSDP_SCHED_IDLE_SORTED :
 			SSDP_SCHED_IDLE_FIFO, 0);
 }
@@ -112,7 +114,25 @@ struct ssdp_sched_decision ssdp_sched_decide(struct ssdp_sched_state *st,
 					     const struct ssdp_sched_view *v)
 {
 	const struct ssdp_sched_knobs *k = &st->k;
+	u32 nr_bg = v->nr_idle + v->nr_pressure;
 	u64 wake = SSDP_NEVER, t;
+
+	/* The pressure share: one per interval, whatever else is pending. */
+	if (v->nr_pressure && (v->nr_read || v->nr_write ||
+			       v->normal_inflight)) {
+		t = st->pressure_ever ? st->last_pressure + k->idle_interval_ns :
+					now;
+		if (now >= t) {
+			if (v->normal_inflight + v->idle_inflight >=
+			    k->normal_depth)
+				return decision(SSDP_SCHED_NOTHING, 0);
+			st->pressure_ever = true;
+			st->last_pressure = now;
+			st->pressure_dispatched++;
+			return decision(SSDP_SCHED_PRESSURE, 0);
+		}
+		wake = t;
+	}
 
 	/* Starvation bound: an aged idle bio competes like a normal one. */
 	if (k->idle_max_wait_ns && v->nr_idle) {
@@ -125,7 +145,7 @@ struct ssdp_sched_decision ssdp_sched_decide(struct ssdp_sched_state *st,
 			st->idle_dispatched++;
 			return decision(SSDP_SCHED_IDLE_AS_NORMAL, 0);
 		}
-		wake = t;
+		wake = min(wake, t);
 	}
 
 	if (v->nr_read || v->nr_write) {
@@ -145,7 +165,7 @@ struct ssdp_sched_decision ssdp_sched_decide(struct ssdp_sched_state *st,
 		st->batch_entries++;
 	}
 
-	if (!v->nr_idle)
+	if (!nr_bg)
 		return decision(SSDP_SCHED_NOTHING, 0);
 
 	if (st->mode == SSDP_SCHED_MODE_BATCH) {

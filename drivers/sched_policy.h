@@ -29,6 +29,13 @@
  * microseconds between a completion and its next arrival; an idle bio
  * dispatched into that gap would cost the normal stream two seeks. The
  * interval stays the upper bound: at most one idle per interval.
+ *
+ * Pressure: background writes the cache needs to make room (eviction with
+ * no quiet window in sight) are idle bios with a guaranteed share: one per
+ * idle_dispatch_interval goes out even while normal I/O is pending, so
+ * that the cache keeps admitting under sustained load while the normal
+ * job keeps all but that share of the disk.  When idle bios may go out
+ * anyway (quiet, batch mode), pressure bios go first.
  */
 #ifndef SSDP_SCHED_POLICY_H
 #define SSDP_SCHED_POLICY_H
@@ -53,6 +60,7 @@ enum ssdp_sched_act {
 	SSDP_SCHED_IDLE_SORTED,		/* next idle bio in sector order */
 	SSDP_SCHED_IDLE_FIFO,		/* oldest idle bio */
 	SSDP_SCHED_IDLE_AS_NORMAL,	/* oldest idle bio, aged past max_wait */
+	SSDP_SCHED_PRESSURE,		/* oldest pressure bio (see below) */
 };
 
 struct ssdp_sched_decision {
@@ -72,6 +80,7 @@ struct ssdp_sched_view {
 	u32 nr_idle;			/* queued idle bios */
 	bool idle_has_next;		/* same, for the idle sorted queue */
 	u64 idle_oldest;		/* arrival time of the oldest idle bio */
+	u32 nr_pressure;		/* queued pressure bios */
 	u32 normal_inflight;
 	u32 idle_inflight;
 };
@@ -104,11 +113,14 @@ struct ssdp_sched_state {
 	u64 last_normal;		/* last normal arrival or completion */
 	u64 last_idle;			/* last throttled idle dispatch */
 	bool idle_ever;			/* last_idle is meaningful */
+	u64 last_pressure;		/* last pressure dispatch by share */
+	bool pressure_ever;
 
 	/* counters */
 	u64 idle_dispatched;		/* all idle dispatches, aged included */
 	u64 batch_entries;
 	u64 idle_promoted;		/* dispatched as normal by age */
+	u64 pressure_dispatched;	/* by the guaranteed share */
 };
 
 void ssdp_sched_default_knobs(struct ssdp_sched_knobs *k);

@@ -131,6 +131,19 @@ struct ssdp_set_io {
 };
 
 /* The origin leg's scheduler (sched.c). */
+#define SSDP_SCHED_NR_QUEUES	4
+
+/*
+ * The class of our own background I/O on the origin: idle (waits for
+ * quiet), pressure (idle with a guaranteed share: eviction that cannot
+ * wait for quiet), normal (a drain, which the administrator waits for).
+ */
+enum ssdp_bg_class {
+	SSDP_BG_IDLE,
+	SSDP_BG_PRESSURE,
+	SSDP_BG_NORMAL,
+};
+
 struct ssdp_sched {
 	/*
 	 * lock protects everything below and the policy state; taken
@@ -138,10 +151,11 @@ struct ssdp_sched {
 	 */
 	spinlock_t lock;
 	struct ssdp_sched_state st;
-	struct rb_root sorted[3];	/* normal read, normal write, idle */
-	struct list_head fifo[3];
-	u32 queued[3];
-	sector_t last_pos[3];		/* end of the last dispatch */
+	/* normal read, normal write, idle, pressure (see sched_policy.h) */
+	struct rb_root sorted[SSDP_SCHED_NR_QUEUES];
+	struct list_head fifo[SSDP_SCHED_NR_QUEUES];
+	u32 queued[SSDP_SCHED_NR_QUEUES];
+	sector_t last_pos[SSDP_SCHED_NR_QUEUES]; /* end of the last dispatch */
 	u32 normal_inflight;
 	u32 idle_inflight;
 	bool passthrough;		/* suspending: hold nothing */
@@ -408,7 +422,7 @@ void ssdp_sched_exit_dev(struct ssdprio *sp);
 int ssdp_sched_map(struct ssdprio *sp, struct bio *bio, bool idle);
 void ssdp_sched_end_io(struct ssdprio *sp, struct bio *bio);
 void ssdp_sched_submit_internal(struct ssdprio *sp, struct ssdp_qnode *qn,
-				bool normal);
+				enum ssdp_bg_class class);
 void ssdp_sched_internal_done(struct ssdprio *sp, struct ssdp_qnode *qn);
 void ssdp_sched_boost(struct ssdprio *sp, bool on);
 void ssdp_sched_presuspend(struct ssdprio *sp);
@@ -437,10 +451,9 @@ void ssdp_buf_copy_from_bio(struct ssdp_buf *buf, struct bio *bio,
 			    struct bvec_iter iter);
 int ssdp_io_ssd_sync(struct ssdprio *sp, struct ssdp_buf *buf,
 		     sector_t sector, unsigned int bytes, blk_opf_t opf);
-/* @normal: as normal I/O (a drain), else idle class (held for quiet). */
 int ssdp_io_origin_sync(struct ssdprio *sp, struct ssdp_buf *buf,
 			sector_t sector, unsigned int bytes, blk_opf_t opf,
-			bool normal);
+			enum ssdp_bg_class class);
 int ssdp_io_flush_sync(struct ssdprio *sp, struct block_device *bdev);
 
 #endif

@@ -1,6 +1,8 @@
 #!/bin/bash
 # Deferred eviction: dirty sets are written back only after evict_wait of
-# quiet, never while I/O keeps arriving; read hits come from the SSD.
+# quiet, never while I/O keeps arriving (with evict_max_wait 0; the default
+# writes back under pressure after it: 28-cache-clean); read hits come from
+# the SSD.
 # timeout: 900
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -9,7 +11,8 @@ load_module
 hdd=$(make_hdd hdd 256 100000 4)
 ssd=$(make_ssd ssd 48)
 len=$(sectors "$hdd")
-dev=$(dm_create sp "0 $len ssdprio $hdd $ssd 3 format evict_wait 3000")
+# evict_max_wait 0: the paper's rule, no eviction under pressure.
+dev=$(dm_create sp "0 $len ssdprio $hdd $ssd 5 format evict_wait 3000 evict_max_wait 0")
 total=$(status_get sp total_sets)
 
 # Fill the cache with dirty data: sequential writes of 2x its size.

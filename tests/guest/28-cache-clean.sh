@@ -6,6 +6,8 @@
 # - Dirty data older than dirty_max_age is written back the same way.
 # - Short of space with a dirty LRU head and no quiet window, eviction drops
 #   clean sets instead of waiting: the cache keeps admitting new data.
+# - With every set dirty and I/O that never stops, eviction still writes
+#   back, one set at a time in the scheduler's guaranteed share.
 # timeout: 900
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -66,7 +68,7 @@ log "aged dirty data cleaned"
 
 # --- short of space, dirty LRU head, never quiet: clean sets are dropped ------------
 "$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
-dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 11 format seq_cutoff 0 evict_wait 3600000 dirty_target 100 dirty_max_age 0 free_floor 8")
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 13 format seq_cutoff 0 evict_wait 3600000 evict_max_wait 0 dirty_target 100 dirty_max_age 0 free_floor 8")
 head -c 1M /dev/urandom >/tmp/clean.head
 dd if=/tmp/clean.head of="$dm" bs=1M seek=40 oflag=direct status=none || fail "write the dirty head"
 dirty=$(st dirty_blocks)
@@ -84,5 +86,22 @@ assert_le $((bypassed * 10)) "$misses" "bypassed bios under 10% of the read miss
 origin_has /tmp/clean.head 40 && fail "the dirty head reached the origin"
 cmp /tmp/clean.head <(dd if="$dm" bs=1M skip=40 count=1 iflag=direct status=none) ||
 	fail "the dirty head's data"
+dm_remove sp
+
+# --- every set dirty, a writer that never pauses: eviction under pressure -----------
+"$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 13 format seq_cutoff 0 evict_wait 1000 evict_max_wait 2000 dirty_target 100 dirty_max_age 0 free_floor 8")
+fio --name=writer --filename="$dm" --rw=write --bs=64k --direct=1 --ioengine=psync \
+	--size=192M --runtime=30 --time_based --output=/tmp/clean.fio >/dev/null ||
+	fail "fio writer"
+log "writer done: $(dmsetup status sp)"
+assert_ge "$(st pressure_writebacks)" 1 "writebacks under pressure"
+assert_ge "$(st sets_evicted)" 1 "sets evicted while the writer ran"
+assert_ge "$(st pressure_dispatched)" 1 "origin writes in the guaranteed share"
+dmsetup message sp 0 flush_dirty || fail "flush_dirty"
+wait_status sp dirty_blocks -eq 0 300
+cmp <(dd if="$dm" bs=1M count=192 iflag=direct status=none) \
+	<(dd if="$hdd" bs=1M count=192 iflag=direct status=none) ||
+	fail "the origin differs from the device after the flush"
 dm_remove sp
 log "ok"

@@ -480,3 +480,54 @@ TEST(sched_grace_not_for_aged_or_batch)
 	v.idle_inflight = 1;
 	ASSERT_EQ(act(&st, 5000 * MS, &v), SSDP_SCHED_IDLE_SORTED);
 }
+
+/*
+ * Pressure bios (eviction with no quiet window) get a guaranteed share:
+ * one per idle_dispatch_interval while normal I/O stays pending, ahead of
+ * the normal queue at that moment, never more; plain idle bios still wait.
+ * When idle may go anyway, pressure goes first.
+ */
+TEST(sched_pressure_share_under_normal_load)
+{
+	struct ssdp_sched_state st;
+	struct ssdp_sched_view v = {
+		.nr_read = 5, .read_has_next = true, .nr_idle = 3,
+		.nr_pressure = 2, .normal_inflight = 1,
+	};
+	struct ssdp_sched_decision d;
+	u64 t, n = 0, p = 0;
+
+	setup(&st, 0);
+	ssdp_sched_normal_arrival(&st, 0);
+	/* At once the first time, then once per interval over 10 s. */
+	for (t = 0; t < 10000 * MS; t += MS) {
+		ssdp_sched_normal_arrival(&st, t);
+		d = dec(&st, t, &v);
+		if (d.act == SSDP_SCHED_PRESSURE)
+			p++;
+		else if (d.act == SSDP_SCHED_NORMAL_READ_SORTED ||
+			 d.act == SSDP_SCHED_NORMAL_READ_FIFO)
+			n++;
+		else
+			ASSERT_TRUE(false);	/* never a plain idle bio */
+	}
+	ASSERT_EQ(p, 50);			/* 10 s / 200 ms */
+	ASSERT_EQ(st.pressure_dispatched, 50);
+	ASSERT_EQ(n, 10000 - 50);
+	ASSERT_EQ(st.idle_dispatched, 0);
+
+	/* The device full: pressure waits for room like aged idle bios. */
+	v.normal_inflight = st.k.normal_depth;
+	ASSERT_EQ(act(&st, 20000 * MS, &v), SSDP_SCHED_NOTHING);
+
+	/* Nothing normal: the throttled idle slot, pressure first. */
+	v.nr_read = 0;
+	v.normal_inflight = 0;
+	ASSERT_EQ(act(&st, 30000 * MS, &v), SSDP_SCHED_PRESSURE);
+	/* Between shares, with normal I/O pending, a wake-up at the next. */
+	v.nr_read = 1;
+	v.normal_inflight = 1;
+	st.last_pressure = 40000 * MS;
+	d = dec(&st, 40000 * MS + 1, &v);
+	ASSERT_NE(d.act, SSDP_SCHED_PRESSURE);
+}
