@@ -203,9 +203,13 @@ static struct ssdp_evict_action clean_action(struct ssdp_evict_sm *sm, u64 now,
 {
 	bool over = v->dirty_blocks > sm->dirty_target;
 	bool old = sm->max_age_ns && v->oldest_age >= sm->max_age_ns;
-	u64 quiet_at = sm->last_io + sm->wait_ns;
+	u64 quiet_at;
 
 	sm->clean_armed = SSDP_CLEAN_UNARMED;
+	if (!v->cleanable || (!over && !old))
+		sm->clean_due_since = 0;
+	else if (!sm->clean_due_since)
+		sm->clean_due_since = now;
 	if (!v->cleanable)
 		return act(SSDP_EVICT_ACT_NONE, 0);
 	if (!over && !old) {
@@ -215,6 +219,7 @@ static struct ssdp_evict_action clean_action(struct ssdp_evict_sm *sm, u64 now,
 		return act(SSDP_EVICT_ACT_ARM_TIMER,
 			   now + (sm->max_age_ns - v->oldest_age));
 	}
+	quiet_at = max(sm->clean_due_since, sm->last_io) + sm->wait_ns;
 	if (now < quiet_at) {
 		sm->clean_armed = SSDP_CLEAN_AT_QUIET;
 		return act(SSDP_EVICT_ACT_ARM_TIMER, quiet_at);

@@ -123,6 +123,12 @@ struct ssdp_evict_sm {
 	 * run), SSDP_CLEAN_AT_QUIET when the quiet window comes.
 	 */
 	u8 clean_armed;
+	/*
+	 * When cleaning became due (0: it is not): the quiet window counts
+	 * from then or the last bio, whichever is later, as eviction's wait
+	 * does, so that a table loaded with no bio yet is not "quiet".
+	 */
+	u64 clean_due_since;
 	u32 nr_clean;		/* cleaning writebacks in flight */
 	u64 clean_started;
 

@@ -667,6 +667,16 @@ TEST(evict_cleaning_waits_for_quiet_and_age)
 	int i;
 
 	setup(&sm);
+	/* No bio since the table loaded: still a window from when it is due. */
+	ssdp_evict_set_cleaning(&sm, 50, 0);
+	a = ssdp_evict_next_action(&sm, 5 * WAIT, &v);
+	ASSERT_EQ(a.type, SSDP_EVICT_ACT_ARM_TIMER);
+	ASSERT_EQ(a.deadline, 6 * WAIT);
+	ssdp_evict_set_cleaning(&sm, ~0ULL, 0);
+	ssdp_evict_timer(&sm);
+	ASSERT_EQ(ssdp_evict_next_action(&sm, 5 * WAIT, &v).type,
+		  SSDP_EVICT_ACT_NONE);
+	ASSERT_EQ(sm.clean_due_since, 0);
 	/* Off by default. */
 	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 50, 100));
 	ASSERT_EQ(ssdp_evict_next_action(&sm, 0, &v).type, SSDP_EVICT_ACT_NONE);
@@ -685,11 +695,11 @@ TEST(evict_cleaning_waits_for_quiet_and_age)
 	ssdp_evict_io_arrival(&sm, 10 * WAIT);
 	a = ssdp_evict_next_action(&sm, 10 * WAIT + 1, &v);
 	ASSERT_EQ(a.type, SSDP_EVICT_ACT_ARM_TIMER);
-	ASSERT_EQ(a.deadline, 11 * WAIT);
+	ASSERT_EQ(a.deadline, 11 * WAIT + 1);	/* due since then */
 	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 50, 300));
 	ssdp_evict_io_arrival(&sm, 10 * WAIT + 500 * MS);
 	ssdp_evict_timer(&sm);
-	a = ssdp_evict_next_action(&sm, 11 * WAIT, &v);
+	a = ssdp_evict_next_action(&sm, 11 * WAIT + 1, &v);
 	ASSERT_EQ(a.type, SSDP_EVICT_ACT_ARM_TIMER);
 	ASSERT_EQ(a.deadline, 11 * WAIT + 500 * MS);
 	/* Quiet: four at once, then the completions call again. */
@@ -707,7 +717,11 @@ TEST(evict_cleaning_waits_for_quiet_and_age)
 		  SSDP_EVICT_ACT_ARM_TIMER);
 	/* Too old, though under the target: cleaned in the window. */
 	v.oldest_age = 60000 * MS;
-	ASSERT_EQ(ssdp_evict_next_action(&sm, 12 * WAIT, &v).type,
+	a = ssdp_evict_next_action(&sm, 12 * WAIT, &v);
+	ASSERT_EQ(a.type, SSDP_EVICT_ACT_ARM_TIMER);	/* due from now */
+	ASSERT_EQ(a.deadline, 13 * WAIT);
+	ssdp_evict_timer(&sm);
+	ASSERT_EQ(ssdp_evict_next_action(&sm, 13 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_START_CLEAN);
 	/* Nothing unpinned to clean: nothing to do. */
 	v.cleanable = false;
