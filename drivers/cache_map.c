@@ -438,12 +438,12 @@ u32 ssdp_cmap_oldest_dirty(const struct ssdp_cmap *cm)
 	return c == dirty_sentinel(cm) ? SSDP_NONE : c;
 }
 
-u32 ssdp_cmap_oldest_dirty_unpinned(const struct ssdp_cmap *cm)
+u32 ssdp_cmap_oldest_dirty_unpinned(const struct ssdp_cmap *cm, u32 max_scan)
 {
 	u32 c;
 
-	for (c = cm->dnext[dirty_sentinel(cm)]; c != dirty_sentinel(cm);
-	     c = cm->dnext[c])
+	for (c = cm->dnext[dirty_sentinel(cm)];
+	     c != dirty_sentinel(cm) && max_scan--; c = cm->dnext[c])
 		if (!(cm->flags[c] & SSDP_CF_PINS))
 			return c;
 	return SSDP_NONE;

@@ -127,7 +127,8 @@ u32 ssdp_cmap_clean_victim(const struct ssdp_cmap *cm, u32 max_scan);
  * it dirties blocks; a set's first dirty block stamps it.
  */
 u32 ssdp_cmap_oldest_dirty(const struct ssdp_cmap *cm);	/* any, pinned too */
-u32 ssdp_cmap_oldest_dirty_unpinned(const struct ssdp_cmap *cm);
+/* The oldest unpinned one among the @max_scan oldest, or SSDP_NONE. */
+u32 ssdp_cmap_oldest_dirty_unpinned(const struct ssdp_cmap *cm, u32 max_scan);
 static inline u32 ssdp_cmap_dirty_since(const struct ssdp_cmap *cm, u32 cset)
 {
 	return cm->dirty_since[cset];

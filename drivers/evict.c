@@ -288,11 +288,16 @@ static enum ssdp_evict_head ssdp_head_locked(struct ssdprio *sp)
 	return SSDP_HEAD_DIRTY;
 }
 
-/* What cleaning would take: the oldest dirty set not in use. */
+/*
+ * What cleaning would take: the oldest dirty set not in use, among the
+ * oldest few (sets held aside after failed writebacks are pinned: with a
+ * dead origin they could be all of them, and this runs on every event).
+ */
 static void ssdp_clean_view_locked(struct ssdprio *sp, u64 now_s,
 				   struct ssdp_evict_view *v)
 {
-	u32 old = ssdp_cmap_oldest_dirty_unpinned(&sp->cmap);
+	u32 old = ssdp_cmap_oldest_dirty_unpinned(&sp->cmap,
+						  SSDP_CLEAN_VICTIM_SCAN);
 	u32 since;
 
 	v->dirty_blocks = ssdp_cmap_total_dirty(&sp->cmap);
@@ -358,7 +363,8 @@ void ssdp_evict_work_fn(struct work_struct *work)
 				sp->flush_cursor = cset + 1;
 			continue;
 		case SSDP_EVICT_ACT_START_CLEAN:
-			cset = ssdp_cmap_oldest_dirty_unpinned(&sp->cmap);
+			cset = ssdp_cmap_oldest_dirty_unpinned(&sp->cmap,
+								SSDP_CLEAN_VICTIM_SCAN);
 			if (!ssdp_wb_start_locked(sp, cset, SSDP_WB_CLEAN,
 						  false))
 				ssdp_evict_action_failed(&sp->evict, act.type);

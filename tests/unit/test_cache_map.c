@@ -689,7 +689,8 @@ TEST(cmap_dirty_list_oldest_first)
 	/* Pinned (under writeback): the next one for cleaning. */
 	ssdp_cmap_pin(&cm, b);
 	ASSERT_EQ(ssdp_cmap_oldest_dirty(&cm), b);
-	ASSERT_EQ(ssdp_cmap_oldest_dirty_unpinned(&cm), a);
+	ASSERT_EQ(ssdp_cmap_oldest_dirty_unpinned(&cm, 8), a);
+	ASSERT_EQ(ssdp_cmap_oldest_dirty_unpinned(&cm, 1), SSDP_NONE);
 	ssdp_cmap_unpin(&cm, b);
 
 	/* Partly cleaned: stays, with its age. */
@@ -711,7 +712,7 @@ TEST(cmap_dirty_list_oldest_first)
 	ASSERT_EQ(ssdp_cmap_unmap(&cm, c), 0);
 	ssdp_cmap_clear_dirty(&cm, b, 0, 16);
 	ASSERT_EQ(ssdp_cmap_oldest_dirty(&cm), SSDP_NONE);
-	ASSERT_EQ(ssdp_cmap_oldest_dirty_unpinned(&cm), SSDP_NONE);
+	ASSERT_EQ(ssdp_cmap_oldest_dirty_unpinned(&cm, 8), SSDP_NONE);
 	check_ok(&cm);
 	ssdp_cmap_destroy(&cm);
 }

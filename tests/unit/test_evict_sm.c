@@ -444,7 +444,7 @@ struct sim {
 static void sim_view(struct sim *s, u64 now, struct ssdp_evict_view *v)
 {
 	u32 h = ssdp_cmap_lru_first_unpinned(&s->cm);
-	u32 old = ssdp_cmap_oldest_dirty_unpinned(&s->cm);
+	u32 old = ssdp_cmap_oldest_dirty_unpinned(&s->cm, 64);
 
 	v->nr_free = ssdp_cmap_nr_free(&s->cm);
 	v->nr_dirty_sets = ssdp_cmap_nr_dirty_sets(&s->cm);
@@ -479,7 +479,7 @@ static void sim_run(struct sim *s, u64 now)
 			break;
 		case SSDP_EVICT_ACT_START_CLEAN:
 			ASSERT_GE(now, s->last_io + WAIT);
-			c = ssdp_cmap_oldest_dirty_unpinned(&s->cm);
+			c = ssdp_cmap_oldest_dirty_unpinned(&s->cm, 64);
 			ASSERT_NE(c, SSDP_NONE);
 			ssdp_cmap_pin(&s->cm, c);
 			ASSERT_LT(s->nr_wb, 8);
