@@ -380,6 +380,23 @@ void ssdp_sched_exit_dev(struct ssdprio *sp)
 	submit_list(&out, NULL);
 }
 
+/*
+ * A normal bio arrives: true when it may go down at once (then counted in
+ * flight): nothing normal queued ahead of it and room on the device.
+ */
+static bool normal_arrival_locked(struct ssdp_sched *s, struct ssdp_qnode *qn,
+				  u64 now)
+{
+	lockdep_assert_held(&s->lock);
+	ssdp_sched_normal_arrival(&s->st, now);
+	if (!s->passthrough &&
+	    !ssdp_sched_fast_path(&s->st, s->queued[SSDP_Q_READ] +
+				  s->queued[SSDP_Q_WRITE], s->normal_inflight))
+		return false;
+	count_inflight(s, qn, false);
+	return true;
+}
+
 int ssdp_sched_map(struct ssdprio *sp, struct bio *bio, bool idle)
 {
 	struct ssdp_sched *s = &sp->sched;
@@ -397,12 +414,7 @@ int ssdp_sched_map(struct ssdprio *sp, struct bio *bio, bool idle)
 
 	spin_lock_irqsave(&s->lock, flags);
 	if (!idle) {
-		ssdp_sched_normal_arrival(&s->st, now);
-		if (s->passthrough ||
-		    ssdp_sched_fast_path(&s->st, s->queued[SSDP_Q_READ] +
-					 s->queued[SSDP_Q_WRITE],
-					 s->normal_inflight)) {
-			count_inflight(s, qn, false);
+		if (normal_arrival_locked(s, qn, now)) {
 			spin_unlock_irqrestore(&s->lock, flags);
 			return DM_MAPIO_REMAPPED;
 		}
@@ -496,12 +508,7 @@ void ssdp_sched_submit_internal(struct ssdprio *sp, struct ssdp_qnode *qn,
 			s->idle_unheld++;
 		direct = true;
 	} else if (normal) {
-		ssdp_sched_normal_arrival(&s->st, now);
-		if (s->passthrough ||
-		    ssdp_sched_fast_path(&s->st, s->queued[SSDP_Q_READ] +
-					 s->queued[SSDP_Q_WRITE],
-					 s->normal_inflight)) {
-			count_inflight(s, qn, false);
+		if (normal_arrival_locked(s, qn, now)) {
 			list_add_tail(&qn->fifo, &s->ready);
 		} else {
 			qn->time = ssdp_sched_deadline(&s->st, SSDP_DIR_WRITE,
