@@ -241,10 +241,7 @@ static void ssdp_release_locked(struct ssdprio *sp, u32 cset, bool writer)
 		sio->readers--;
 	if (!sio->readers && !sio->writers) {
 		ssdp_cmap_unpin(&sp->cmap, cset);
-		/* The set may be what eviction was waiting for. */
-		if (ssdp_evict_needs_run(&sp->evict, ssdp_nr_free_soon(sp),
-					 ssdp_cmap_total_dirty(&sp->cmap)))
-			ssdp_evict_kick_locked(sp);
+		ssdp_evict_unpinned_locked(sp);
 	}
 }
 

@@ -25,8 +25,9 @@
  *
  * A drain (the "drain" message) is a flush that must finish under load:
  * its origin writes go out as normal I/O (io.c), the only background I/O
- * that does.  Eviction writebacks stay idle even then: they only start in
- * quiet windows anyway.
+ * that does.  Eviction writebacks stay idle class even then; one started
+ * under pressure (no quiet window within evict_max_wait) goes in the
+ * scheduler's pressure share.
  */
 #include <linux/blkdev.h>
 #include <linux/ktime.h>
@@ -51,6 +52,21 @@ void ssdp_evict_kick_locked(struct ssdprio *sp)
 {
 	if (!sp->suspended)
 		queue_work(sp->wq, &sp->evict_work);
+}
+
+/*
+ * A set was unpinned (a reader, a writer or a promotion let go): a flush,
+ * eviction or cleaning that found it pinned stalled until an event, and
+ * this is that event.
+ */
+void ssdp_evict_unpinned_locked(struct ssdprio *sp)
+{
+	lockdep_assert_held(&sp->cache_lock);
+	if (ssdp_evict_needs_run(&sp->evict, ssdp_nr_free_soon(sp),
+				 ssdp_cmap_total_dirty(&sp->cmap))) {
+		ssdp_evict_kick(&sp->evict);
+		ssdp_evict_kick_locked(sp);
+	}
 }
 
 void ssdp_evict_timer_fn(struct work_struct *work)

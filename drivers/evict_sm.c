@@ -66,44 +66,46 @@ void ssdp_evict_io_arrival(struct ssdp_evict_sm *sm, u64 now)
 		sm->io_seen = true;
 }
 
+/*
+ * A started writeback ended: give back its in-flight slot.  True if it
+ * held one of eviction's (the caller counts an evicted set on success).
+ */
+static bool wb_slot_end(struct ssdp_evict_sm *sm, enum ssdp_evict_wb_kind kind)
+{
+	u32 *slots;
+
+	sm->stalled = false;
+	switch (kind) {
+	case SSDP_WB_RETRY:
+		return false;
+	case SSDP_WB_CLEAN:
+		slots = &sm->nr_clean;
+		break;
+	case SSDP_WB_FLUSH:
+		slots = &sm->nr_flush;
+		break;
+	default:
+		slots = &sm->nr_wb;
+		break;
+	}
+	if (WARN_ON_ONCE(!*slots))
+		return false;
+	(*slots)--;
+	return slots == &sm->nr_wb;
+}
+
 void ssdp_evict_wb_done(struct ssdp_evict_sm *sm,
 			enum ssdp_evict_wb_kind kind)
 {
-	sm->stalled = false;
-	if (kind == SSDP_WB_RETRY)
-		return;
-	if (kind == SSDP_WB_CLEAN) {
-		if (!WARN_ON_ONCE(!sm->nr_clean))
-			sm->nr_clean--;
-		return;
-	}
-	if (kind == SSDP_WB_FLUSH) {
-		if (!WARN_ON_ONCE(!sm->nr_flush))
-			sm->nr_flush--;
-		return;
-	}
-	if (WARN_ON_ONCE(!sm->nr_wb))
-		return;
-	sm->nr_wb--;
-	sm->sets_evicted++;
+	if (wb_slot_end(sm, kind))
+		sm->sets_evicted++;
 }
 
 void ssdp_evict_wb_failed(struct ssdp_evict_sm *sm,
 			  enum ssdp_evict_wb_kind kind)
 {
-	sm->stalled = false;
 	sm->wb_failed++;
-	if (kind == SSDP_WB_RETRY)
-		return;
-	if (kind == SSDP_WB_CLEAN) {
-		if (!WARN_ON_ONCE(!sm->nr_clean))
-			sm->nr_clean--;
-	} else if (kind == SSDP_WB_FLUSH) {
-		if (!WARN_ON_ONCE(!sm->nr_flush))
-			sm->nr_flush--;
-	} else if (!WARN_ON_ONCE(!sm->nr_wb)) {
-		sm->nr_wb--;
-	}
+	wb_slot_end(sm, kind);
 }
 
 void ssdp_evict_timer(struct ssdp_evict_sm *sm)

@@ -172,6 +172,7 @@ static void ssdp_promote_one(struct ssdprio *sp, struct ssdp_promo *p)
 		ssdp_cmap_set_valid(&sp->cmap, p->cset, p->first, p->nr);
 	sp->set_io[p->cset].excl = false;
 	ssdp_cmap_unpin(&sp->cmap, p->cset);
+	ssdp_evict_unpinned_locked(sp);
 	ssdp_cache_kick_deferred(sp);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 	ssdp_count(sp, r ? SSDP_ST_PROMOTIONS_SKIPPED : SSDP_ST_PROMOTIONS);

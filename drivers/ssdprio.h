@@ -393,6 +393,7 @@ void ssdp_cache_note_meta_failed(struct ssdprio *sp);
 void ssdp_evict_work_fn(struct work_struct *work);
 void ssdp_evict_timer_fn(struct work_struct *work);
 void ssdp_evict_kick_locked(struct ssdprio *sp);
+void ssdp_evict_unpinned_locked(struct ssdprio *sp);
 void ssdp_wb_retry_fn(struct work_struct *work);
 void ssdp_wb_retry_now_locked(struct ssdprio *sp);
 void ssdp_wb_unfail_locked(struct ssdprio *sp, u32 cset);

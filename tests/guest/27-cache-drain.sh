@@ -58,4 +58,34 @@ for qd in 1 4; do
 	dmsetup message sp 0 write_policy writeback || fail "write_policy writeback"
 done
 dm_remove sp
+
+# A flush asked while its only dirty set is held by a reader (a read hit
+# that the SSD, under dm-delay, takes seconds to serve) cannot start; it must
+# start when the reader lets go, with nothing else happening on the device.
+modprobe dm-delay || fail "modprobe dm-delay"
+"$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
+dm_create slow "0 $(sectors "$ssd") linear $ssd 0" >/dev/null
+dm=$(dm_create sp "0 $len ssdprio $hdd /dev/mapper/slow 7 format evict_wait 3600000 read_alloc off dirty_max_age 0")
+head -c 4096 /dev/urandom >/tmp/drain.c
+dd if=/tmp/drain.c of="$dm" bs=4k oflag=direct status=none || fail "write one block"
+assert_eq "$(st dirty_blocks)" 1 "one dirty block"
+dmsetup reload slow --table "0 $(sectors "$ssd") delay $ssd 0 4000" || fail "reload slow"
+dmsetup resume slow || fail "resume slow"
+dd if="$dm" of=/dev/null bs=4k count=1 iflag=direct status=none &
+hit=$!
+sleep 1
+kill -0 "$hit" 2>/dev/null || fail "the read hit was not slow: the test proves nothing"
+dmsetup message sp 0 flush_dirty || fail "flush_dirty"
+wait "$hit" || fail "the read hit"
+log "read hit done, flush asked during it: $(st flush_state), $(st dirty_blocks) dirty"
+wait_status sp dirty_blocks -eq 0 120
+wait_status sp flush_state == idle 60
+cmp <(dd if="$hdd" bs=4k count=1 iflag=direct status=none) /tmp/drain.c ||
+	fail "the flushed block on the origin"
+log "flushed once the reader let go"
+# Fast again before the shutdown writes its metadata.
+dmsetup reload slow --table "0 $(sectors "$ssd") linear $ssd 0" || fail "reload slow"
+dmsetup resume slow || fail "resume slow"
+dm_remove sp
+dm_remove slow
 log "ok"
