@@ -423,6 +423,11 @@ u32 ssdp_cmap_clean_victim(const struct ssdp_cmap *cm, u32 max_scan)
 {
 	u32 c = ssdp_cmap_lru_first_unpinned(cm);
 
+	/*
+	 * Never the warmer half: when every cold set is dirty, the only clean
+	 * ones may be those just filled by promotion, the hottest of all.
+	 */
+	max_scan = min(max_scan, (cm->nr_mapped + 1) / 2);
 	while (c != SSDP_NONE && max_scan--) {
 		if (!cm->nr_dirty[c])
 			return c;

@@ -118,7 +118,8 @@ u32 ssdp_cmap_lru_next_unpinned(const struct ssdp_cmap *cm, u32 cset);
 u32 ssdp_cmap_next_dirty_set(const struct ssdp_cmap *cm, u32 from);
 /*
  * Victims that cost no I/O: the least recently used unpinned set without
- * dirty blocks among the first @max_scan sets of the LRU, or SSDP_NONE.
+ * dirty blocks among the first @max_scan unpinned sets of the LRU and in
+ * its colder half, or SSDP_NONE.
  */
 u32 ssdp_cmap_clean_victim(const struct ssdp_cmap *cm, u32 max_scan);
 

@@ -744,3 +744,32 @@ TEST(cmap_clean_victim_skips_dirty_and_pinned)
 	check_ok(&cm);
 	ssdp_cmap_destroy(&cm);
 }
+
+/*
+ * When every cold set is dirty, the clean ones are the sets promotion just
+ * filled: evicting them would throw the hottest data away, every time.
+ */
+TEST(cmap_clean_victim_never_in_the_warmer_half)
+{
+	struct ssdp_cmap cm;
+	u32 s[5], i;
+
+	ASSERT_EQ(ssdp_cmap_init(&cm, 8, 8), 0);
+	for (i = 0; i < 5; i++)
+		s[i] = ssdp_cmap_map(&cm, 100 + i);	/* s[0] coldest */
+	for (i = 0; i < 3; i++)
+		ssdp_cmap_set_dirty(&cm, s[i], 0, 1);
+	/* s[3] and s[4] are clean, in the warmer half of five. */
+	ASSERT_EQ(ssdp_cmap_clean_victim(&cm, 64), SSDP_NONE);
+	ssdp_cmap_clear_dirty(&cm, s[2], 0, 1);
+	ASSERT_EQ(ssdp_cmap_clean_victim(&cm, 64), s[2]);
+	/* One mapped set is its own colder half. */
+	ssdp_cmap_clear_dirty(&cm, s[1], 0, 1);
+	for (i = 1; i < 5; i++)
+		ASSERT_EQ(ssdp_cmap_unmap(&cm, s[i]), 0);
+	ASSERT_EQ(ssdp_cmap_clean_victim(&cm, 64), SSDP_NONE);
+	ssdp_cmap_clear_dirty(&cm, s[0], 0, 1);
+	ASSERT_EQ(ssdp_cmap_clean_victim(&cm, 64), s[0]);
+	check_ok(&cm);
+	ssdp_cmap_destroy(&cm);
+}
