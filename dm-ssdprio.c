@@ -204,6 +204,19 @@ static int ssdp_claim(struct ssdprio *sp, char **error)
 	return 0;
 }
 
+/* Is @dev claimed by a table of @md (a live one, when this is a reload)? */
+static bool ssdp_claimed_by(dev_t dev, struct mapped_device *md)
+{
+	struct ssdp_claim *c;
+	bool r;
+
+	mutex_lock(&ssdp_claims_lock);
+	c = ssdp_claim_find(dev);
+	r = c && c->md == md;
+	mutex_unlock(&ssdp_claims_lock);
+	return r;
+}
+
 static void ssdp_unclaim(struct ssdprio *sp)
 {
 	if (!sp->claimed)
@@ -263,6 +276,10 @@ static int ssdp_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 		if (r)
 			goto bad;
 	}
+	if (!sp->cfg.cache)
+		sp->bypass_live_here =
+			ssdp_claimed_by(sp->cache->bdev->bd_dev,
+					dm_table_get_md(ti->table));
 	r = ssdp_cache_ctr(sp, &ti->error);
 	if (r)
 		goto bad;

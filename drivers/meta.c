@@ -458,6 +458,8 @@ static int ssdp_bypass_read_sb(struct ssdprio *sp, struct page *page,
  * meanwhile.  Refused while the cache holds dirty blocks (an unclean
  * superblock counts: it may), unless the table says "force"; otherwise
  * the cache is marked bypassed at the first resume (never trusted again).
+ * Over this device's own live table (a detach), all of that is decided at
+ * the resume, on the superblock that table's suspend wrote.
  */
 int ssdp_meta_ctr_bypass(struct ssdprio *sp, char **error)
 {
@@ -468,6 +470,18 @@ int ssdp_meta_ctr_bypass(struct ssdprio *sp, char **error)
 	sp->meta_bypass = false;
 	if (!page || !sb) {
 		*error = "Cannot allocate the metadata buffer";
+		goto out;
+	}
+	if (sp->bypass_live_here) {
+		/*
+		 * Over this device's live table, which writes the final
+		 * superblock when it is suspended: read it then, not now.
+		 */
+		if (!sp->force)
+			DMINFO("cache off over this device's live table: resumes only if that table leaves no dirty block");
+		sp->bypass_check_at_resume = !sp->force;
+		sp->meta_bypass = true;
+		r = 0;
 		goto out;
 	}
 	r = ssdp_bypass_read_sb(sp, page, sb);
@@ -522,6 +536,17 @@ int ssdp_meta_preresume_bypass(struct ssdprio *sp)
 	r = ssdp_bypass_read_sb(sp, page, sb);
 	if (r <= 0 || (sb->incompat & SSDP_SB_INCOMPAT_BYPASSED))
 		goto done;
+	if (sp->bypass_check_at_resume &&
+	    (sb->flags & (SSDP_SB_CLEAN | SSDP_SB_NO_DIRTY)) !=
+	    (SSDP_SB_CLEAN | SSDP_SB_NO_DIRTY)) {
+		DMERR("%s: the caching table left dirty blocks (or no clean superblock): refusing to resume 'cache off' over them; load the caching table again and drain it first",
+		      ssdp_name(sp));
+		r = -EBUSY;
+		goto out;
+	}
+	if (!(sb->flags & SSDP_SB_NO_DIRTY))
+		DMWARN("%s: force: the cache's dirty blocks are discarded (the origin lacks them)",
+		       ssdp_name(sp));
 	sb->incompat |= SSDP_SB_INCOMPAT_BYPASSED;
 	sb->flags &= ~SSDP_SB_NO_DIRTY;
 	memset(page_address(page), 0, SSDP_META_BLOCK_BYTES);

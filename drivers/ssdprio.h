@@ -202,6 +202,14 @@ struct ssdprio {
 	 * at the first resume.  ctr and preresume only (dm serialises them).
 	 */
 	bool meta_bypass;
+	/*
+	 * Cache off, loaded over this device's own live table (a detach):
+	 * that table writes its final superblock when it is suspended, so
+	 * the check that it left no dirty block waits for the resume
+	 * (check_at_resume; not with force).  ctr and preresume only.
+	 */
+	bool bypass_live_here;
+	bool bypass_check_at_resume;
 
 	/*
 	 * cache_lock protects: cmap, evict, set_io, deferred, promo_gen,

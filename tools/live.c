@@ -362,69 +362,20 @@ static void flush_left(const struct dm_status *st)
 	       st_blocks_bytes(st, dirty) / MiB, dirty, failed);
 }
 
-int cmd_flush(int argc, char **argv)
+/*
+ * Follow a flush or drain of @name to its end: progress on a terminal,
+ * a line every 5 s otherwise.  Returns 0 when no dirty block is left, or
+ * EXIT_BAD (failed), EXIT_TIMEOUT, EXIT_INTR, EXIT_FAIL.
+ */
+static int flush_follow(const char *name, double timeout)
 {
-	static const struct option opts[] = {
-		{ "wait", no_argument, NULL, 'w' },
-		{ "drain", no_argument, NULL, 'd' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	double timeout = 0, t0, t_rate = 0, last_line = -1, rate = -1;
+	double t0, t_rate = 0, last_line = -1, rate = -1;
 	unsigned long long dirty, dirty_rate = 0, wberr = 0, failed = 0;
-	bool wait = false, tty, printed = false;
-	const char *name, *fs, *msg = "flush_dirty";
+	bool tty, printed = false;
 	struct dm_status st;
-	int c, r;
+	const char *fs;
+	int r;
 
-	while ((c = getopt_long(argc, argv, "wdt:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'w':
-			wait = true;
-			break;
-		case 'd':
-			msg = "drain";
-			break;
-		case 't':
-			if (!parse_secs(optarg, &timeout)) {
-				fprintf(stderr, TOOL ": --timeout %s: not a number of seconds\n",
-					optarg);
-				return EXIT_FAIL;
-			}
-			break;
-		case 'h':
-			flush_usage(stdout);
-			return 0;
-		default:
-			flush_usage(stderr);
-			return EXIT_FAIL;
-		}
-	}
-	if (optind + 1 != argc) {
-		flush_usage(stderr);
-		return EXIT_FAIL;
-	}
-	name = argv[optind];
-	if (dm_status_get(name, &st, false))
-		return EXIT_FAIL;
-	if (!st_get(&st, "cache") || strcmp(st_get(&st, "cache"), "on")) {
-		printf("%s: the cache is off: nothing to flush\n", name);
-		st_free(&st);
-		return 0;
-	}
-	st_free(&st);
-	if (wait)
-		catch_sigint();
-	if (dm_message(name, msg)) {
-		fprintf(stderr, TOOL ": %s: the %s message failed\n", name, msg);
-		return EXIT_FAIL;
-	}
-	if (!wait) {
-		printf("%s: %s sent; it runs in the kernel ('%s status %s' shows dirty_blocks and flush_state)\n",
-		       name, msg, TOOL, name);
-		return 0;
-	}
 	tty = isatty(STDOUT_FILENO);
 	t0 = now();
 	for (;;) {
@@ -506,6 +457,259 @@ int cmd_flush(int argc, char **argv)
 		sleep_s(0.5);
 	}
 	st_free(&st);
+	return r;
+}
+
+int cmd_flush(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "wait", no_argument, NULL, 'w' },
+		{ "drain", no_argument, NULL, 'd' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *name, *msg = "flush_dirty";
+	bool wait = false;
+	double timeout = 0;
+	struct dm_status st;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "wdt:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'w':
+			wait = true;
+			break;
+		case 'd':
+			msg = "drain";
+			break;
+		case 't':
+			if (!parse_secs(optarg, &timeout)) {
+				fprintf(stderr, TOOL ": --timeout %s: not a number of seconds\n",
+					optarg);
+				return EXIT_FAIL;
+			}
+			break;
+		case 'h':
+			flush_usage(stdout);
+			return 0;
+		default:
+			flush_usage(stderr);
+			return EXIT_FAIL;
+		}
+	}
+	if (optind + 1 != argc) {
+		flush_usage(stderr);
+		return EXIT_FAIL;
+	}
+	name = argv[optind];
+	if (dm_status_get(name, &st, false))
+		return EXIT_FAIL;
+	if (!st_get(&st, "cache") || strcmp(st_get(&st, "cache"), "on")) {
+		printf("%s: the cache is off: nothing to flush\n", name);
+		st_free(&st);
+		return 0;
+	}
+	st_free(&st);
+	if (wait)
+		catch_sigint();
+	if (dm_message(name, msg)) {
+		fprintf(stderr, TOOL ": %s: the %s message failed\n", name, msg);
+		return EXIT_FAIL;
+	}
+	if (!wait) {
+		printf("%s: %s sent; it runs in the kernel ('%s status %s' shows dirty_blocks and flush_state)\n",
+		       name, msg, TOOL, name);
+		return 0;
+	}
+	r = flush_follow(name, timeout);
+	dm_lib_release();
+	return r;
+}
+
+/* ---- detach ---------------------------------------------------------- */
+
+static void detach_usage(FILE *f)
+{
+	fputs("usage: " TOOL " detach [--timeout SECS] NAME\n", f);
+}
+
+/*
+ * The one target of @name's live table: its length, type and parameters
+ * (malloc'd).  Returns 0, or -1 with the reason reported.
+ */
+static int dm_table_one(const char *name, unsigned long long *len,
+			char **type, char **params)
+{
+	struct dm_task *dmt = dm_task_create(DM_DEVICE_TABLE);
+	uint64_t start, length;
+	char *t = NULL, *p = NULL;
+	struct dm_info info;
+	void *next;
+	int r = -1;
+
+	if (!dmt)
+		return -1;
+	if (!dm_task_set_name(dmt, name) || !dm_task_run(dmt) ||
+	    !dm_task_get_info(dmt, &info) || !info.exists) {
+		fprintf(stderr, TOOL ": %s: no such device\n", name);
+		goto out;
+	}
+	next = dm_get_next_target(dmt, NULL, &start, &length, &t, &p);
+	if (!t || next || start) {
+		fprintf(stderr, TOOL ": %s: not a device of one target\n", name);
+		goto out;
+	}
+	*len = length;
+	*type = strdup(t);
+	*params = strdup(p ? p : "");
+	r = 0;
+out:
+	dm_task_destroy(dmt);
+	return r;
+}
+
+/* Load @type @params as @name's table and resume it (udev synced). */
+static int dm_reload_resume(const char *name, unsigned long long len,
+			    const char *type, const char *params)
+{
+	struct dm_task *dmt = dm_task_create(DM_DEVICE_RELOAD);
+	uint32_t cookie = 0;
+	int ok;
+
+	if (!dmt)
+		return -1;
+	ok = dm_task_set_name(dmt, name) &&
+	     dm_task_add_target(dmt, 0, len, type, params) && dm_task_run(dmt);
+	dm_task_destroy(dmt);
+	if (!ok) {
+		fprintf(stderr, TOOL ": %s: the kernel refused the table '%s %s' (its reason is in the kernel log)\n",
+			name, type, params);
+		return -1;
+	}
+	dmt = dm_task_create(DM_DEVICE_RESUME);
+	if (!dmt)
+		return -1;
+	ok = dm_task_set_name(dmt, name) && dm_task_set_cookie(dmt, &cookie, 0) &&
+	     dm_task_run(dmt);
+	dm_task_destroy(dmt);
+	if (cookie)
+		dm_udev_wait(cookie);
+	if (!ok) {
+		fprintf(stderr, TOOL ": %s: resuming the table '%s %s' failed (its reason is in the kernel log)\n",
+			name, type, params);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Take the cache away from a live device without stopping it: drain
+ * (writethrough, then every dirty block written back, under load), then
+ * a "cache off" table, whose resume refuses if the caching table's
+ * suspend left a dirty block and otherwise marks the cache out of date,
+ * and last a plain linear table over the origin.  Every step keeps the
+ * device's data: a failed one leaves the device as it was or, after the
+ * cache-off step failed, back on the caching table.
+ */
+int cmd_detach(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "timeout", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char origin[64], cache[64], off[256], lin[128], *type = NULL;
+	char *params = NULL, *id, idv[33];
+	unsigned long long len;
+	double timeout = 0;
+	const char *name;
+	bool cache_on;
+	int c, r = EXIT_FAIL;
+
+	while ((c = getopt_long(argc, argv, "t:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			if (!parse_secs(optarg, &timeout)) {
+				fprintf(stderr, TOOL ": --timeout %s: not a number of seconds\n",
+					optarg);
+				return EXIT_FAIL;
+			}
+			break;
+		case 'h':
+			detach_usage(stdout);
+			return 0;
+		default:
+			detach_usage(stderr);
+			return EXIT_FAIL;
+		}
+	}
+	if (optind + 1 != argc) {
+		detach_usage(stderr);
+		return EXIT_FAIL;
+	}
+	name = argv[optind];
+	if (dm_table_one(name, &len, &type, &params))
+		goto out;
+	if (!strcmp(type, "linear")) {
+		printf("%s: already detached (a linear table)\n", name);
+		r = 0;
+		goto out;
+	}
+	if (strcmp(type, "ssdprio") ||
+	    sscanf(params, "%63s %63s", origin, cache) != 2) {
+		fprintf(stderr, TOOL ": %s: not an ssdprio device\n", name);
+		goto out;
+	}
+	cache_on = !strstr(params, " cache off");
+	if (cache_on) {
+		catch_sigint();
+		if (dm_message(name, "drain")) {
+			fprintf(stderr, TOOL ": %s: the drain message failed\n",
+				name);
+			goto out;
+		}
+		printf("%s: draining (writethrough; dirty blocks written back)\n",
+		       name);
+		fflush(stdout);
+		r = flush_follow(name, timeout);
+		if (r) {
+			printf("%s: not detached: the cache stays, in drain mode (writethrough)\n",
+			       name);
+			goto out;
+		}
+		r = EXIT_FAIL;
+		/* The cache's own origin_id, or cache off would not know it. */
+		id = strstr(params, " origin_id ");
+		if (id && sscanf(id, " origin_id %32s", idv) == 1)
+			snprintf(off, sizeof(off), "%s %s 4 cache off origin_id %s",
+				 origin, cache, idv);
+		else
+			snprintf(off, sizeof(off), "%s %s 2 cache off", origin,
+				 cache);
+		if (dm_reload_resume(name, len, "ssdprio", off)) {
+			/* Suspended, the cache-off table in: go back. */
+			if (dm_reload_resume(name, len, "ssdprio", params))
+				fprintf(stderr, TOOL ": %s: could not go back to the caching table either: load it by hand: dmsetup reload %s --table '0 %llu ssdprio %s'; dmsetup resume %s\n",
+					name, name, len, params, name);
+			else
+				printf("%s: not detached: back on the caching table\n",
+				       name);
+			r = EXIT_BAD;
+			goto out;
+		}
+	}
+	snprintf(lin, sizeof(lin), "%s 0", origin);
+	if (dm_reload_resume(name, len, "linear", lin)) {
+		r = EXIT_BAD;
+		goto out;
+	}
+	printf("%s: detached: a linear table over %s; %s is free, marked out of date (a caching table starts it empty: '%s attach %s CACHE_DEV'); take %s's line out of the ssdpriotab, or the next boot attaches it again\n",
+	       name, origin, cache, TOOL, name, name);
+	r = 0;
+out:
+	free(type);
+	free(params);
 	dm_lib_release();
 	return r;
 }

@@ -5,5 +5,6 @@
 
 int cmd_status(int argc, char **argv);
 int cmd_flush(int argc, char **argv);
+int cmd_detach(int argc, char **argv);
 
 #endif

@@ -108,7 +108,9 @@ static void usage_to(FILE *f)
 	      "  " TOOL " activate [--tab FILE] [--udev] [--dry-run] [name...]\n"
 	      "  " TOOL " udev-role [--tab FILE]   (udev IMPORT{program})\n"
 	      "  " TOOL " status [--json] [--watch [SECS]] [name...]\n"
-	      "  " TOOL " flush [--wait] [--timeout SECS] name\n"
+	      "  " TOOL " flush [--drain] [--wait] [--timeout SECS] name\n"
+	      "  " TOOL " detach [--timeout SECS] name\n"
+	      "  " TOOL " attach [--force] name <cache_dev> [features...]\n"
 	      "  " TOOL " --help | --version\n"
 	      "See ssdprio-tool(8) and docs/tools.md.\n", f);
 }
@@ -2012,6 +2014,136 @@ out:
 	return r;
 }
 
+/*
+ * The reverse of detach: a device that is a linear table over an origin
+ * gets a cache again, live.  The cache starts empty: blank (formatted
+ * now) or marked out of date by a detach or a "cache off" table.  A cache
+ * of ours not so marked is refused: the origin may have been written
+ * around it, so its blocks may be older than the origin's.
+ */
+static int cmd_attach(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "force", no_argument, NULL, 'f' },
+		OPT_HELP, OPT_END,
+	};
+	char out[1024], why[512], type[16], odev[64], origin[96], lin[128];
+	unsigned long long start, len, off;
+	const char *name, *cache;
+	enum ssdp_sb_result res;
+	struct sbuf t = { 0 };
+	bool force = false, bypassed;
+	struct ssdp_scan s;
+	struct dev cd, od;
+	int c, r, kfd = -1;
+
+	while ((c = sub_getopt(argc, argv, opts)) != -1)
+		if (c == 'f')
+			force = true;
+	if (argc - optind < 2)
+		return print_usage();
+	name = argv[optind];
+	cache = argv[optind + 1];
+	if (!dm_exists(name)) {
+		err("%s: no such device", name);
+		return EXIT_FAIL;
+	}
+	r = run_cmd(out, sizeof(out), "dmsetup", "table", name, NULL);
+	if (r || sscanf(out, "%llu %llu %15s %63s %llu", &start, &len, type,
+			odev, &off) < 3) {
+		err("%s: cannot read its table: %s", name, out);
+		return EXIT_FAIL;
+	}
+	if (!strcmp(type, "ssdprio")) {
+		printf("%s: already has a cache\n", name);
+		return EXIT_OK;
+	}
+	if (strcmp(type, "linear") || start || off || strchr(out, '\n')) {
+		err("%s: not one linear table over a whole origin: %s", name,
+		    out);
+		return EXIT_BAD;
+	}
+	snprintf(origin, sizeof(origin), "/dev/block/%s", odev);
+	if (dev_open(&od, origin, O_RDONLY))
+		return EXIT_FAIL;
+	dev_close(&od);
+	if (od.sectors != len) {
+		err("%s: %llu sectors, its origin %s has %llu: a cache covers the whole origin",
+		    name, len, origin, (unsigned long long)od.sectors);
+		return EXIT_BAD;
+	}
+	if (scan_path(cache, &cd, &s, O_RDONLY))
+		return EXIT_FAIL;
+	dev_close(&cd);
+	res = s.sb_res;
+	bypassed = s.sb.incompat & SSDP_SB_INCOMPAT_BYPASSED;
+	scan_free(&s);
+	if (dev_held(cache)) {
+		err("%s: held by another device: not attaching", cache);
+		return EXIT_BAD;
+	}
+	if (res == SSDP_SB_OK && !bypassed) {
+		err("%s: a cache that was not detached (not marked out of date): the origin may have been written around it, so its blocks may be older; 'ssdprio-tool wipe' it first",
+		    cache);
+		return EXIT_BAD;
+	}
+	if (res == SSDP_SB_FOREIGN && !force) {
+		err("%s: holds data that is not an ssdprio cache: --force to overwrite it",
+		    cache);
+		return EXIT_BAD;
+	}
+	if (res != SSDP_SB_OK && res != SSDP_SB_BLANK &&
+	    res != SSDP_SB_FOREIGN) {
+		err("%s: %s: see 'ssdprio-tool show'; wipe it to start afresh",
+		    cache, ssdp_sb_result_name(res));
+		return EXIT_NOSB;
+	}
+	if (res == SSDP_SB_OK)
+		r = build_table(origin, cache, argc - optind - 2,
+				argv + optind + 2, false, &t, NULL);
+	else
+		r = format_table(origin, cache, argc - optind - 2,
+				 argv + optind + 2, &t);
+	if (r)
+		goto out;
+	kfd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (kfd >= 0)
+		lseek(kfd, 0, SEEK_END);
+	r = run_cmd(out, sizeof(out), "dmsetup", "reload", name, "--table",
+		    t.s, NULL);
+	if (r) {
+		if (kmsg_reason(kfd, why, sizeof(why)))
+			err("%s: the kernel refused the table: %s; table: %s",
+			    name, why, t.s);
+		else
+			err("%s: dmsetup reload failed (%d): %s; table: %s",
+			    name, r, out, t.s);
+		r = EXIT_BAD;
+		goto out;
+	}
+	r = run_cmd(out, sizeof(out), "dmsetup", "resume", name, NULL);
+	if (r) {
+		err("%s: resuming with the cache failed (%d): %s; going back to linear",
+		    name, r, out);
+		snprintf(lin, sizeof(lin), "0 %llu linear %s 0", len, odev);
+		if (run_cmd(out, sizeof(out), "dmsetup", "reload", name,
+			    "--table", lin, NULL) ||
+		    run_cmd(out, sizeof(out), "dmsetup", "resume", name, NULL))
+			err("%s: could not go back either (%s): dmsetup reload %s --table '%s'; dmsetup resume %s",
+			    name, out, name, lin, name);
+		r = EXIT_BAD;
+		goto out;
+	}
+	notice("%s: attached: %s caches %s, starting empty", name, cache,
+	       origin);
+	r = EXIT_OK;
+out:
+	if (kfd >= 0)
+		close(kfd);
+	free(t.s);
+	return r;
+}
+
 /* ---- main ----------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -2032,6 +2164,8 @@ int main(int argc, char **argv)
 		{ "udev-role", cmd_udev_role },
 		{ "status", cmd_status },
 		{ "flush", cmd_flush },
+		{ "detach", cmd_detach },
+		{ "attach", cmd_attach },
 		{ "debug-record", cmd_debug_record },
 	};
 	size_t i;
