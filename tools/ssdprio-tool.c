@@ -111,6 +111,7 @@ static void usage_to(FILE *f)
 	      "  " TOOL " flush [--drain] [--wait] [--timeout SECS] name\n"
 	      "  " TOOL " detach [--timeout SECS] name\n"
 	      "  " TOOL " attach [--force] name <cache_dev> [features...]\n"
+	      "  " TOOL " set [--persist] [--tab FILE] name key value [key value...]\n"
 	      "  " TOOL " --help | --version\n"
 	      "See ssdprio-tool(8) and docs/tools.md.\n", f);
 }
@@ -2015,6 +2016,208 @@ out:
 }
 
 /*
+ * Rewrite line @lineno of @text (NUL-separated lines are not used: @text
+ * is the file as read) so that the entry's features carry @key @val:
+ * replaced where the key is, else appended.  Returns the new text.
+ */
+static char *tab_line_set(const char *text, int lineno, const char *key,
+			  const char *val)
+{
+	struct sbuf out = { 0 };
+	const char *line = text, *end;
+	int n;
+
+	sbuf_add(&out, "%s", "");
+	for (n = 1; *line; n++, line = *end ? end + 1 : end) {
+		char *copy, *comment, *w[256], *p, *save = NULL;
+		int nw = 0, i;
+		bool done = false;
+
+		end = strchr(line, '\n');
+		if (!end)
+			end = line + strlen(line);
+		if (n != lineno) {
+			sbuf_add(&out, "%.*s%s", (int)(end - line), line,
+				 *end ? "\n" : "");
+			continue;
+		}
+		copy = strndup(line, end - line);
+		if (!copy)
+			abort();
+		comment = strchr(copy, '#');
+		if (comment)
+			*comment++ = 0;
+		for (p = strtok_r(copy, " \t\r", &save);
+		     p && nw < (int)ARRAY_SIZE(w); p = strtok_r(NULL, " \t\r", &save))
+			w[nw++] = p;
+		if (nw < 3) {	/* not an entry (the caller found one here) */
+			sbuf_add(&out, "%.*s%s", (int)(end - line), line,
+				 *end ? "\n" : "");
+			free(copy);
+			continue;
+		}
+		sbuf_add(&out, "%s %s %s", w[0], w[1], w[2]);
+		for (i = 3; i < nw; i++) {
+			bool flag = !strcmp(w[i], "format") || !strcmp(w[i], "force");
+
+			if (!flag && i + 1 < nw && !strcmp(w[i], key)) {
+				sbuf_add(&out, " %s %s", key, val);
+				done = true;
+				i++;
+				continue;
+			}
+			sbuf_add(&out, " %s", w[i]);
+			if (!flag && i + 1 < nw)
+				sbuf_add(&out, " %s", w[++i]);
+		}
+		if (!done)
+			sbuf_add(&out, " %s %s", key, val);
+		if (comment)
+			sbuf_add(&out, " #%s", comment);
+		sbuf_add(&out, "%s", *end ? "\n" : "");
+		free(copy);
+	}
+	return out.s;
+}
+
+/* Replace @path with @text: a temporary file beside it, synced, renamed. */
+static int write_file_atomic(const char *path, const char *text)
+{
+	struct sbuf tmp = { 0 };
+	struct stat st;
+	size_t len = strlen(text);
+	int fd, r = -1;
+
+	sbuf_add(&tmp, "%s.ssdprio-tool.tmp", path);
+	fd = open(tmp.s, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		goto out;
+	if (!stat(path, &st))
+		fchmod(fd, st.st_mode & 07777);
+	if (write(fd, text, len) != (ssize_t)len || fsync(fd)) {
+		close(fd);
+		unlink(tmp.s);
+		goto out;
+	}
+	close(fd);
+	r = rename(tmp.s, path);
+	if (r)
+		unlink(tmp.s);
+out:
+	free(tmp.s);
+	return r;
+}
+
+/*
+ * Change tunables of a live device (dmsetup message) and, with --persist,
+ * in its ssdpriotab line too: messages are runtime only, and the table
+ * built from the tab at the next activation wins.  The tab is written
+ * only after the kernel took every value.
+ */
+static int cmd_set(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "persist", no_argument, NULL, 'p' },
+		{ "tab", required_argument, NULL, 't' },
+		OPT_HELP, OPT_END,
+	};
+	const char *tab = getenv("SSDPRIO_TAB"), *name, *why;
+	struct tab_entry *e = NULL;
+	struct ssdp_config cfg;
+	char out[1024], *text = NULL, *msg;
+	bool persist = false;
+	int c, i, n = 0, bad = 0, line = 0, r = EXIT_FAIL;
+
+	if (!tab || !*tab)
+		tab = DEFAULT_TAB;
+	while ((c = sub_getopt(argc, argv, opts)) != -1) {
+		if (c == 'p')
+			persist = true;
+		else if (c == 't')
+			tab = optarg;
+	}
+	if (argc - optind < 3 || (argc - optind - 1) % 2)
+		return print_usage();
+	name = argv[optind];
+	ssdp_config_defaults(&cfg);
+	for (i = optind + 1; i < argc; i += 2) {
+		if (!ssdp_config_is_key(argv[i])) {
+			err("%s: not a tunable (docs/target.md lists them)",
+			    argv[i]);
+			return EXIT_FAIL;
+		}
+		if (ssdp_config_set(&cfg, argv[i], argv[i + 1], SSDP_CFG_MSG,
+				    &why)) {
+			err("%s %s: %s", argv[i], argv[i + 1], why);
+			return EXIT_FAIL;
+		}
+	}
+	if (!dm_exists(name)) {
+		err("%s: no such device", name);
+		return EXIT_FAIL;
+	}
+	if (persist) {
+		char *copy;
+
+		text = read_file(tab);
+		if (!text) {
+			err("%s: %s", tab, strerror(errno));
+			return EXIT_FAIL;
+		}
+		copy = strdup(text);
+		n = tab_parse(tab, copy, &e, &bad);
+		for (i = 0; i < n; i++)
+			if (!strcmp(e[i].name, name))
+				line = e[i].line;
+		tab_free(e, n > 0 ? n : 0);
+		free(copy);
+		if (!line) {
+			err("%s: no entry named %s: nothing to persist in", tab,
+			    name);
+			free(text);
+			return EXIT_BAD;
+		}
+	}
+	for (i = optind + 1; i < argc; i += 2) {
+		if (asprintf(&msg, "%s %s", argv[i], argv[i + 1]) < 0)
+			abort();
+		c = run_cmd(out, sizeof(out), "dmsetup", "message", name, "0",
+			    msg, NULL);
+		if (c) {
+			err("%s: the kernel refused '%s' (its reason is in the kernel log): %s",
+			    name, msg, out);
+			free(msg);
+			r = EXIT_BAD;
+			goto out;
+		}
+		free(msg);
+	}
+	if (!persist) {
+		printf("%s: set, at run time only: the next activation takes the table from %s ('--persist' writes it there)\n",
+		       name, tab);
+		r = EXIT_OK;
+		goto out;
+	}
+	for (i = optind + 1; i < argc; i += 2) {
+		char *next = tab_line_set(text, line, argv[i], argv[i + 1]);
+
+		free(text);
+		text = next;
+	}
+	if (write_file_atomic(tab, text)) {
+		err("%s: cannot write it: %s (the values are set at run time)",
+		    tab, strerror(errno));
+		r = EXIT_FAIL;
+		goto out;
+	}
+	printf("%s: set, and saved in %s line %d\n", name, tab, line);
+	r = EXIT_OK;
+out:
+	free(text);
+	return r;
+}
+
+/*
  * The reverse of detach: a device that is a linear table over an origin
  * gets a cache again, live.  The cache starts empty: blank (formatted
  * now) or marked out of date by a detach or a "cache off" table.  A cache
@@ -2166,6 +2369,7 @@ int main(int argc, char **argv)
 		{ "flush", cmd_flush },
 		{ "detach", cmd_detach },
 		{ "attach", cmd_attach },
+		{ "set", cmd_set },
 		{ "debug-record", cmd_debug_record },
 	};
 	size_t i;

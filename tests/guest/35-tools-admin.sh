@@ -5,7 +5,8 @@
 # origin refusing writes: names failed_sets and writeback_errors), to its
 # timeout and to Ctrl-C (the flush goes on), argument checks, an ssdpriotab
 # with bad, duplicate and conflicting lines (the good entry still activates),
-# the kernel's reason for a refused table, and udev activation in both
+# the kernel's reason for a refused table, `set` at run time and with
+# --persist (the tab line rewritten, the rest kept), and udev activation in both
 # arrival orders with an origin that is 0 sectors at "add" and grows at
 # "change" (a loop device attached later).
 # timeout: 600
@@ -232,6 +233,38 @@ expect_rc 3 "$TOOL" activate --tab "$T/tab2" kr
 grep -q "kr: the kernel refused the table: idle_cgroup" "$T/err" || fail "kernel reason: $(cat "$T/err")"
 log "$(cat "$T/err")"
 dmsetup info kr >/dev/null 2>&1 && fail "kr was created"
+
+# --- set: at run time, and with --persist in the tab line ------------------------------------
+cat >"$T/stab" <<EOF
+# a comment that stays
+st /dev/mapper/orig $ssd evict_wait 600000 idle_dispatch_interval 50   # tuned
+other /dev/null /dev/zero
+EOF
+cp "$T/stab" "$T/stab.orig"
+expect_rc 0 "$TOOL" activate --tab "$T/stab" st
+expect_rc 0 "$TOOL" set --tab "$T/stab" st idle_dispatch_interval 250
+grep -q "run time only" "$T/out" || fail "set without --persist: $(cat "$T/out")"
+dmsetup table st | grep -q "idle_dispatch_interval 250" || fail "not set live: $(dmsetup table st)"
+cmp -s "$T/stab" "$T/stab.orig" || fail "set without --persist changed the tab"
+expect_rc 1 "$TOOL" set --persist --tab "$T/stab" st no_such_key 1
+expect_rc 1 "$TOOL" set --persist --tab "$T/stab" st idle_dispatch_interval abc
+expect_rc 1 "$TOOL" set --persist --tab "$T/stab" st block_size 16
+grep -q "block_size" "$T/err" || fail "table-only key: $(cat "$T/err")"
+# the kernel's own refusal (free_floor of every set): the tab untouched
+expect_rc 3 "$TOOL" set --persist --tab "$T/stab" st free_floor 1000000
+cmp -s "$T/stab" "$T/stab.orig" || fail "a refused set changed the tab"
+expect_rc 3 "$TOOL" set --persist --tab "$T/stab" nosuch idle_dispatch_interval 5
+expect_rc 0 "$TOOL" set --persist --tab "$T/stab" st idle_dispatch_interval 300 batch_mode_delay 7000
+grep -q "saved in $T/stab line 2" "$T/out" || fail "set --persist: $(cat "$T/out")"
+assert_eq "$(sed -n 2p "$T/stab")" "st /dev/mapper/orig $ssd evict_wait 600000 idle_dispatch_interval 300 batch_mode_delay 7000 #   tuned" \
+	"the tab line after set --persist"
+assert_eq "$(sed -n '1p;3p' "$T/stab")" "$(sed -n '1p;3p' "$T/stab.orig")" "the other lines of the tab"
+dm_remove st
+expect_rc 0 "$TOOL" activate --tab "$T/stab" st
+dmsetup table st | grep -Eq "batch_mode_delay 7000 idle_dispatch_interval 300|idle_dispatch_interval 300.*batch_mode_delay 7000" ||
+	fail "the next activation lacks the persisted values: $(dmsetup table st)"
+dm_remove st
+log "set --persist: $(sed -n 2p "$T/stab")"
 
 # --- udev: both orders, an origin of 0 sectors at "add" growing at "change" -------------------
 if ! _udev_running; then
