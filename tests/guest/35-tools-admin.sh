@@ -253,10 +253,12 @@ grep -q "block_size" "$T/err" || fail "table-only key: $(cat "$T/err")"
 # the kernel's own refusal (free_floor of every set): the tab untouched
 expect_rc 3 "$TOOL" set --persist --tab "$T/stab" st free_floor 1000000
 cmp -s "$T/stab" "$T/stab.orig" || fail "a refused set changed the tab"
-expect_rc 3 "$TOOL" set --persist --tab "$T/stab" nosuch idle_dispatch_interval 5
+expect_rc 1 "$TOOL" set --persist --tab "$T/stab" nosuch idle_dispatch_interval 5
+expect_rc 3 "$TOOL" set --persist --tab "$T/tab2" st idle_dispatch_interval 5
+grep -q "no entry named st" "$T/err" || fail "set --persist, no tab entry: $(cat "$T/err")"
 expect_rc 0 "$TOOL" set --persist --tab "$T/stab" st idle_dispatch_interval 300 batch_mode_delay 7000
 grep -q "saved in $T/stab line 2" "$T/out" || fail "set --persist: $(cat "$T/out")"
-assert_eq "$(sed -n 2p "$T/stab")" "st /dev/mapper/orig $ssd evict_wait 600000 idle_dispatch_interval 300 batch_mode_delay 7000 #   tuned" \
+assert_eq "$(sed -n 2p "$T/stab")" "st /dev/mapper/orig $ssd evict_wait 600000 idle_dispatch_interval 300 batch_mode_delay 7000 # tuned" \
 	"the tab line after set --persist"
 assert_eq "$(sed -n '1p;3p' "$T/stab")" "$(sed -n '1p;3p' "$T/stab.orig")" "the other lines of the tab"
 dm_remove st
