@@ -273,7 +273,15 @@ static const char *ssdp_sb_origin_mismatch(struct ssdprio *sp,
 	u32 len = 0, type = 0;
 	u8 id[16];
 
-	if (origin_sectors != sb->origin_sectors) {
+	/*
+	 * Where the origin has an identity of its own (checked below), its
+	 * size may change (lvextend, a grown LUN): sets past a new end are
+	 * the shorter table's case at load.  Without one, the size is all
+	 * that tells this origin from another.
+	 */
+	if (origin_sectors != sb->origin_sectors &&
+	    !(sb->compat & SSDP_SB_COMPAT_ORIGIN_UID) &&
+	    !memchr_inv(sb->origin_id, 0, sizeof(sb->origin_id))) {
 		if (verbose)
 			DMERR("cache belongs to an origin of %llu sectors; this one has %llu",
 			      sb->origin_sectors,
@@ -366,6 +374,13 @@ static int ssdp_meta_check(struct ssdprio *sp, char **error)
 	*error = (char *)ssdp_sb_origin_mismatch(sp, sb, true);
 	if (*error)
 		return r;
+	if (bdev_nr_sectors(sp->origin->bdev) != sb->origin_sectors) {
+		/* Recorded with the next superblock write (the first resume). */
+		DMINFO("origin resized from %llu to %llu sectors (the same origin by its id)",
+		       sb->origin_sectors,
+		       (unsigned long long)bdev_nr_sectors(sp->origin->bdev));
+		sb->origin_sectors = bdev_nr_sectors(sp->origin->bdev);
+	}
 	if (sb->incompat & SSDP_SB_INCOMPAT_BYPASSED) {
 		/*
 		 * A "cache off" table served this origin without the cache:

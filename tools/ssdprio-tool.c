@@ -841,11 +841,18 @@ static int build_table(const char *origin, const char *cache, int nfeat,
 		goto out;
 	dev_close(&od);
 	if (od.sectors != s.sb.origin_sectors) {
-		err("%s: has %llu sectors, but cache %s belongs to an origin of %llu sectors",
-		    origin, (unsigned long long)od.sectors, cache,
-		    (unsigned long long)s.sb.origin_sectors);
-		r = EXIT_BAD;
-		goto out;
+		/* As the kernel: a size change only where an id says who. */
+		if (!(s.sb.compat & SSDP_SB_COMPAT_ORIGIN_UID) &&
+		    !id_set(s.sb.origin_id)) {
+			err("%s: has %llu sectors, but cache %s belongs to an origin of %llu sectors",
+			    origin, (unsigned long long)od.sectors, cache,
+			    (unsigned long long)s.sb.origin_sectors);
+			r = EXIT_BAD;
+			goto out;
+		}
+		notice("%s: resized from %llu to %llu sectors since the cache last saw it (the kernel checks it is the same origin by its id)",
+		       origin, (unsigned long long)s.sb.origin_sectors,
+		       (unsigned long long)od.sectors);
 	}
 
 	if (ssdp_derived_kind(s.sb.origin_id)) {
@@ -938,7 +945,7 @@ static int build_table(const char *origin, const char *cache, int nfeat,
 		sbuf_add(&f, " %s %s", key, val);
 		n += 2;
 	}
-	sbuf_add(out, "0 %llu ssdprio %s %s", (unsigned long long)s.sb.origin_sectors,
+	sbuf_add(out, "0 %llu ssdprio %s %s", (unsigned long long)od.sectors,
 		 origin, cache);
 	if (n)
 		sbuf_add(out, " %u%s", n, f.s);

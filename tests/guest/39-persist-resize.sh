@@ -1,0 +1,104 @@
+#!/bin/bash
+# An origin with an identity of its own (here a dm-linear with a DM UUID, as
+# an LVM LV) may change size under its cache: grown live (lvextend, then a
+# reload with the longer length) or between loads, the cache is accepted with
+# its dirty data and records the new size; `ssdprio-tool table` gives the new
+# length.  Shrunk below dirty data: refused, nothing lost; shrunk below clean
+# sets only: accepted, those dropped.  An origin known by its size alone is
+# still refused at another size (30-persist-refuse).
+# timeout: 600
+# shellcheck source=tests/guest/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+TOOL=$REPO/build/ssdprio-tool
+[[ -x $TOOL ]] || fail "$TOOL missing (make tools)"
+load_module
+hdd=$(make_hdd hdd 160 0 32)
+ssd=$(make_ssd ssd 24)
+M=2048	# sectors per MiB
+origin=/dev/mapper/og
+
+# og MIB: (re)load "og", a linear over the first MIB MiB of the null_blk,
+# always with the same DM UUID (what lvextend/lvreduce do to an LV).
+og() {
+	local t="0 $(($1 * M)) linear $hdd 0"
+	if dmsetup info og >/dev/null 2>&1; then
+		dmsetup reload og --table "$t" && dmsetup resume og || fail "og $1"
+	else
+		dmsetup create og --uuid LVM-ssdprio-resize-test --table "$t" || fail "og $1"
+	fi
+	_settle
+	dmsetup mknodes og
+	assert_eq "$(sectors "$origin")" "$(($1 * M))" "og size"
+}
+# region NAME START_MIB SEED [--verify_only=1]: 8 MiB of verified 4 KiB writes.
+region() {
+	local name=$1 start=$2 seed=$3
+	shift 3
+	fio_run --name="$name" --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 \
+		--offset=$((start))M --size=8M --randrepeat=0 --randseed="$seed" \
+		--verify=crc32c --verify_fatal=1 --ioengine=psync "$@" >/dev/null
+}
+sp_table() { echo "0 $(($1 * M)) ssdprio $origin $ssd 2 evict_wait 60000"; }
+
+og 64
+dm_create sp "0 $((64 * M)) ssdprio $origin $ssd 3 format evict_wait 60000" >/dev/null
+region a 8 1
+dirty=$(status_get sp dirty_blocks)
+assert_ge "$dirty" 1 "dirty blocks in region a"
+
+# --- grown live: lvextend, then a reload with the longer length -------------------------
+og 96
+dmesg -C
+dmsetup reload sp --table "$(sp_table 96)" && dmsetup resume sp || fail "reload over the grown origin"
+dmesg | grep -q "origin resized from $((64 * M)) to $((96 * M)) sectors" ||
+	fail "no resize message: $(dmesg | grep ssdprio)"
+assert_eq "$(sectors /dev/mapper/sp)" "$((96 * M))" "the device's size after the reload"
+assert_eq "$(status_get sp dirty_blocks)" "$dirty" "dirty blocks across the grow"
+region a 8 1 --verify_only=1
+region b 70 2		# past the old end
+dm_remove sp
+"$TOOL" show "$ssd" | grep -q "origin: *$((96 * M)) sectors" ||
+	fail "the new size is not recorded: $("$TOOL" show "$ssd")"
+log "grown live: 64 -> 96 MiB, $dirty dirty blocks kept"
+
+# --- grown between loads: the tool's table has the new length ---------------------------
+og 128
+line=$("$TOOL" table "$origin" "$ssd" evict_wait 60000) || fail "ssdprio-tool table over the grown origin"
+[[ $line == "0 $((128 * M)) ssdprio $origin $ssd "* ]] || fail "table line: $line"
+dm_create sp "$line" >/dev/null
+region a 8 1 --verify_only=1
+region b 70 2 --verify_only=1
+dm_remove sp
+
+# --- shrunk below dirty data: refused, nothing lost --------------------------------------
+og 72			# region b's dirty blocks lie past 72 MiB
+dmesg -C
+if dm_try_create sp "$(sp_table 72)" >/dev/null 2>&1; then
+	fail "a table over an origin shrunk below dirty data was accepted"
+fi
+dmesg | grep -q "dirty blocks" || fail "no reason for the refusal: $(dmesg | grep ssdprio)"
+dmsetup info sp >/dev/null 2>&1 && dmsetup remove sp
+log "shrunk below dirty data: $(dmesg | grep -m1 'dirty blocks' | sed 's/^\[[^]]*\] //')"
+og 128
+dm_create sp "$(sp_table 128)" >/dev/null
+region a 8 1 --verify_only=1
+region b 70 2 --verify_only=1
+dmsetup message sp 0 flush_dirty || fail "flush_dirty"
+wait_status sp dirty_blocks -eq 0 300
+dm_remove sp
+
+# --- shrunk below clean sets only: accepted, those dropped --------------------------------
+og 64
+dm_create sp "$(sp_table 64)" >/dev/null
+region a 8 1 --verify_only=1
+assert_eq "$(status_get sp dirty_blocks)" 0 "dirty blocks after the shrink"
+dm_remove sp
+"$TOOL" show "$ssd" | grep -q "origin: *$((64 * M)) sectors" ||
+	fail "the shrunk size is not recorded: $("$TOOL" show "$ssd")"
+og 128
+fio_run --name=b --filename="$origin" --rw=randwrite --bs=4k --direct=1 --offset=70M --size=8M \
+	--randrepeat=0 --randseed=2 --verify=crc32c --verify_fatal=1 --ioengine=psync \
+	--verify_only=1 >/dev/null
+dmsetup remove og
+log "ok"
