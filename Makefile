@@ -159,10 +159,10 @@ endif
 # bio ioprio, blkcg, flush/FUA, discard, suspend) plus the data paths and one
 # power-cut scenario, and the error paths (a clean read hit failing on the
 # SSD is completed later, from the origin, by our own resubmission); the
-# origin's identity (partition and dm metadata) and ext4's journal waiting
-# on idle I/O.
+# origin's identity (partition and dm metadata), ext4's journal waiting
+# on idle I/O, and a resume that refuses (detach's guard).
 CHECK_SUBSET ?= 00-smoke 10-target-table 11-target-io 14-kernel-compat 20-cache-data \
-	22-cache-discard 25-cache-faults 31-persist-warm 36-persist-origin 38-tools-origin-id \
+	22-cache-discard 25-cache-faults 29-cache-detach 31-persist-warm 36-persist-origin 38-tools-origin-id \
 	40-sched-throttle \
 	41-sched-nohold 42-sched-cgroup 43-sched-suspend 45-sched-cache 47-sched-journal
 CRASH_SUBSET ?= powercut
@@ -181,7 +181,7 @@ deb:
 crash: deps modules
 	./tests/crash/run $(VM_ARGS) $(S)
 
-demo: deps modules
+demo: deps modules tools
 	./tests/vm/run $(VM_ARGS) --script tests/guest/demo.sh
 
 bench: deps modules hddsim
