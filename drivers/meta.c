@@ -267,7 +267,7 @@ static void ssdp_sb_set_origin_uid(struct ssdprio *sp, struct ssdp_sb_info *sb)
  */
 static const char *ssdp_sb_origin_mismatch(struct ssdprio *sp,
 					   const struct ssdp_sb_info *sb,
-					   bool verbose)
+					   const u8 *origin_id, bool verbose)
 {
 	sector_t origin_sectors = bdev_nr_sectors(sp->origin->bdev);
 	u32 len = 0, type = 0;
@@ -288,7 +288,7 @@ static const char *ssdp_sb_origin_mismatch(struct ssdprio *sp,
 			      (unsigned long long)origin_sectors);
 		return "Cache belongs to another origin (origin size differs)";
 	}
-	if (memcmp(sb->origin_id, sp->origin_id, sizeof(sb->origin_id)))
+	if (memcmp(sb->origin_id, origin_id, sizeof(sb->origin_id)))
 		return "Cache belongs to another origin (origin_id differs)";
 	if (!(sb->compat & SSDP_SB_COMPAT_ORIGIN_UID))
 		return NULL;
@@ -371,7 +371,7 @@ static int ssdp_meta_check(struct ssdprio *sp, char **error)
 		*error = "Cache device is smaller than when it was formatted (truncated?)";
 		return r;
 	}
-	*error = (char *)ssdp_sb_origin_mismatch(sp, sb, true);
+	*error = (char *)ssdp_sb_origin_mismatch(sp, sb, sp->origin_id, true);
 	if (*error)
 		return r;
 	if (bdev_nr_sectors(sp->origin->bdev) != sb->origin_sectors) {
@@ -442,7 +442,8 @@ static int ssdp_bypass_sb_rw(struct ssdprio *sp, struct page *page,
 /*
  * Read the cache device's superblock for a "cache off" table.  Returns
  * 1 with @sb filled when it is a cache of ours for this origin (which the
- * table would bypass), 0 when it is anything else, or a negative errno.
+ * table would bypass), 0 when it is anything else, -EUCLEAN when it could
+ * be this origin's but the table lacks its origin_id, or a negative errno.
  */
 static int ssdp_bypass_read_sb(struct ssdprio *sp, struct page *page,
 			       struct ssdp_sb_info *sb)
@@ -459,10 +460,20 @@ static int ssdp_bypass_read_sb(struct ssdprio *sp, struct page *page,
 	if (ssdp_sb_decode(page_address(page), sb) != SSDP_SB_OK)
 		return 0;
 	/*
+	 * The cache has an origin_id and the table none.  Unless the
+	 * origin's own identity shows it is another's, this may be its
+	 * origin, and leaving it alone would let a caching table trust it
+	 * (and write its dirty blocks back) after this one wrote the origin.
+	 */
+	if (memchr_inv(sb->origin_id, 0, sizeof(sb->origin_id)) &&
+	    !memchr_inv(sp->origin_id, 0, sizeof(sp->origin_id)))
+		return ssdp_sb_origin_mismatch(sp, sb, sb->origin_id, false) ?
+		       0 : -EUCLEAN;
+	/*
 	 * A cache of another origin is not affected by what this table
 	 * writes to its origin: leave it alone.
 	 */
-	return ssdp_sb_origin_mismatch(sp, sb, false) ? 0 : 1;
+	return ssdp_sb_origin_mismatch(sp, sb, sp->origin_id, false) ? 0 : 1;
 }
 
 /*
@@ -500,6 +511,11 @@ int ssdp_meta_ctr_bypass(struct ssdprio *sp, char **error)
 		goto out;
 	}
 	r = ssdp_bypass_read_sb(sp, page, sb);
+	if (r == -EUCLEAN) {
+		*error = "Cache may belong to this origin: it has an origin_id this table lacks, so whose it is cannot be told: add 'origin_id <id>' ('ssdprio-tool show' prints it), or name another cache device";
+		r = -EBUSY;
+		goto out;
+	}
 	if (r < 0) {
 		*error = "Cannot read the cache superblock";
 		goto out;

@@ -1,7 +1,8 @@
 #!/bin/bash
 # A "cache off" table bypasses the cache: over a cache of ours for the same
 # origin it is refused while the cache holds dirty blocks (an unclean
-# superblock counts), accepted with "force"; once one went live, the next
+# superblock counts), accepted with "force" (refused without the cache's
+# origin_id, which says whose it is); once one went live, the next
 # caching table starts the cache empty (its blocks may be older than the
 # origin's) and never writes them back over what was written meanwhile.
 # timeout: 600
@@ -101,5 +102,23 @@ dm_remove off
 [[ $(meta_sum "$ssd") == "$before" ]] || fail "cache off over another origin touched the cache"
 dm_create sp "0 $len ssdprio $hdd $ssd 2 evict_wait 60000" >/dev/null
 assert_ge "$(status_get sp dirty_blocks)" 1024 "the other origin's cache kept its dirty blocks"
+dmsetup message sp 0 flush_dirty || fail "flush_dirty"
+wait_status sp dirty_blocks -eq 0 120
 dm_remove sp
+
+# --- a cache with an origin_id: a cache off table without it cannot tell whose ------------
+# origin it is (null_blk has no identity of its own), so it is refused, not left
+# alone while the origin is written around the cache; with the origin_id it works.
+"$TOOL" wipe "$ssd" >/dev/null || fail "wipe"
+id=$("$TOOL" gen-origin-id)
+dm_create sp "0 $len ssdprio $hdd $ssd 5 format evict_wait 60000 origin_id $id" >/dev/null
+pattern F | dd of=/dev/mapper/sp bs=1M oflag=direct status=none
+dmsetup message sp 0 flush_dirty || fail "flush_dirty"
+wait_status sp dirty_blocks -eq 0 120
+dm_remove sp
+refused off "0 $len ssdprio $hdd $ssd 2 cache off" "has an origin_id this table lacks"
+refused off "0 $len ssdprio $hdd $ssd 3 cache off force" "has an origin_id this table lacks"
+dm_create off "0 $len ssdprio $hdd $ssd 4 cache off origin_id $id" >/dev/null
+dm_remove off
+"$TOOL" show "$ssd" | grep -q "bypassed: *yes" || fail "cache off with the origin_id did not mark the cache: $("$TOOL" show "$ssd")"
 log "ok"
