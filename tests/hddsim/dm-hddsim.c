@@ -247,6 +247,8 @@ static void hddsim_presuspend(struct dm_target *ti)
 		bio_list_add_head(&list, hc->cur);
 		hc->cur_in_flight = true;
 	}
+	/* Released unmodelled, as those mapped until the resume. */
+	hc->passthrough += bio_list_size(&list);
 	spin_unlock_irqrestore(&hc->lock, flags);
 
 	while ((bio = bio_list_pop(&list)))
