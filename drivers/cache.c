@@ -855,7 +855,7 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 	unsigned long flags;
 	u64 valid, dirty, evicted, mem, cleaned, pressed, age = 0;
 	u32 mapped, free, limbo, total, state, deferred, wb, failed;
-	const char *flush;
+	const char *flush, *why;
 	bool degraded, draining;
 
 	if (!sp->caching) {
@@ -880,6 +880,7 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 	draining = sp->draining;
 	cleaned = sp->evict.clean_started;
 	pressed = sp->evict.pressure_started;
+	why = ssdp_evict_why(&sp->evict);
 	if (ssdp_cmap_oldest_dirty(cm) != SSDP_NONE)
 		age = (u32)ktime_get_seconds() -
 		      ssdp_cmap_dirty_since(cm, ssdp_cmap_oldest_dirty(cm));
@@ -897,6 +898,8 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 	       draining);
 	DMEMIT(" sets_cleaned %llu oldest_dirty_s %llu pressure_writebacks %llu",
 	       cleaned, age, pressed);
+	DMEMIT(" evict_why %s cache_blocks %llu", why,
+	       (u64)total * sp->cfg.set_blocks);
 	DMEMIT(" metadata_bytes %llu block_sectors %u set_blocks %u", mem,
 	       sp->cfg.block_sectors, sp->cfg.set_blocks);
 	return ssdp_meta_status(sp, result, maxlen, sz);

@@ -48,6 +48,34 @@ void ssdp_evict_init(struct ssdp_evict_sm *sm, u32 free_floor, u64 wait_ns,
 	sm->state_entries[SSDP_EVICT_NORMAL] = 1;
 }
 
+const char *ssdp_evict_why(const struct ssdp_evict_sm *sm)
+{
+	if (sm->stopped)
+		return "suspended";
+	if (sm->flushing)
+		return "flush";
+	switch (sm->state) {
+	case SSDP_EVICT_WRITEBACK:
+		if (sm->stalled && !ssdp_evict_inflight(sm))
+			return "blocked";
+		return "quiet_writeback";
+	case SSDP_EVICT_WAIT:
+		/* In WAIT, an eviction writeback is one started under pressure. */
+		if (sm->nr_wb)
+			return "pressure";
+		return sm->stalled ? "blocked" : "wait_quiet";
+	default:
+		break;
+	}
+	if (sm->nr_clean)
+		return "cleaning";
+	if (sm->stalled)
+		return "blocked";
+	if (sm->clean_armed == SSDP_CLEAN_AT_QUIET)
+		return "clean_wait_quiet";
+	return "not_needed";
+}
+
 static void enter(struct ssdp_evict_sm *sm, enum ssdp_evict_state state,
 		  u64 now)
 {

@@ -215,4 +215,15 @@ static inline u32 ssdp_evict_inflight(const struct ssdp_evict_sm *sm)
 
 const char *ssdp_evict_state_name(enum ssdp_evict_state state);
 
+/*
+ * Why eviction and cleaning are (or are not) writing back now, for the
+ * status line: "suspended", "flush", "quiet_writeback" (short of space,
+ * in a quiet window), "pressure" (short of space, no quiet window within
+ * evict_max_wait), "wait_quiet" (short of space, waiting for a quiet
+ * window), "cleaning", "clean_wait_quiet" (over dirty_target or
+ * dirty_max_age, waiting for a quiet window), "blocked" (what it would
+ * take is in use or held aside: waiting for an event), "not_needed".
+ */
+const char *ssdp_evict_why(const struct ssdp_evict_sm *sm);
+
 #endif /* SSDP_EVICT_SM_H */

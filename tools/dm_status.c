@@ -183,11 +183,18 @@ void st_print_text(FILE *f, const struct dm_status *cur,
 			st_blocks_bytes(cur, num0(cur, "dirty_blocks")) / MiB,
 			100 * dirty_share(cur), num0(cur, "dirty_blocks"),
 			num0(cur, "valid_blocks"));
-		fprintf(f, "  sets:     %llu mapped, %llu free, %llu limbo, %llu total\n",
+		fprintf(f, "  sets:     %llu mapped, %llu free, %llu limbo, %llu total",
 			num0(cur, "mapped_sets"), num0(cur, "free_sets"),
 			num0(cur, "limbo_sets"), num0(cur, "total_sets"));
-		fprintf(f, "  eviction: %s, %llu sets under writeback, %llu failed, flush_state %s%s\n",
+		/* How much of the SSD holds data (a newer module says). */
+		if (num0(cur, "cache_blocks"))
+			fprintf(f, "; %.1f%% of the cache's blocks valid",
+				100.0 * num0(cur, "valid_blocks") /
+				num0(cur, "cache_blocks"));
+		fputc('\n', f);
+		fprintf(f, "  eviction: %s (%s), %llu sets under writeback, %llu failed, flush_state %s%s\n",
 			get_or(cur, "evict_state", "?"),
+			get_or(cur, "evict_why", "?"),
 			num0(cur, "writeback_sets"), num0(cur, "failed_sets"),
 			get_or(cur, "flush_state", "?"),
 			num0(cur, "draining") ? " (draining)" : "");

@@ -94,9 +94,13 @@ st=$(dmsetup status sp)
 log "status: $st"
 for k in bios_normal bios_idle reads writes flushes discards read_hits read_misses \
 	write_hits write_misses bypassed valid_blocks dirty_blocks mapped_sets free_sets \
-	evict_state sets_evicted blocks_written_back promotions metadata_bytes; do
+	evict_state sets_evicted blocks_written_back promotions metadata_bytes evict_why \
+	cache_blocks; do
 	status_get sp "$k" >/dev/null
 done
+assert_eq "$(status_get sp evict_why)" not_needed "evict_why of a fresh cache"
+assert_eq "$(status_get sp cache_blocks)" "$(($(status_get sp total_sets) * $(status_get sp set_blocks)))" \
+	"cache_blocks"
 
 # --- module refcount ---------------------------------------------------------------
 rmmod dm_ssdprio 2>/dev/null && fail "module unloaded while a device exists"

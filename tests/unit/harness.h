@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <setjmp.h>
 #include <stdio.h>
+#include <string.h>
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
@@ -59,6 +60,13 @@ extern unsigned long ssdp_warn_count;
 		ssdp_test_fail(__FILE__, __LINE__,			\
 			       "%s %s %s: %llu vs %llu", #a, #op, #b,	\
 			       __a, __b);				\
+} while (0)
+
+#define ASSERT_STR_EQ(a, b) do {					\
+	const char *__a = (a), *__b = (b);				\
+	if (strcmp(__a, __b))						\
+		ssdp_test_fail(__FILE__, __LINE__, "%s == %s: \"%s\" vs \"%s\"", \
+			       #a, #b, __a, __b);			\
 } while (0)
 
 #define ASSERT_EQ(a, b)	ASSERT_OP(a, ==, b)

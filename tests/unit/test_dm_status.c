@@ -80,3 +80,23 @@ TEST(dm_status_json_keeps_every_key)
 	free(buf);
 	st_free(&st);
 }
+
+/* The text shows why eviction runs and how much of the SSD holds data. */
+TEST(dm_status_text_eviction_reason_and_fill)
+{
+	struct dm_status st = { .name = "sp" };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	ASSERT_EQ(st_parse(&st, "status_version 1 cache on valid_blocks 512 "
+			   "dirty_blocks 0 total_sets 4 set_blocks 256 "
+			   "block_sectors 8 cache_blocks 1024 evict_state wait "
+			   "evict_why pressure flush_state idle"), 0);
+	st_print_text(f, &st, NULL, 0);
+	fclose(f);
+	ASSERT_TRUE(strstr(buf, "eviction: wait (pressure)") != NULL);
+	ASSERT_TRUE(strstr(buf, "50.0% of the cache's blocks valid") != NULL);
+	free(buf);
+	st_free(&st);
+}

@@ -739,3 +739,61 @@ TEST(evict_cleaning_waits_for_quiet_and_age)
 	ASSERT_EQ(ssdp_evict_next_action(&sm, 13 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_NONE);
 }
+
+/* The status line's reason follows the machine through each of its phases. */
+TEST(evict_why_names_each_phase)
+{
+	struct ssdp_evict_sm sm;
+	struct ssdp_evict_view v = {
+		.nr_free = 50, .nr_dirty_sets = 3, .head = SSDP_HEAD_DIRTY,
+		.dirty_blocks = 300, .cleanable = true,
+	};
+	struct ssdp_evict_action a;
+
+	setup(&sm);
+	ASSERT_STR_EQ(ssdp_evict_why(&sm), "not_needed");
+	/* short of space: wait for quiet, then pressure, then a window */
+	ssdp_evict_set_max_wait(&sm, 3 * WAIT);
+	ASSERT_EQ(next(&sm, 0, 5, 20, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_ARM_TIMER);
+	ASSERT_STR_EQ(ssdp_evict_why(&sm), "wait_quiet");
+	ssdp_evict_io_arrival(&sm, 3 * WAIT - MS);
+	a = ssdp_evict_next_action(&sm, 3 * WAIT, &(struct ssdp_evict_view){
+		.nr_free = 5, .nr_dirty_sets = 20, .head = SSDP_HEAD_DIRTY });
+	ASSERT_EQ(a.type, SSDP_EVICT_ACT_START_WRITEBACK);
+	ASSERT_TRUE(a.pressure);
+	ASSERT_STR_EQ(ssdp_evict_why(&sm), "pressure");
+	ssdp_evict_wb_done(&sm, SSDP_WB_EVICT);
+	ASSERT_STR_EQ(ssdp_evict_why(&sm), "wait_quiet");
+	ASSERT_EQ(next(&sm, 10 * WAIT, 5, 20, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_START_WRITEBACK);
+	ASSERT_STR_EQ(ssdp_evict_why(&sm), "quiet_writeback");
+	/* all it could take is in use */
+	ssdp_evict_action_failed(&sm, SSDP_EVICT_ACT_START_WRITEBACK);
+	ASSERT_STR_EQ(ssdp_evict_why(&sm), "blocked");
+	ssdp_evict_kick(&sm);
+	ASSERT_EQ(next(&sm, 10 * WAIT, 50, 20, SSDP_HEAD_DIRTY, NULL),
+		  SSDP_EVICT_ACT_NONE);
+	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_NORMAL);
+	ASSERT_STR_EQ(ssdp_evict_why(&sm), "not_needed");
+
+	/* cleaning: over the target, the window, then writing back */
+	ssdp_evict_set_cleaning(&sm, 200, 0);
+	ssdp_evict_io_arrival(&sm, 20 * WAIT);
+	a = ssdp_evict_next_action(&sm, 20 * WAIT + 1, &v);
+	ASSERT_EQ(a.type, SSDP_EVICT_ACT_ARM_TIMER);
+	ASSERT_STR_EQ(ssdp_evict_why(&sm), "clean_wait_quiet");
+	ssdp_evict_timer(&sm);
+	ASSERT_EQ(ssdp_evict_next_action(&sm, 22 * WAIT, &v).type,
+		  SSDP_EVICT_ACT_START_CLEAN);
+	ASSERT_STR_EQ(ssdp_evict_why(&sm), "cleaning");
+	/* the engine found the set in use */
+	ssdp_evict_action_failed(&sm, SSDP_EVICT_ACT_START_CLEAN);
+	ASSERT_STR_EQ(ssdp_evict_why(&sm), "blocked");
+	ssdp_evict_kick(&sm);
+
+	ssdp_evict_flush_all(&sm);
+	ASSERT_STR_EQ(ssdp_evict_why(&sm), "flush");
+	ssdp_evict_stop(&sm);
+	ASSERT_STR_EQ(ssdp_evict_why(&sm), "suspended");
+}
