@@ -569,7 +569,11 @@ out:
 	return r;
 }
 
-/* Load @type @params as @name's table and resume it (udev synced). */
+/*
+ * Load @type @params as @name's table and resume it (udev synced).
+ * Returns 0, -1 when the load was refused (the device is as it was), -2
+ * when the resume failed (the device is suspended with the new table).
+ */
 static int dm_reload_resume(const char *name, unsigned long long len,
 			    const char *type, const char *params)
 {
@@ -589,7 +593,7 @@ static int dm_reload_resume(const char *name, unsigned long long len,
 	}
 	dmt = dm_task_create(DM_DEVICE_RESUME);
 	if (!dmt)
-		return -1;
+		return -2;
 	ok = dm_task_set_name(dmt, name) && dm_task_set_cookie(dmt, &cookie, 0) &&
 	     dm_task_run(dmt);
 	dm_task_destroy(dmt);
@@ -598,7 +602,7 @@ static int dm_reload_resume(const char *name, unsigned long long len,
 	if (!ok) {
 		fprintf(stderr, TOOL ": %s: resuming the table '%s %s' failed (its reason is in the kernel log)\n",
 			name, type, params);
-		return -1;
+		return -2;
 	}
 	return 0;
 }
@@ -687,7 +691,14 @@ int cmd_detach(int argc, char **argv)
 		else
 			snprintf(off, sizeof(off), "%s %s 2 cache off", origin,
 				 cache);
-		if (dm_reload_resume(name, len, "ssdprio", off)) {
+		c = dm_reload_resume(name, len, "ssdprio", off);
+		if (c == -1) {
+			printf("%s: not detached: the cache stays, in drain mode (writethrough)\n",
+			       name);
+			r = EXIT_BAD;
+			goto out;
+		}
+		if (c) {
 			/* Suspended, the cache-off table in: go back. */
 			if (dm_reload_resume(name, len, "ssdprio", params))
 				fprintf(stderr, TOOL ": %s: could not go back to the caching table either: load it by hand: dmsetup reload %s --table '0 %llu ssdprio %s'; dmsetup resume %s\n",
@@ -700,7 +711,12 @@ int cmd_detach(int argc, char **argv)
 		}
 	}
 	snprintf(lin, sizeof(lin), "%s 0", origin);
-	if (dm_reload_resume(name, len, "linear", lin)) {
+	c = dm_reload_resume(name, len, "linear", lin);
+	if (c) {
+		printf(c == -1 ?
+		       "%s: the device stays on a 'cache off' table (its cache is marked out of date): run detach again\n" :
+		       "%s: suspended with the linear table loaded: 'dmsetup resume %s'\n",
+		       name, name);
 		r = EXIT_BAD;
 		goto out;
 	}
