@@ -588,7 +588,10 @@ int ssdp_meta_preresume_bypass(struct ssdprio *sp)
 		DMINFO("%s: cache marked bypassed: a caching table will start it empty",
 		       ssdp_name(sp));
 done:
-	if (r < 0)
+	if (r == -EUCLEAN)
+		DMERR("%s: the cache has an origin_id this 'cache off' table lacks, so whose it is cannot be told: refusing to resume (add 'origin_id <id>')",
+		      ssdp_name(sp));
+	else if (r < 0)
 		DMERR("%s: cannot mark the bypassed cache out of date: %d; refusing to resume",
 		      ssdp_name(sp), r);
 	else

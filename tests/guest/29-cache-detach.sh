@@ -78,6 +78,18 @@ assert_eq "$(status_get sp dirty_blocks)" "$dirty" "dirty blocks after going bac
 fio_run --name=d --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 --size=8M \
 	--randrepeat=0 --randseed=5 --verify=crc32c --ioengine=psync --verify_only=1 >/dev/null
 log "cache off over $dirty dirty blocks: refused at resume, caching table back, data intact"
+# without the cache's origin_id, whose cache it is cannot be told: refused too
+dmsetup message sp 0 flush_dirty || fail "flush_dirty"
+wait_status sp dirty_blocks -eq 0 300
+dmesg -C
+dmsetup reload sp --table "0 $len ssdprio ${caching%% *} $(cut -d' ' -f2 <<<"$caching") 2 cache off" ||
+	fail "the cache-off table without origin_id was refused at load"
+if dmsetup resume sp 2>/dev/null; then
+	fail "cache off without the cache's origin_id resumed"
+fi
+dmesg | grep -q "origin_id this 'cache off' table lacks" || fail "no reason in the kernel log: $(dmesg | grep ssdprio)"
+dmsetup reload sp --table "0 $len ssdprio $caching" && dmsetup resume sp ||
+	fail "the caching table could not come back"
 
 # --- detach under a mounted file system and a writer ---------------------------------------
 mkfs.ext4 -q -F /dev/mapper/sp || fail "mkfs"
