@@ -30,6 +30,16 @@ dm_create fmt "0 $(sectors "$vh") ssdprio $vh $vs 1 format" >/dev/null
 dm_remove fmt
 cuuid=$("$TOOL" show --json "$vs" | sed -n 's/^ *"uuid": "\([0-9a-f-]*\)".*/\1/p' | tr -d -)
 [[ ${#cuuid} == 32 ]] || fail "no cache uuid in: $("$TOOL" show --json "$vs")"
+# The tab names the disks by their by-id links: udev (re)makes them after
+# mkfs and the format above; the tool matches an event by them.
+udevadm settle --timeout=60 || true
+for l in /dev/disk/by-id/virtio-hide_hdd /dev/disk/by-id/virtio-hide_ssd; do
+	for _ in $(seq 100); do
+		[[ -b $l ]] && break
+		sleep 0.2
+	done
+	[[ -b $l ]] || fail "udev did not make $l: $(ls -l /dev/disk/by-id/ | grep hide || true)"
+done
 echo "hid /dev/disk/by-id/virtio-hide_hdd /dev/disk/by-id/virtio-hide_ssd" >"$tab"
 mkdir -p "${RULE%/*}"
 sed -e "s|/usr/local/sbin/ssdprio-tool|$TOOL|" -e "s|/etc/ssdprio/ssdpriotab|$tab|g" \
@@ -41,7 +51,12 @@ for _ in $(seq 100); do
 	[[ -b /dev/mapper/hid ]] && break
 	sleep 0.2
 done
-[[ -b /dev/mapper/hid ]] || fail "udev did not activate hid: $(dmesg | tail -20)"
+if [[ ! -b /dev/mapper/hid ]]; then
+	log "links: $(ls -l /dev/disk/by-id/ | grep hide || true)"
+	log "origin: $(udevadm info --query=property --name="$vh" | grep -E 'SSDPRIO|DEVLINKS' || true)"
+	log "tool, by hand: $("$TOOL" activate --tab "$tab" --dry-run hid 2>&1)"
+	fail "udev did not activate hid: $(dmesg | tail -20)"
+fi
 udevadm settle --timeout=60 || true
 
 assert_eq "$(dmsetup info -c --noheadings -o uuid hid)" "SSDPRIO-$cuuid" "the mapped device's DM UUID"
