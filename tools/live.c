@@ -78,6 +78,15 @@ static bool parse_secs(const char *s, double *out)
 	return true;
 }
 
+/* --timeout's value; a bad one is reported. */
+static bool timeout_arg(const char *s, double *out)
+{
+	if (parse_secs(s, out))
+		return true;
+	fprintf(stderr, TOOL ": --timeout %s: not a number of seconds\n", s);
+	return false;
+}
+
 /*
  * The status of device @name into @st.  Returns 0, 1 when the device
  * has no ssdprio target (@quiet: not reported), -1 on error (reported).
@@ -484,11 +493,8 @@ int cmd_flush(int argc, char **argv)
 			msg = "drain";
 			break;
 		case 't':
-			if (!parse_secs(optarg, &timeout)) {
-				fprintf(stderr, TOOL ": --timeout %s: not a number of seconds\n",
-					optarg);
+			if (!timeout_arg(optarg, &timeout))
 				return EXIT_FAIL;
-			}
 			break;
 		case 'h':
 			flush_usage(stdout);
@@ -634,11 +640,8 @@ int cmd_detach(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "t:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 't':
-			if (!parse_secs(optarg, &timeout)) {
-				fprintf(stderr, TOOL ": --timeout %s: not a number of seconds\n",
-					optarg);
+			if (!timeout_arg(optarg, &timeout))
 				return EXIT_FAIL;
-			}
 			break;
 		case 'h':
 			detach_usage(stdout);
