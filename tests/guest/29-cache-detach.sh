@@ -55,6 +55,22 @@ verify() {
 	done
 }
 table_type() { dmsetup table sp | awk '{ print $3 }'; }
+# refused_at_resume FEATURES PATTERN: a cache-off table over sp's origin and
+# cache (FEATURES with their count) loads over the live caching table, and
+# its resume is refused with PATTERN in the kernel log.
+refused_at_resume() {
+	dmesg -C
+	dmsetup reload sp --table "0 $len ssdprio ${caching%% *} $(cut -d' ' -f2 <<<"$caching") $1" ||
+		fail "the cache-off table ($1) was refused at load"
+	if dmsetup resume sp 2>/dev/null; then
+		fail "cache off ($1) resumed"
+	fi
+	dmesg | grep -q "$2" || fail "no reason in the kernel log: $(dmesg | grep ssdprio)"
+}
+back_to_caching() {
+	dmsetup reload sp --table "0 $len ssdprio $caching" && dmsetup resume sp ||
+		fail "the caching table could not come back"
+}
 
 # --- the kernel's guard: cache off over the live caching table ----------------------------
 "$TOOL" create sp "$hdd" "$ssd" write_policy writeback evict_wait 60000 dirty_target 100 origin_id "$id" >/dev/null ||
@@ -64,16 +80,9 @@ fio_run --name=d --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 --s
 	--randrepeat=0 --randseed=5 --verify=crc32c --ioengine=psync >/dev/null
 dirty=$(status_get sp dirty_blocks)
 assert_ge "$dirty" 1 "dirty blocks before the cache-off reload"
-dmesg -C
-dmsetup reload sp --table "0 $len ssdprio ${caching%% *} $(cut -d' ' -f2 <<<"$caching") 4 cache off origin_id $id" ||
-	fail "the cache-off table over the live caching table was refused at load"
-if dmsetup resume sp 2>/dev/null; then
-	fail "cache off resumed over $dirty dirty blocks"
-fi
-dmesg | grep -q "left dirty blocks" || fail "no reason in the kernel log: $(dmesg | grep ssdprio)"
+refused_at_resume "4 cache off origin_id $id" "left dirty blocks"
 "$TOOL" show "$ssd" | grep -q "bypassed: *yes" && fail "a refused cache off marked the cache bypassed"
-dmsetup reload sp --table "0 $len ssdprio $caching" && dmsetup resume sp ||
-	fail "the caching table could not come back"
+back_to_caching
 assert_eq "$(status_get sp dirty_blocks)" "$dirty" "dirty blocks after going back"
 fio_run --name=d --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 --size=8M \
 	--randrepeat=0 --randseed=5 --verify=crc32c --ioengine=psync --verify_only=1 >/dev/null
@@ -81,15 +90,8 @@ log "cache off over $dirty dirty blocks: refused at resume, caching table back, 
 # without the cache's origin_id, whose cache it is cannot be told: refused too
 dmsetup message sp 0 flush_dirty || fail "flush_dirty"
 wait_status sp dirty_blocks -eq 0 300
-dmesg -C
-dmsetup reload sp --table "0 $len ssdprio ${caching%% *} $(cut -d' ' -f2 <<<"$caching") 2 cache off" ||
-	fail "the cache-off table without origin_id was refused at load"
-if dmsetup resume sp 2>/dev/null; then
-	fail "cache off without the cache's origin_id resumed"
-fi
-dmesg | grep -q "origin_id this 'cache off' table lacks" || fail "no reason in the kernel log: $(dmesg | grep ssdprio)"
-dmsetup reload sp --table "0 $len ssdprio $caching" && dmsetup resume sp ||
-	fail "the caching table could not come back"
+refused_at_resume "2 cache off" "origin_id this 'cache off' table lacks"
+back_to_caching
 
 # --- detach under a mounted file system and a writer ---------------------------------------
 mkfs.ext4 -q -F /dev/mapper/sp || fail "mkfs"
