@@ -54,9 +54,9 @@ T ?=
 
 # ssdprio-tool: user space, shares the on-SSD codec with the module.
 TOOL := build/ssdprio-tool
-TOOL_SRCS := tools/ssdprio-tool.c tools/cache_scan.c tools/origin_ident.c drivers/meta_codec.c \
+TOOL_SRCS := tools/ssdprio-tool.c tools/tab.c tools/boot.c tools/cache_scan.c tools/origin_ident.c drivers/meta_codec.c \
 	drivers/config.c tools/live.c tools/dm_status.c
-TOOL_HDRS := tools/cache_scan.h tools/origin_ident.h drivers/meta_codec.h drivers/ssdprio_format.h \
+TOOL_HDRS := tools/cache_scan.h tools/msg.h tools/tab.h tools/boot.h tools/origin_ident.h drivers/meta_codec.h drivers/ssdprio_format.h \
 	drivers/ssdp_compat.h drivers/config.h tools/live.h tools/dm_status.h
 # status and flush talk to the kernel through libdevmapper (libdevmapper-dev).
 TOOL_LIBS := -ldevmapper -lm
@@ -71,9 +71,12 @@ UDEVRULESDIR ?= /usr/lib/udev/rules.d
 else
 UDEVRULESDIR ?= /etc/udev/rules.d
 endif
+# systemd searches both /usr/lib and /usr/local/lib for units and generators.
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSTEMDGENDIR ?= $(PREFIX)/lib/systemd/system-generators
 MANPAGES := man/ssdprio-tool.8 man/dm-ssdprio.4 man/ssdpriotab.5
 
-.PHONY: all modules hddsim lint unit check check-subset crash demo bench deb install install-tools clean \
+.PHONY: all modules hddsim lint unit check check-subset crash demo bench deb debs install install-tools clean \
 	deps checkpatch tools tools-test uninstall uninstall-tools
 
 all: modules
@@ -142,11 +145,12 @@ build/tools/stampio: tests/logwrites/stampio.c
 tools-test: tools
 	python3 tests/logwrites/test-replay-log.py build/tools/replay-log
 	./tests/unit/test-install.sh
+	./tests/unit/test-generator.sh
 
 # `make check T=name` runs one guest test. Without T, the multi-boot
 # scenarios (tests/crash/run) follow the guest suite, even if it failed; the
 # status is non-zero if either failed.
-check: deps modules hddsim tools unit
+check: deps modules hddsim tools unit debs
 ifeq ($(T),)
 	@rc=0; ./tests/vm/run $(VM_ARGS) || rc=$$?; \
 	./tests/crash/run $(VM_ARGS) || rc=$$?; exit $$rc
@@ -167,7 +171,7 @@ CHECK_SUBSET ?= 00-smoke 10-target-table 11-target-io 14-kernel-compat 20-cache-
 	41-sched-nohold 42-sched-cgroup 43-sched-suspend 45-sched-cache 47-sched-journal
 CRASH_SUBSET ?= powercut
 
-check-subset: deps modules hddsim tools
+check-subset: deps modules hddsim tools debs
 	@rc=0; ./tests/vm/run $(VM_ARGS) $(CHECK_SUBSET) || rc=$$?; \
 	./tests/crash/run $(VM_ARGS) $(CRASH_SUBSET) || rc=$$?; exit $$rc
 
@@ -176,9 +180,14 @@ check-subset: deps modules hddsim tools
 deb:
 	./tools/deb-check
 
+# The packages alone (build/deb/): the systemd boot scenario
+# (tests/crash/systemd.sh) installs them in the guest.
+debs:
+	./tools/deb-check --build-only
+
 # Warm restart across reboots and power cuts (QEMU killed), see
 # tests/crash/README.md; `make crash S="powercut fsck"` runs some.
-crash: deps modules
+crash: deps modules tools debs
 	./tests/crash/run $(VM_ARGS) $(S)
 
 demo: deps modules tools
@@ -203,11 +212,20 @@ install-tools: $(TOOL)
 	done
 	install -D -m 0644 tools/bash-completion/ssdprio-tool \
 		$(DESTDIR)$(BASHCOMPDIR)/ssdprio-tool
+	install -d $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSTEMDGENDIR)
+	sed 's|/usr/local/sbin/ssdprio-tool|$(SBINDIR)/ssdprio-tool|' \
+		tools/systemd/ssdprio@.service >$(DESTDIR)$(SYSTEMDUNITDIR)/ssdprio@.service
+	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/ssdprio@.service
+	sed 's|/usr/local/sbin/ssdprio-tool|$(SBINDIR)/ssdprio-tool|' \
+		tools/systemd/ssdprio-generator >$(DESTDIR)$(SYSTEMDGENDIR)/ssdprio-generator
+	chmod 0755 $(DESTDIR)$(SYSTEMDGENDIR)/ssdprio-generator
 
 uninstall-tools:
 	rm -f $(DESTDIR)$(SBINDIR)/ssdprio-tool \
 		$(DESTDIR)$(UDEVRULESDIR)/60-ssdprio.rules \
 		$(DESTDIR)$(BASHCOMPDIR)/ssdprio-tool \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/ssdprio@.service \
+		$(DESTDIR)$(SYSTEMDGENDIR)/ssdprio-generator \
 		$(foreach m,$(MANPAGES),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
 
 uninstall: uninstall-tools

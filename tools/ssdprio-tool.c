@@ -9,7 +9,9 @@
  *	ssdprio-tool gen-origin-id
  *	ssdprio-tool origin-id <origin_dev>
  *	ssdprio-tool create [--dry-run] [--force] name origin_dev cache_dev [features...]
- *	ssdprio-tool activate [--tab FILE] [--udev] [--dry-run] [name...]
+ *	ssdprio-tool activate [--tab FILE] [--udev | --wait SECS] [--dry-run] [name...]
+ *	ssdprio-tool deactivate name...
+ *	ssdprio-tool systemd-generator [--tab FILE] dir [early_dir late_dir]
  *	ssdprio-tool status [--json] [--watch [SECS]] [name...]
  *	ssdprio-tool flush [--wait] [--timeout SECS] name
  *
@@ -46,12 +48,14 @@
 #include "config.h"
 #include "live.h"
 #include "origin_ident.h"
+#include "msg.h"
+#include "tab.h"
+#include "boot.h"
 
 #define TOOL			"ssdprio-tool"
 #ifndef SSDP_TOOL_VERSION
 #define SSDP_TOOL_VERSION	"0.1.0"
 #endif
-#define DEFAULT_TAB		"/etc/ssdprio/ssdpriotab"
 /* DM UUID of a device activated from the tab: prefix and the cache's uuid. */
 #define DM_UUID_PREFIX		"SSDPRIO-"
 #define ACTIVATE_LOCK		"/run/ssdprio-activate.lock"
@@ -64,13 +68,9 @@
 
 /* ---- messages ------------------------------------------------------- */
 
-static int kmsg_fd = -1;	/* activate --udev: also to the kernel log */
+int kmsg_fd = -1;
 
-/* The kernel's __printf (over two lines: checkpatch wants the kernel's). */
-#define __printf(a, b)	__attribute__((				\
-	format(printf, a, b)))
-
-static void __printf(2, 3)
+void __printf(2, 3)
 logmsg(int level, const char *fmt, ...)
 {
 	char buf[1024];
@@ -91,9 +91,6 @@ logmsg(int level, const char *fmt, ...)
 	}
 }
 
-#define err(...)	logmsg(LOG_ERR, __VA_ARGS__)
-#define notice(...)	logmsg(LOG_NOTICE, __VA_ARGS__)
-
 static void usage_to(FILE *f)
 {
 	fputs("usage:\n"
@@ -105,7 +102,9 @@ static void usage_to(FILE *f)
 	      "  " TOOL " gen-origin-id\n"
 	      "  " TOOL " origin-id <origin_dev>\n"
 	      "  " TOOL " create [--dry-run] [--force] <name> <origin_dev> <cache_dev> [features...]\n"
-	      "  " TOOL " activate [--tab FILE] [--udev] [--dry-run] [name...]\n"
+	      "  " TOOL " activate [--tab FILE] [--udev | --wait SECS] [--dry-run] [name...]\n"
+	      "  " TOOL " deactivate name...\n"
+	      "  " TOOL " systemd-generator [--tab FILE] <dir> [<early_dir> <late_dir>]\n"
 	      "  " TOOL " udev-role [--tab FILE]   (udev IMPORT{program})\n"
 	      "  " TOOL " status [--json] [--watch [SECS]] [name...]\n"
 	      "  " TOOL " flush [--drain] [--wait] [--timeout SECS] name\n"
@@ -1139,161 +1138,6 @@ static int cmd_gen_origin_id(int argc, char **argv)
 
 /* ---- activate ------------------------------------------------------- */
 
-struct tab_entry {
-	char *name, *origin, *cache;
-	char **feat;
-	int nfeat, line;
-	bool bad;	/* refused (reported): never activated */
-};
-
-static void tab_free(struct tab_entry *e, int n)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		free(e[i].feat);
-	free(e);
-}
-
-static bool valid_name(const char *s)
-{
-	if (!*s || strlen(s) > 127)
-		return false;
-	for (; *s; s++)
-		if (!isalnum((unsigned char)*s) && !strchr("_.+-", *s))
-			return false;
-	return true;
-}
-
-/*
- * Parse an ssdpriotab: "name origin_dev cache_dev [features...]" per line,
- * '#' comments.  Returns the number of entries or -1 (reported); *@bad
- * counts the lines refused (reported, not returned): one bad line must
- * not keep the good ones from activating at boot.  The entries point into
- * @text.
- */
-static int tab_parse(const char *path, char *text, struct tab_entry **out,
-		     int *bad)
-{
-	struct tab_entry *e = NULL;
-	char *line, *next;
-	int n = 0, lineno = 0;
-
-	for (line = text; line; line = next) {
-		char *w[256], *p, *wsave = NULL;
-		int nw = 0;
-
-		lineno++;
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = 0;
-		p = strchr(line, '#');
-		if (p)
-			*p = 0;
-		for (p = strtok_r(line, " \t\r", &wsave); p;
-		     p = strtok_r(NULL, " \t\r", &wsave)) {
-			if (nw == (int)ARRAY_SIZE(w))
-				break;
-			w[nw++] = p;
-		}
-		if (!nw)
-			continue;
-		if (nw == (int)ARRAY_SIZE(w)) {
-			err("%s:%d: too many words", path, lineno);
-			(*bad)++;
-			continue;
-		}
-		if (nw < 3 || !valid_name(w[0])) {
-			err("%s:%d: expected 'name origin_dev cache_dev [features...]' with a name of letters, digits, _ . + -",
-			    path, lineno);
-			(*bad)++;
-			continue;
-		}
-		e = realloc(e, (n + 1) * sizeof(*e));
-		if (!e)
-			goto fail;
-		e[n].name = w[0];
-		e[n].origin = w[1];
-		e[n].cache = w[2];
-		e[n].nfeat = nw - 3;
-		e[n].line = lineno;
-		e[n].bad = false;
-		e[n].feat = calloc(nw, sizeof(char *));
-		if (!e[n].feat)
-			goto fail;
-		memcpy(e[n].feat, w + 3, (nw - 3) * sizeof(char *));
-		n++;
-	}
-	*out = e;
-	return n;
-fail:
-	tab_free(e, n);
-	return -1;
-}
-
-/* The same disk, by name or (both present) by device number. */
-static bool same_disk(const char *a, const char *b)
-{
-	struct stat sa, sb;
-
-	if (!strcmp(a, b))
-		return true;
-	return !stat(a, &sa) && !stat(b, &sb) && S_ISBLK(sa.st_mode) &&
-	       S_ISBLK(sb.st_mode) && sa.st_rdev == sb.st_rdev;
-}
-
-/*
- * Entries that cannot all be right: a name given twice, or one disk in two
- * entries (the kernel would refuse the second table anyway, but which one
- * loses would depend on the order the disks appear in).  The later entry
- * is refused, naming both lines; returns the number refused.
- */
-static int tab_check(const char *path, struct tab_entry *e, int n)
-{
-	int i, j, bad = 0;
-
-	for (i = 0; i < n; i++) {
-		for (j = 0; j < i && !e[i].bad; j++) {
-			const char *what = NULL;
-
-			if (e[j].bad)
-				continue;
-			if (!strcmp(e[i].name, e[j].name))
-				what = "the name";
-			else if (same_disk(e[i].cache, e[j].cache) ||
-				 same_disk(e[i].cache, e[j].origin))
-				what = "its cache device";
-			else if (same_disk(e[i].origin, e[j].origin) ||
-				 same_disk(e[i].origin, e[j].cache))
-				what = "its origin device";
-			if (!what)
-				continue;
-			err("%s:%d: '%s' refused: %s is already used by '%s' on line %d",
-			    path, e[i].line, e[i].name, what, e[j].name,
-			    e[j].line);
-			e[i].bad = true;
-			bad++;
-		}
-	}
-	return bad;
-}
-
-static char *read_file(const char *path)
-{
-	struct sbuf b = { 0 };
-	char buf[4096];
-	size_t got;
-	FILE *f = fopen(path, "re");
-
-	if (!f)
-		return NULL;
-	sbuf_add(&b, "%s", "");
-	while ((got = fread(buf, 1, sizeof(buf), f)) > 0)
-		sbuf_add(&b, "%.*s", (int)got, buf);
-	fclose(f);
-	return b.s;
-}
-
 /*
  * Run a program: the NULL-terminated arguments after @outlen, at most 15.
  * Its output (stdout and stderr) goes into @out.  Returns its status.
@@ -1361,6 +1205,7 @@ static bool dm_exists(const char *name)
 
 struct activate_opts {
 	bool udev, dry_run;
+	unsigned int wait;		/* seconds to wait for the disks */
 	dev_t udev_dev;			/* the device of the event */
 };
 
@@ -1437,6 +1282,39 @@ static bool kmsg_reason(int fd, char *out, size_t len)
 		found = true;
 	}
 	return found;
+}
+
+/*
+ * activate --wait: boot starts the entry's unit before udev may have seen
+ * its disks.  Says once what it waits for; false when @secs ran out.
+ */
+static bool wait_disks(const struct tab_entry *e, unsigned int secs)
+{
+	struct timespec t0, now;
+	bool said = false;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		const char *missing = !disk_ready(e->origin) ? e->origin :
+				      !disk_ready(e->cache) ? e->cache : NULL;
+		const char *role = missing == e->origin ? "origin" : "cache";
+		struct stat st;
+
+		if (!missing)
+			return true;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - t0.tv_sec >= (time_t)secs) {
+			err("%s: %s %s did not appear within %u s (%s): not activated",
+			    e->name, role, missing, secs,
+			    stat(missing, &st) ? "not there" : "empty");
+			return false;
+		}
+		if (!said)
+			notice("%s: waiting up to %u s for %s %s", e->name,
+			       secs, role, missing);
+		said = true;
+		usleep(250 * 1000);
+	}
 }
 
 /* One entry: EXIT_OK when active (now or already), else why not. */
@@ -1595,12 +1473,39 @@ static int cmd_udev_role(int argc, char **argv)
 	return EXIT_OK;
 }
 
+static bool activate_selected(const struct tab_entry *e, char **names,
+			      int nnames)
+{
+	int j;
+
+	for (j = 0; j < nnames && strcmp(e->name, names[j]); j++)
+		;
+	return !nnames || j < nnames;
+}
+
+/* "--wait 90": whole seconds, 1 to a day. */
+static int parse_secs(const char *s, unsigned int *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (!isdigit((unsigned char)*s) || *end || errno || !v || v > 86400) {
+		err("--wait %s: expected seconds, 1 to 86400", s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
 static int cmd_activate(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "udev", no_argument, NULL, 'u' },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "tab", required_argument, NULL, 't' },
+		{ "wait", required_argument, NULL, 'w' },
 		OPT_HELP, OPT_END,
 	};
 	struct activate_opts o = { 0 };
@@ -1622,6 +1527,15 @@ static int cmd_activate(int argc, char **argv)
 			o.dry_run = true;
 		else if (c == 't')
 			tab = optarg;
+		else if (c == 'w' && parse_secs(optarg, &o.wait)) {
+			free(names);
+			return EXIT_FAIL;
+		}
+	}
+	if (o.wait && o.udev) {
+		err("activate: --wait is for boot units, not for udev");
+		free(names);
+		return EXIT_FAIL;
 	}
 	for (i = optind; i < argc; i++)
 		names[nnames++] = argv[i];
@@ -1677,16 +1591,18 @@ static int cmd_activate(int argc, char **argv)
 			r = EXIT_FAIL;
 		}
 	}
+	/* Before the lock: udev activates other entries meanwhile. */
+	for (i = 0; o.wait && i < n; i++) {
+		if (e[i].bad || !activate_selected(&e[i], names, nnames) ||
+		    wait_disks(&e[i], o.wait))
+			continue;
+		e[i].bad = true;
+		r = EXIT_BAD;
+	}
 	for (i = 0; i < n; i++) {
 		int rr;
 
-		if (nnames) {
-			for (j = 0; j < nnames && strcmp(e[i].name, names[j]); j++)
-				;
-			if (j == nnames)
-				continue;
-		}
-		if (e[i].bad)
+		if (!activate_selected(&e[i], names, nnames) || e[i].bad)
 			continue;
 		if (o.udev && !same_dev(e[i].origin, o.udev_dev) &&
 		    !same_dev(e[i].cache, o.udev_dev))
@@ -1713,6 +1629,41 @@ out:
 	tab_free(e, n > 0 ? n : 0);
 	free(text);
 	free(names);
+	return r;
+}
+
+/*
+ * deactivate NAME...: the boot unit's stop.  A clean remove is what makes
+ * the next load start warm and "clean"; a device that is not there is
+ * fine (removed by hand, never activated).  Busy (still mounted, held):
+ * dmsetup's --retry rides out udev's brief opens; past that it stays for
+ * the shutdown's final detach, which removes it once nothing holds it.
+ */
+static int cmd_deactivate(int argc, char **argv)
+{
+	static const struct option opts[] = { OPT_HELP, OPT_END };
+	char out[1024];
+	int i, r = EXIT_OK;
+
+	while (sub_getopt(argc, argv, opts) != -1)
+		;
+	if (optind >= argc)
+		return print_usage();
+	/* At shutdown the journal may be gone already: the kernel log stays. */
+	kmsg_fd = open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
+	for (i = optind; i < argc; i++) {
+		if (!dm_exists(argv[i])) {
+			printf("%s: not active\n", argv[i]);
+			continue;
+		}
+		if (run_cmd(out, sizeof(out), "dmsetup", "remove", "--retry",
+			    argv[i], NULL)) {
+			err("%s: not removed (%s): still in use?", argv[i], out);
+			r = EXIT_BAD;
+			continue;
+		}
+		notice("%s: removed cleanly", argv[i]);
+	}
 	return r;
 }
 
@@ -1940,7 +1891,7 @@ static int cmd_create(int argc, char **argv)
 	e.cache = argv[optind + 2];
 	e.feat = argv + optind + 3;
 	e.nfeat = argc - optind - 3;
-	if (!valid_name(e.name)) {
+	if (!tab_valid_name(e.name)) {
 		err("%s: not a device name (letters, digits, _.+- only)", e.name);
 		return EXIT_FAIL;
 	}
@@ -2371,6 +2322,8 @@ int main(int argc, char **argv)
 		{ "origin-id", cmd_origin_id },
 		{ "create", cmd_create },
 		{ "activate", cmd_activate },
+		{ "deactivate", cmd_deactivate },
+		{ "systemd-generator", cmd_systemd_generator },
 		{ "udev-role", cmd_udev_role },
 		{ "status", cmd_status },
 		{ "flush", cmd_flush },

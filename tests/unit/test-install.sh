@@ -22,6 +22,8 @@ want=(
 	usr/share/man/man4/dm-ssdprio.4
 	usr/share/man/man5/ssdpriotab.5
 	usr/share/bash-completion/completions/ssdprio-tool
+	usr/lib/systemd/system/ssdprio@.service
+	usr/lib/systemd/system-generators/ssdprio-generator
 )
 for f in "${want[@]}"; do
 	[[ -f $D/$f ]] || fail "not installed: /$f"
@@ -31,13 +33,20 @@ got=$(cd "$D" && find . -type f | sort | sed 's|^\./||')
 [[ -x $D/usr/sbin/ssdprio-tool ]] || fail "the tool is not executable"
 grep -q 'RUN+="/usr/sbin/ssdprio-tool activate --udev' "$D/usr/lib/udev/rules.d/60-ssdprio.rules" ||
 	fail "the rule does not name /usr/sbin/ssdprio-tool"
+for f in usr/lib/systemd/system/ssdprio@.service usr/lib/systemd/system-generators/ssdprio-generator; do
+	grep -q /usr/sbin/ssdprio-tool "$D/$f" && ! grep -q /usr/local "$D/$f" ||
+		fail "/$f does not name /usr/sbin/ssdprio-tool"
+done
+[[ -x $D/usr/lib/systemd/system-generators/ssdprio-generator ]] || fail "the generator is not executable"
 "$D/usr/sbin/ssdprio-tool" --version | grep -q '^ssdprio-tool ' || fail "--version"
 bash -c ". '$D/usr/share/bash-completion/completions/ssdprio-tool' 2>/dev/null; declare -F _ssdprio_tool" >/dev/null ||
 	fail "the completion does not define _ssdprio_tool"
 
 # The default prefix keeps the rule in /etc.
 make -s install-tools DESTDIR="$D/local" >/dev/null
-[[ -f $D/local/etc/udev/rules.d/60-ssdprio.rules && -f $D/local/usr/local/sbin/ssdprio-tool ]] ||
+[[ -f $D/local/etc/udev/rules.d/60-ssdprio.rules && -f $D/local/usr/local/sbin/ssdprio-tool &&
+	-f $D/local/usr/local/lib/systemd/system/ssdprio@.service &&
+	-x $D/local/usr/local/lib/systemd/system-generators/ssdprio-generator ]] ||
 	fail "PREFIX=/usr/local: $(cd "$D/local" && find . -type f)"
 
 make -s uninstall-tools DESTDIR="$D" PREFIX=/usr >/dev/null

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ssdprio-tool systemd-generator: one ssdprio@NAME.service per ssdpriotab
+ * entry (systemd.generator(7)).  The template unit (tools/systemd/) does
+ * the work: `activate --wait` and, at shutdown, `deactivate`.  What the
+ * generator adds per entry is what only the tab knows:
+ *  - an entry without nofail is required by local-fs-pre.target and
+ *    ordered before it, so file systems on it mount after it exists and
+ *    are unmounted before it is removed;
+ *  - a nofail entry is only wanted by local-fs.target, unordered: a disk
+ *    that never comes delays nothing, and its mount (nofail in fstab too)
+ *    waits for /dev/mapper/NAME on its own;
+ *  - how long to wait for the disks (device_timeout).
+ * A generator must not fail the boot: bad lines are reported and skipped.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "boot.h"
+#include "msg.h"
+#include "tab.h"
+
+#ifndef SSDP_UNITDIR
+#define SSDP_UNITDIR	"/usr/lib/systemd/system"
+#endif
+#define UNIT_TEMPLATE	"ssdprio@.service"
+
+static int mkdir_p(const char *dir)
+{
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		err("generator: %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* DIR/TARGET.{wants,requires}/ssdprio@NAME.service -> the template. */
+static int link_unit(const char *dir, const char *target, const char *kind,
+		     const char *name)
+{
+	char d[4096], l[4096 + 160];
+
+	if ((size_t)snprintf(d, sizeof(d), "%s/%s.%s", dir, target, kind) >=
+	    sizeof(d)) {
+		err("generator: %s: path too long", dir);
+		return -1;
+	}
+	snprintf(l, sizeof(l), "%s/ssdprio@%s.service", d, name);
+	if (mkdir_p(d))
+		return -1;
+	if (symlink(SSDP_UNITDIR "/" UNIT_TEMPLATE, l) && errno != EEXIST) {
+		err("generator: %s: %s", l, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int write_dropin(const char *dir, const char *tab,
+			const struct tab_entry *e)
+{
+	char d[4096], f[4096 + 32];
+	FILE *out;
+
+	if ((size_t)snprintf(d, sizeof(d), "%s/ssdprio@%s.service.d", dir,
+			     e->name) >= sizeof(d)) {
+		err("generator: %s: path too long", dir);
+		return -1;
+	}
+	snprintf(f, sizeof(f), "%s/50-ssdpriotab.conf", d);
+	if (mkdir_p(d))
+		return -1;
+	out = fopen(f, "we");
+	if (!out) {
+		err("generator: %s: %s", f, strerror(errno));
+		return -1;
+	}
+	fprintf(out, "# Written by " TOOL " systemd-generator from %s line %d\n"
+		"[Unit]\nSourcePath=%s\n", tab, e->line, tab);
+	if (!e->nofail)
+		fprintf(out, "Before=local-fs-pre.target\n");
+	/* The tool gives up first and says why; systemd's limit is a backstop. */
+	fprintf(out, "\n[Service]\nEnvironment=SSDPRIO_DEVICE_TIMEOUT=%u\n"
+		"TimeoutStartSec=%u\n", e->device_timeout,
+		e->device_timeout + 60);
+	if (fclose(out)) {
+		err("generator: %s: %s", f, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int cmd_systemd_generator(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "tab", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *tab = getenv("SSDPRIO_TAB");
+	struct tab_entry *e = NULL;
+	int n, i, c, bad = 0;
+	char *text;
+
+	if (!tab || !*tab)
+		tab = DEFAULT_TAB;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == 't') {
+			tab = optarg;
+		} else {
+			fprintf(c == 'h' ? stdout : stderr,
+				"usage: " TOOL " systemd-generator [--tab FILE] NORMAL_DIR [EARLY_DIR LATE_DIR]\n");
+			return c == 'h' ? 0 : 1;
+		}
+	}
+	if (optind >= argc || argc - optind > 3) {
+		fprintf(stderr, "usage: " TOOL " systemd-generator [--tab FILE] NORMAL_DIR [EARLY_DIR LATE_DIR]\n");
+		return 1;
+	}
+	text = read_file(tab);
+	if (!text) {
+		if (errno != ENOENT)
+			err("generator: %s: %s", tab, strerror(errno));
+		return 0;	/* nothing configured */
+	}
+	n = tab_parse(tab, text, &e, &bad);
+	if (n > 0)
+		tab_check(tab, e, n);
+	for (i = 0; i < n; i++) {
+		if (e[i].bad)
+			continue;
+		if (write_dropin(argv[optind], tab, &e[i]))
+			continue;
+		if (e[i].nofail)
+			link_unit(argv[optind], "local-fs.target", "wants",
+				  e[i].name);
+		else
+			link_unit(argv[optind], "local-fs-pre.target",
+				  "requires", e[i].name);
+	}
+	tab_free(e, n > 0 ? n : 0);
+	free(text);
+	return 0;
+}
