@@ -14,6 +14,7 @@
  * A generator must not fail the boot: bad lines are reported and skipped.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -31,6 +32,28 @@
 #endif
 #define UNIT_TEMPLATE	"ssdprio@.service"
 
+/*
+ * The unit's instance for a tab name, escaped as systemd-escape does
+ * (systemd.unit(5), "String Escaping"): the template's %I gives the
+ * name back.  Without it a '-' would come back as '/' and a '+' is not
+ * allowed in a unit name at all.
+ */
+static void unit_instance(const char *name, char *out, size_t len)
+{
+	size_t o = 0;
+	const char *p;
+
+	for (p = name; *p && o + 5 < len; p++) {
+		unsigned char c = *p;
+
+		if (isalnum(c) || c == '_' || (c == '.' && p != name))
+			out[o++] = c;
+		else
+			o += snprintf(out + o, len - o, "\\x%02x", c);
+	}
+	out[o] = 0;
+}
+
 static int mkdir_p(const char *dir)
 {
 	if (mkdir(dir, 0755) && errno != EEXIST) {
@@ -42,7 +65,7 @@ static int mkdir_p(const char *dir)
 
 /* DIR/TARGET.{wants,requires}/ssdprio@NAME.service -> the template. */
 static int link_unit(const char *dir, const char *target, const char *kind,
-		     const char *name)
+		     const char *inst)
 {
 	char d[4096], l[4096 + 160];
 
@@ -51,7 +74,7 @@ static int link_unit(const char *dir, const char *target, const char *kind,
 		err("generator: %s: path too long", dir);
 		return -1;
 	}
-	snprintf(l, sizeof(l), "%s/ssdprio@%s.service", d, name);
+	snprintf(l, sizeof(l), "%s/ssdprio@%s.service", d, inst);
 	if (mkdir_p(d))
 		return -1;
 	if (symlink(SSDP_UNITDIR "/" UNIT_TEMPLATE, l) && errno != EEXIST) {
@@ -62,13 +85,13 @@ static int link_unit(const char *dir, const char *target, const char *kind,
 }
 
 static int write_dropin(const char *dir, const char *tab,
-			const struct tab_entry *e)
+			const struct tab_entry *e, const char *inst)
 {
 	char d[4096], f[4096 + 32];
 	FILE *out;
 
 	if ((size_t)snprintf(d, sizeof(d), "%s/ssdprio@%s.service.d", dir,
-			     e->name) >= sizeof(d)) {
+			     inst) >= sizeof(d)) {
 		err("generator: %s: path too long", dir);
 		return -1;
 	}
@@ -132,16 +155,19 @@ int cmd_systemd_generator(int argc, char **argv)
 	if (n > 0)
 		tab_check(tab, e, n);
 	for (i = 0; i < n; i++) {
+		char inst[4 * 128 + 1];
+
 		if (e[i].bad)
 			continue;
-		if (write_dropin(argv[optind], tab, &e[i]))
+		unit_instance(e[i].name, inst, sizeof(inst));
+		if (write_dropin(argv[optind], tab, &e[i], inst))
 			continue;
 		if (e[i].nofail)
 			link_unit(argv[optind], "local-fs.target", "wants",
-				  e[i].name);
+				  inst);
 		else
 			link_unit(argv[optind], "local-fs-pre.target",
-				  "requires", e[i].name);
+				  "requires", inst);
 	}
 	tab_free(e, n > 0 ? n : 0);
 	free(text);

@@ -19,6 +19,7 @@ data   /dev/disk/by-id/ata-HDD1 /dev/disk/by-id/nvme-SSD1-part1 write_policy wri
 spare  /dev/disk/by-id/ata-HDD2 /dev/disk/by-id/nvme-SSD1-part2 nofail device_timeout 7 evict_wait 5000
 bad1   /dev/disk/by-id/ata-HDD3 /dev/disk/by-id/nvme-SSD1-part3 device_timeout 0
 data   /dev/disk/by-id/ata-HDD4 /dev/disk/by-id/nvme-SSD1-part4
+my-db+1 /dev/disk/by-id/ata-HDD5 /dev/disk/by-id/nvme-SSD1-part5
 EOF
 mkdir "$D/out"
 "$TOOL" systemd-generator --tab "$D/tab" "$D/out" "$D/early" "$D/late" 2>"$D/err" ||
@@ -41,7 +42,16 @@ conf=$D/out/ssdprio@spare.service.d/50-ssdpriotab.conf
 grep -qx 'Environment=SSDPRIO_DEVICE_TIMEOUT=7' "$conf" || fail "spare: timeout: $(cat "$conf")"
 
 [[ ! -e $D/out/ssdprio@bad1.service.d ]] || fail "a refused line got a unit"
-[[ $(find "$D/out" -name '*.conf' | wc -l) == 2 ]] || fail "units: $(find "$D/out")"
+# A name with - and +: escaped as systemd-escape does, so that the unit's %I
+# is the name again.
+inst='my\x2ddb\x2b1'
+if command -v systemd-escape >/dev/null; then
+	[[ $(systemd-escape 'my-db+1') == "$inst" ]] || fail "systemd-escape says $(systemd-escape 'my-db+1')"
+fi
+[[ -L $D/out/local-fs-pre.target.requires/ssdprio@$inst.service &&
+	-f $D/out/ssdprio@$inst.service.d/50-ssdpriotab.conf ]] ||
+	fail "my-db+1: no escaped unit: $(ls "$D/out/local-fs-pre.target.requires")"
+[[ $(find "$D/out" -name '*.conf' | wc -l) == 3 ]] || fail "units: $(find "$D/out")"
 [[ ! -e $D/early && ! -e $D/late ]] || fail "wrote into the early or late dir"
 
 # The boot options are not table features: the line's table has none.
