@@ -76,6 +76,48 @@ sched_dev() { # DEV SCHED: echoes the loop device
 	echo "$loop"
 }
 
+# cgroup v2 anchors: what an administrator sets up today instead of ionice.
+# The normal and the idle job each run in a cgroup of their own (fio's
+# cgroup= option), with weights on the bare HDD model:
+#   *_iocost      io.cost (mq-deadline below it): QoS on (latency targets
+#                 of an HDD: reads 75 ms, writes 150 ms at p95) and a linear
+#                 cost model of the HDD model (150 MB/s, ~120 random IOPS);
+#                 io.weight 10000 (normal) : 1 (idle), the extremes allowed
+#   *_bfq_cgroup  bfq with io.bfq.weight 1000 : 1, its extremes
+# Debian's 6.1 and 6.12 kernels have io.cost but not io.latency.
+ANCHOR_CG=/sys/fs/cgroup
+anchor_dev() { # CONFIG HDD: echoes the loop device
+	local config=$1 hdd=$2 loop majmin
+	case $config in
+	*_iocost) loop=$(sched_dev "$hdd" mq-deadline) ;;
+	*_bfq_cgroup) loop=$(sched_dev "$hdd" bfq) ;;
+	*) fail "anchor_dev: not an anchor config: $config" ;;
+	esac
+	mkdir -p "$ANCHOR_CG/ssdp_normal" "$ANCHOR_CG/ssdp_idle" || fail "mkdir cgroups"
+	if [[ $config == *_iocost ]]; then
+		majmin=$(cat "/sys/block/${loop#/dev/}/dev")
+		echo "$majmin enable=1 ctrl=user rpct=95.00 rlat=75000 wpct=95.00 wlat=150000 min=1.00 max=100.00" \
+			>"$ANCHOR_CG/io.cost.qos" || fail "io.cost.qos"
+		echo "$majmin ctrl=user model=linear rbps=150000000 rseqiops=1170 rrandiops=120 wbps=150000000 wseqiops=1170 wrandiops=120" \
+			>"$ANCHOR_CG/io.cost.model" || fail "io.cost.model"
+		echo "default 10000" >"$ANCHOR_CG/ssdp_normal/io.weight" || fail "io.weight"
+		echo "default 1" >"$ANCHOR_CG/ssdp_idle/io.weight" || fail "io.weight"
+	else
+		echo "default 1000" >"$ANCHOR_CG/ssdp_normal/io.bfq.weight" || fail "io.bfq.weight"
+		echo "default 1" >"$ANCHOR_CG/ssdp_idle/io.bfq.weight" || fail "io.bfq.weight"
+	fi
+	echo "$loop"
+}
+anchor_args() { # CONFIG normal|idle: fio's options for that job's cgroup
+	case $1 in
+	*_iocost | *_bfq_cgroup) echo "--cgroup=ssdp_$2 --cgroup_nodelete=1" ;;
+	esac
+}
+anchor_teardown() { # after fio has exited (the cgroups are empty)
+	rmdir "$ANCHOR_CG/ssdp_normal" "$ANCHOR_CG/ssdp_idle" 2>/dev/null
+	true
+}
+
 bfio() { # OUT ARGS...
 	local out=$1
 	shift

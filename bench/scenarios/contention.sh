@@ -20,6 +20,9 @@
 #   hdd_ssdprio_cpuctrl  (control, full runs only) as hdd_ssdprio, but the
 #                      second reader works on another HDD model outside ssdprio:
 #                      the normal job's loss is then the emulator's CPU alone
+#   hdd_iocost         bare HDD, cgroup v2 io.cost with io.weight 10000 : 1
+#                      (normal : idle job's cgroup; bench/lib.sh, anchor_dev)
+#   hdd_bfq_cgroup     bare HDD, bfq with io.bfq.weight 1000 : 1
 #   ssd_deadline       bare SSD (null_blk) with mq-deadline
 #   ssd_ssdprio_sched  ssdprio `cache off` over the SSD as origin
 # Each measurement is one fio run: the normal job alone, then the idle reader
@@ -37,7 +40,7 @@ if ((Q)); then
 	CONFIGS=${CONTENTION_CONFIGS:-hdd_bfq hdd_ssdprio_sched hdd_ssdprio ssd_ssdprio_sched}
 else
 	RUNTIME=5 SSD_RUNTIME=3 PATTERNS=${CONTENTION_PATTERNS:-seqread seqwrite randread randwrite}
-	CONFIGS=${CONTENTION_CONFIGS:-hdd_deadline hdd_bfq hdd_ssdprio_sched hdd_ssdprio_sched_aa hdd_ssdprio hdd_ssdprio_cpuctrl ssd_deadline ssd_ssdprio_sched}
+	CONFIGS=${CONTENTION_CONFIGS:-hdd_deadline hdd_bfq hdd_iocost hdd_bfq_cgroup hdd_ssdprio_sched hdd_ssdprio_sched_aa hdd_ssdprio hdd_ssdprio_cpuctrl ssd_deadline ssd_ssdprio_sched}
 fi
 HDD_MB=512 # two 256 MiB regions: normal job in the first, idle reader in the second
 REGION=256M
@@ -51,6 +54,9 @@ setup() { # CONFIG: echoes the device
 	hdd_deadline | hdd_bfq)
 		hdd=$(hddsim_dev hdd "$HDD_MB")
 		sched_dev "$hdd" "$([[ $1 == hdd_bfq ]] && echo bfq || echo mq-deadline)" ;;
+	hdd_iocost | hdd_bfq_cgroup)
+		hdd=$(hddsim_dev hdd "$HDD_MB")
+		anchor_dev "$1" "$hdd" ;;
 	hdd_ssdprio_sched | hdd_ssdprio_sched_aa)
 		hdd=$(hddsim_dev hdd "$HDD_MB")
 		ssd=$(ssd_dev ssd "$CACHE_MB")
@@ -122,11 +128,12 @@ for config in $CONFIGS; do
 			# shellcheck disable=SC2046
 			bfio /tmp/ct.json "${base[@]}" \
 				--name=alone --runtime="$rt" --offset=0 --size="$nregion" \
-				$(pattern_args "$p" $((rep * 10))) \
+				$(pattern_args "$p" $((rep * 10))) $(anchor_args "$config" normal) \
 				--name=idle --stonewall --prioclass=3 --filename="$idle_dev" --runtime=$((rt + 2 + tail_s)) \
 				--offset="$REGION" --size="$REGION" --rw=read --bs=128k --write_bw_log=/tmp/ct_idle "${idle_extra[@]}" \
+				$(anchor_args "$config" idle) \
 				--name=normal --startdelay=$((rt + 2)) --runtime="$rt" --offset=0 --size="$nregion" \
-				$(pattern_args "$p" $((rep * 10))) --write_bw_log=/tmp/ct_normal
+				$(pattern_args "$p" $((rep * 10))) --write_bw_log=/tmp/ct_normal $(anchor_args "$config" normal)
 			read -r rmb wmb _ _ _ < <(fio_sum /tmp/ct.json alone)
 			alone=$(awk -v a="$rmb" -v b="$wmb" 'BEGIN { print a + b }')
 			read -r rmb wmb _ _ _ < <(fio_sum /tmp/ct.json normal)
@@ -143,4 +150,5 @@ for config in $CONFIGS; do
 		done
 	done
 	teardown
+	anchor_teardown
 done

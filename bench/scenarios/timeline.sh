@@ -6,7 +6,9 @@
 # should sit near zero while the normal one runs, stay there for
 # batch_mode_delay, then take the whole device. Configs: ssdprio scheduler
 # only (`cache off`), ssdprio in full (64 MiB cache, cold: the normal reader's
-# 256 MiB region is 4x the cache) and mq-deadline on the bare HDD for contrast.
+# 256 MiB region is 4x the cache) and mq-deadline on the bare HDD for contrast;
+# the cgroup v2 anchors (bench/lib.sh, anchor_dev): io.cost with io.weight
+# 10000 : 1, and bfq with io.bfq.weight 1000 : 1.
 # status: ready
 # minutes: 3
 # mem_mb: 600
@@ -16,7 +18,7 @@ if ((Q)); then
 	CONFIGS=${TIMELINE_CONFIGS:-hdd_ssdprio_sched}
 else
 	NORMAL_S=15 TAIL_S=6
-	CONFIGS=${TIMELINE_CONFIGS:-hdd_ssdprio_sched hdd_ssdprio hdd_deadline}
+	CONFIGS=${TIMELINE_CONFIGS:-hdd_ssdprio_sched hdd_ssdprio hdd_deadline hdd_iocost hdd_bfq_cgroup}
 fi
 HDD_MB=512
 REGION=256M
@@ -27,6 +29,7 @@ setup() {
 	hdd=$(hddsim_dev hdd "$HDD_MB")
 	case $1 in
 	hdd_deadline) sched_dev "$hdd" mq-deadline ;;
+	hdd_iocost | hdd_bfq_cgroup) anchor_dev "$1" "$hdd" ;;
 	hdd_ssdprio_sched | hdd_ssdprio)
 		ssd=$(ssd_dev ssd 64)
 		if [[ $1 == hdd_ssdprio_sched ]]; then
@@ -54,9 +57,12 @@ for config in $CONFIGS; do
 	total=$((1 + NORMAL_S + BMD / 1000 + TAIL_S))
 	# One fio, two jobs: the idle reader (prioclass=3 = ionice -c3) from
 	# t=0, the normal one from t=1 s.
+	# shellcheck disable=SC2046 # anchor_args: words
 	bfio /tmp/tl.json "${base[@]}" \
 		--name=idle --prioclass=3 --runtime="$total" --offset="$REGION" --write_bw_log=/tmp/tl_idle \
-		--name=normal --startdelay=1 --runtime="$NORMAL_S" --offset=0 --write_bw_log=/tmp/tl_normal
+		$(anchor_args "$config" idle) \
+		--name=normal --startdelay=1 --runtime="$NORMAL_S" --offset=0 --write_bw_log=/tmp/tl_normal \
+		$(anchor_args "$config" normal)
 	extra=()
 	[[ $config == hdd_ssdprio* ]] && extra+=(status="$(status_json ssdprio)")
 	record "$config" timeline 1 normal_seconds="$NORMAL_S" \
@@ -65,4 +71,5 @@ for config in $CONFIGS; do
 		normal_series="$(bwlog_json /tmp/tl_normal_bw.2.log)" "${extra[@]}"
 	log "timeline $config recorded"
 	teardown
+	anchor_teardown
 done
