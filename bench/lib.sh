@@ -118,6 +118,47 @@ anchor_teardown() { # after fio has exited (the cgroups are empty)
 	true
 }
 
+# cache_peer_dev CONFIG HDD_MB CACHE_MB [ssdprio args...]: a cache over a new
+# HDD model and SSD; echoes the device to measure. CONFIG: ssdprio, dmcache
+# (smq, writeback, 32 KiB blocks, metadata on an 8 MiB null_blk), writecache
+# (dm-writecache, 4 KiB blocks), bcache (writeback, 2048 buckets). Returns 1
+# when the peer cannot be set up.
+cache_peer_dev() {
+	local config=$1 hdd_mb=$2 cache_mb=$3 hdd ssd meta b
+	shift 3
+	case $config in
+	ssdprio | dmcache | writecache | bcache) ;;
+	*) return 1 ;;
+	esac
+	[[ $config != bcache ]] || command -v make-bcache >/dev/null || return 1
+	hdd=$(hddsim_dev hdd "$hdd_mb")
+	ssd=$(ssd_dev ssd "$cache_mb")
+	case $config in
+	ssdprio) ssdprio_dev ssdprio "$hdd" "$ssd" "$@" ;;
+	dmcache)
+		meta=$(ssd_dev meta 8)
+		dm_try_create dmcache "0 $(sectors "$hdd") cache $meta $ssd $hdd 64 1 writeback smq 0" ;;
+	writecache)
+		dm_try_create wcache "0 $(sectors "$hdd") writecache s $hdd $ssd 4096 0" ;;
+	bcache)
+		# bcache wants >= 1024 buckets ("nbuckets is too small"): 2048 of them.
+		make-bcache --bucket "$((cache_mb / 2))k" --writeback -B "$hdd" -C "$ssd" >/dev/null 2>&1 || return 1
+		_settle
+		# udev may have registered them already; errors then are harmless.
+		echo "$ssd" >/sys/fs/bcache/register 2>/dev/null
+		readlink -f "$hdd" >/sys/fs/bcache/register 2>/dev/null
+		for _ in $(seq 100); do
+			b=$(compgen -G '/sys/block/bcache*' | head -1)
+			[[ -n $b && -e $b/bcache/state && $(<"$b/bcache/state") != "no cache" ]] && break
+			sleep 0.1
+		done
+		[[ -n $b && $(<"$b/bcache/state") != "no cache" ]] || return 1
+		echo writeback >"$b/bcache/cache_mode"
+		_settle
+		echo "/dev/$(basename "$b")" ;;
+	esac
+}
+
 bfio() { # OUT ARGS...
 	local out=$1
 	shift

@@ -25,43 +25,10 @@ CONFIGS=${CACHE_CONFIGS:-raw_hdd raw_ssd ssdprio dmcache writecache bcache}
 
 # setup CONFIG: echoes the device to measure.
 setup() {
-	local hdd ssd meta b
 	case $1 in
 	raw_hdd) hddsim_dev hdd "$HDD_MB" ;;
 	raw_ssd) ssd_dev rawssd "$HDD_MB" ;;
-	ssdprio)
-		hdd=$(hddsim_dev hdd "$HDD_MB")
-		ssd=$(ssd_dev ssd "$CACHE_MB")
-		ssdprio_dev ssdprio "$hdd" "$ssd" $CACHE_SSDPRIO_ARGS ;;
-	dmcache)
-		hdd=$(hddsim_dev hdd "$HDD_MB")
-		ssd=$(ssd_dev ssd "$CACHE_MB")
-		meta=$(ssd_dev meta 8)
-		dm_try_create dmcache "0 $(sectors "$hdd") cache $meta $ssd $hdd 64 1 writeback smq 0" ;;
-	writecache)
-		hdd=$(hddsim_dev hdd "$HDD_MB")
-		ssd=$(ssd_dev ssd "$CACHE_MB")
-		dm_try_create wcache "0 $(sectors "$hdd") writecache s $hdd $ssd 4096 0" ;;
-	bcache)
-		command -v make-bcache >/dev/null || return 1
-		hdd=$(hddsim_dev hdd "$HDD_MB")
-		ssd=$(ssd_dev ssd "$CACHE_MB")
-		# bcache wants >= 1024 buckets ("nbuckets is too small"): 2048 of them.
-		make-bcache --bucket "$((CACHE_MB / 2))k" --writeback -B "$hdd" -C "$ssd" >/dev/null 2>&1 || return 1
-		_settle
-		# udev may have registered them already; errors then are harmless.
-		echo "$ssd" >/sys/fs/bcache/register 2>/dev/null
-		readlink -f "$hdd" >/sys/fs/bcache/register 2>/dev/null
-		for _ in $(seq 100); do
-			b=$(compgen -G '/sys/block/bcache*' | head -1)
-			[[ -n $b && -e $b/bcache/state && $(<"$b/bcache/state") != "no cache" ]] && break
-			sleep 0.1
-		done
-		[[ -n $b && $(<"$b/bcache/state") != "no cache" ]] || return 1
-		echo writeback >"$b/bcache/cache_mode"
-		_settle
-		echo "/dev/$(basename "$b")" ;;
-	*) return 1 ;;
+	*) cache_peer_dev "$1" "$HDD_MB" "$CACHE_MB" $CACHE_SSDPRIO_ARGS ;;
 	esac
 }
 

@@ -32,7 +32,7 @@
 # full speed); otherwise for 1 s. Its throughput while the normal job runs is
 # taken from its bandwidth log over the normal job's time window.
 # status: ready
-# minutes: 27
+# minutes: 35
 # mem_mb: 700
 
 if ((Q)); then

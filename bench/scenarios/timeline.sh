@@ -10,7 +10,7 @@
 # the cgroup v2 anchors (bench/lib.sh, anchor_dev): io.cost with io.weight
 # 10000 : 1, and bfq with io.bfq.weight 1000 : 1.
 # status: ready
-# minutes: 3
+# minutes: 5
 # mem_mb: 600
 
 if ((Q)); then

@@ -1,0 +1,94 @@
+# shellcheck shell=bash
+# Scenario 7: steady state under a skewed random workload, the one real
+# servers run: 4 KiB random I/O (psync, queue depth 1) over a region of the
+# HDD model ORIGIN_X times the SSD cache, with a zipf or pareto popularity
+# (scattered hot blocks), first WARM seconds not measured, then MEAS seconds
+# measured, on the same devices for ssdprio (defaults) and the in-kernel
+# peers: dm-writecache, dm-cache (smq, 32 KiB blocks), bcache (writeback).
+# Each system's read hit ratio over the measured part is set beside the
+# ideal one: a block-granular LRU of the cache's capacity over the same
+# fio trace (bench/sim/lru_ideal.py, write_iolog of both parts). For
+# ssdprio also the share of bios that bypassed the cache (no free set) and
+# of the cache's blocks that hold data (valid_blocks / cache_blocks).
+# Mixes: MIX = DIST:PARAM:READ_PERCENT, e.g. zipf:1.1:70.
+# status: ready
+# minutes: 40
+# mem_mb: 900
+
+if ((Q)); then
+	CACHE_MB=16 ORIGIN_X=8 WARM=8 MEAS=8
+	MIXES=${STEADY_WORKLOADS:-zipf:1.1:70}
+	CONFIGS=${STEADY_CONFIGS:-ssdprio writecache}
+else
+	CACHE_MB=32 ORIGIN_X=8 WARM=60 MEAS=30
+	MIXES=${STEADY_WORKLOADS:-zipf:1.1:70 zipf:1.1:30 zipf:0.9:70 pareto:0.9:70}
+	CONFIGS=${STEADY_CONFIGS:-ssdprio writecache dmcache bcache}
+fi
+WS_MB=$((CACHE_MB * ORIGIN_X))
+HDD_MB=$((WS_MB + 32))
+
+# hits CONFIG DEV: "read_hits read_misses" counted by the cache so far.
+hits() {
+	local name=${2#/dev/mapper/} b
+	case $1 in
+	ssdprio) echo "$(status_get "$name" read_hits) $(status_get "$name" read_misses)" ;;
+	# 0 len cache mbs used/total cbs used/total read_hits read_misses ...
+	dmcache) dmsetup status "$name" | awk '{ print $8, $9 }' ;;
+	# 0 len writecache error blocks free writeback reads read_hits ...
+	writecache) dmsetup status "$name" | awk '{ print $9, $8 - $9 }' ;;
+	bcache)
+		b=/sys/block/${2#/dev/}/bcache/stats_total
+		echo "$(<"$b/cache_hits") $(<"$b/cache_misses")" ;;
+	esac
+}
+
+mix_args() { # MIX SEED
+	local dist param rd
+	IFS=: read -r dist param rd <<<"$1"
+	echo "--random_distribution=$dist:$param --rwmixread=$rd --randrepeat=0 --randseed=$2"
+}
+
+for mix in $MIXES; do
+	for config in $CONFIGS; do
+		for rep in $(seq "$REPS"); do
+			if ! dev=$(cache_peer_dev "$config" "$HDD_MB" "$CACHE_MB") || [[ ! -b $dev ]]; then
+				record_skip "$config" "setup failed: $(dmesg | tail -2 | tr '"\n' "' ")"
+				teardown
+				continue 2
+			fi
+			name=${dev#/dev/mapper/}
+			rm -f /tmp/st_*
+			common=(--filename="$dev" --direct=1 --ioengine=psync --iodepth=1 --rw=randrw
+				--bs=4k --size="${WS_MB}M" --time_based)
+			# shellcheck disable=SC2046 # mix_args: words
+			bfio /tmp/st_warm.json "${common[@]}" $(mix_args "$mix" $((rep * 7))) \
+				--runtime="$WARM" --name=warm --write_iolog=/tmp/st_warm.iolog
+			read -r h0 m0 < <(hits "$config" "$dev")
+			[[ $config == ssdprio ]] && s0=$(status_json "$name")
+			# shellcheck disable=SC2046
+			bfio /tmp/st_meas.json "${common[@]}" $(mix_args "$mix" $((rep * 7 + 1))) \
+				--runtime="$MEAS" --name=measured --write_iolog=/tmp/st_meas.iolog
+			read -r h1 m1 < <(hits "$config" "$dev")
+			read -r _ _ riops wiops _ < <(fio_sum /tmp/st_meas.json)
+			read -r lmean lp99 < <(fio_lat /tmp/st_meas.json)
+			cap=$((CACHE_MB * 256))
+			ideal=$(python3 "$REPO/bench/sim/lru_ideal.py" "$cap" 4096 /tmp/st_warm.iolog /tmp/st_meas.iolog)
+			hit=$(awk -v h=$((h1 - h0)) -v m=$((m1 - m0)) 'BEGIN { print (h + m) ? h / (h + m) : "null" }')
+			extra=()
+			if [[ $config == ssdprio ]]; then
+				s1=$(status_json "$name")
+				extra+=(status_before="$s0" status="$s1"
+					bypassed_share="$(jq -n --argjson a "$s0" --argjson b "$s1" \
+						'($b.bypassed - $a.bypassed) / ([($b.bios_normal + $b.bios_idle) - ($a.bios_normal + $a.bios_idle), 1] | max)')"
+					valid_share="$(jq -n --argjson b "$s1" '$b.valid_blocks / $b.cache_blocks')")
+			fi
+			record "$config" "$mix" "$rep" cache_mb="$CACHE_MB" origin_mb="$WS_MB" \
+				warm_s="$WARM" measured_s="$MEAS" \
+				iops="$(awk -v a="$riops" -v b="$wiops" 'BEGIN { print a + b }')" \
+				read_hit_ratio="$hit" lru_ideal="$ideal" \
+				lat_mean_ms="$lmean" lat_p99_ms="$lp99" "${extra[@]}"
+			log "steady $config $mix rep $rep: $riops + $wiops IOPS, read hits $hit (LRU ideal $(jq -r .read_hit_ratio <<<"$ideal")), p99 $lp99 ms"
+			teardown
+		done
+	done
+done
