@@ -37,6 +37,10 @@ hits() {
 	# 0 len writecache error blocks free writeback reads read_hits ...
 	writecache) dmsetup status "$name" | awk '{ print $9, $8 - $9 }' ;;
 	bcache)
+		# Reads only; its counters reach stats_total on a timer every
+		# 300/22 s: wait for one (no I/O meanwhile) so that both
+		# snapshots hold everything before them.
+		sleep 14
 		b=/sys/block/${2#/dev/}/bcache/stats_total
 		echo "$(<"$b/cache_hits") $(<"$b/cache_misses")" ;;
 	esac
