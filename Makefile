@@ -17,6 +17,9 @@
 #   make check-subset  the part of the suite CI also runs on the second
 #                   kernel (CHECK_SUBSET, CRASH_SUBSET; README "Kernels")
 #   make crash      only the multi-boot scenarios (S=<scenario>...)
+#   make check-xfstests  fstests' CI selection on ext4 and xfs, on ssdprio
+#                   devices and on the bare devices (docs/fstests.md)
+#   make xfstests   the same with fstests' whole "quick" group (hours)
 #   make demo       boot the bench and show the target at work
 #   make bench      benchmarks (S=<scenario>, BENCH_QUICK=1)
 #   make install    modules_install + depmod, the tool, its man pages, bash
@@ -77,7 +80,7 @@ SYSTEMDGENDIR ?= $(PREFIX)/lib/systemd/system-generators
 MANPAGES := man/ssdprio-tool.8 man/dm-ssdprio.4 man/ssdpriotab.5
 
 .PHONY: all modules hddsim lint unit check check-subset crash demo bench deb debs install install-tools clean \
-	deps checkpatch tools tools-test uninstall uninstall-tools
+	deps checkpatch tools tools-test uninstall uninstall-tools xfstests check-xfstests
 
 all: modules
 
@@ -174,6 +177,19 @@ CRASH_SUBSET ?= powercut
 check-subset: deps modules hddsim tools debs
 	@rc=0; ./tests/vm/run $(VM_ARGS) $(CHECK_SUBSET) || rc=$$?; \
 	./tests/crash/run $(VM_ARGS) $(CRASH_SUBSET) || rc=$$?; exit $$rc
+
+# fstests (xfstests), built from FSTESTS_SRC or the pinned snapshot in
+# ../shared/fstests into build/fstests; FSTESTS_ARGS for tests/fstests/run
+# (--fs xfs, --configs ssdprio, --tests "generic/013"). Not part of check.
+FSTESTS_ARGS ?=
+
+check-xfstests: modules
+	./tools/install-deps.sh --fstests
+	./tests/fstests/run $(FSTESTS_ARGS) $(VM_ARGS)
+
+xfstests: modules
+	./tools/install-deps.sh --fstests
+	./tests/fstests/run --quick $(FSTESTS_ARGS) $(VM_ARGS)
 
 # Debian packages (debian/): built from a clean copy into build/deb/ and
 # checked, with the DKMS build of the packaged source (tools/deb-check).

@@ -5,10 +5,13 @@
 # fast when everything is there: apt-get only runs for missing packages.
 # The one package list, used by `make deps` (and so `make check`) and .ci/run.
 #
-# usage: tools/install-deps.sh [--checkpatch] [--list]
+# usage: tools/install-deps.sh [--checkpatch] [--fstests] [--list]
 #   --checkpatch  also unpack scripts/checkpatch.pl (and its data files) from
 #                 linux-source-6.1 into build/linux-src/ (for tools/checkpatch.sh)
-#   --list        print the package list and exit
+#   --fstests     also the packages fstests needs to build and run
+#                 (FSTESTS_PACKAGES: `make xfstests`, docs/fstests.md); not
+#                 part of `make check`
+#   --list        print the package list (with --fstests: that one too) and exit
 #
 # Kernels: Debian 12's 6.1 (linux-image-amd64) and 6.12 (bookworm-security's
 # linux-image-6.12-amd64), image and headers through their meta packages, so
@@ -42,16 +45,25 @@ PACKAGES=(
 	python3-matplotlib jq bcache-tools
 )
 
+# fstests (tests/fstests): its build (autotools, the xfs/acl/attr/aio/uring
+# headers) and the tools its tests run in the guest. Only with --fstests.
+FSTESTS_PACKAGES=(
+	autoconf automake libtool make gcc pkg-config xfslibs-dev uuid-dev libattr1-dev
+	libacl1-dev libaio-dev liburing-dev libgdbm-dev attr acl quota bc psmisc gawk
+)
+
 [[ ${SSDP_HEADERS:-} == private ]] || PACKAGES+=("$HEADERS_612")
 
-checkpatch=0
+checkpatch=0 list=0
 for a in "$@"; do
 	case $a in
 	--checkpatch) checkpatch=1 ;;
-	--list) printf '%s\n' "${PACKAGES[@]}" && exit 0 ;;
-	*) echo "usage: $0 [--checkpatch] [--list]" >&2 && exit 2 ;;
+	--fstests) PACKAGES+=("${FSTESTS_PACKAGES[@]}") ;;
+	--list) list=1 ;;
+	*) echo "usage: $0 [--checkpatch] [--fstests] [--list]" >&2 && exit 2 ;;
 	esac
 done
+((list)) && printf '%s\n' "${PACKAGES[@]}" && exit 0
 
 missing=()
 for p in "${PACKAGES[@]}"; do

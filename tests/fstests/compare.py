@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Compare fstests results of the bare devices with those on ssdprio.
+
+usage: compare.py RESULTS_DIR FS... -- CONFIG...
+
+RESULTS_DIR/FS-CONFIG/result.xml is the xunit report of fstests' ./check
+(-R xunit). Prints a line per test that did not pass in every config, the
+time each run took and counts; exits 1 if a test that passed on "bare"
+failed on another config, or if a run's report is missing.
+"""
+import os
+import sys
+import xml.etree.ElementTree as ET
+
+
+def load(path):
+    """{test: (status, message)}, status pass|fail|notrun."""
+    res = {}
+    root = ET.parse(path).getroot()
+    for tc in root.iter("testcase"):
+        name = tc.get("name")
+        status, msg = "pass", ""
+        for child in tc:
+            if child.tag == "skipped":
+                status, msg = "notrun", child.get("message") or ""
+            elif child.tag in ("failure", "error"):
+                status, msg = "fail", child.get("message") or ""
+        res[name] = (status, msg.strip().replace("\n", " "))
+    return res
+
+
+def main():
+    args = sys.argv[1:]
+    if len(args) < 3 or "--" not in args:
+        print(__doc__, file=sys.stderr)
+        return 2
+    base = args[0]
+    cut = args.index("--")
+    fss, configs = args[1:cut], args[cut + 1:]
+    bad = 0
+    for fs in fss:
+        runs = {}
+        for cfg in configs:
+            d = os.path.join(base, f"{fs}-{cfg}")
+            xml = os.path.join(d, "result.xml")
+            if not os.path.exists(xml):
+                print(f"{fs} {cfg}: no result.xml in {d} (did the run finish?)")
+                bad = 1
+                continue
+            secs = ""
+            try:
+                with open(os.path.join(d, "seconds")) as f:
+                    secs = f.read().strip() + " s"
+            except OSError:
+                pass
+            runs[cfg] = load(xml)
+            r = runs[cfg]
+            counts = {s: sum(1 for v in r.values() if v[0] == s) for s in ("pass", "fail", "notrun")}
+            print(f"{fs} {cfg}: {len(r)} tests, {counts['pass']} passed, {counts['fail']} failed, "
+                  f"{counts['notrun']} not run ({secs})")
+        names = sorted(set().union(*[set(r) for r in runs.values()])) if runs else []
+        for name in names:
+            row = {cfg: runs[cfg].get(name, ("-", "")) for cfg in runs}
+            if all(v[0] == "pass" for v in row.values()):
+                continue
+            cells = "  ".join(f"{cfg}={v[0]}" for cfg, v in row.items())
+            why = next((v[1] for v in row.values() if v[1]), "")
+            regress = ("bare" in row and row["bare"][0] == "pass" and
+                       any(v[0] == "fail" for c, v in row.items() if c != "bare"))
+            mark = "REGRESSION " if regress else ""
+            print(f"  {mark}{fs} {name}: {cells}{'  (' + why[:150] + ')' if why else ''}")
+            if regress:
+                bad = 1
+    print("compare: " + ("a test that passes on the bare device fails on ssdprio" if bad
+                         else "no test that passes on the bare device fails on ssdprio"))
+    return bad
+
+
+if __name__ == "__main__":
+    sys.exit(main())
