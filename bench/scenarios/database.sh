@@ -37,7 +37,7 @@ else
 	CONFIGS=${DATABASE_CONFIGS:-hdd_ssdprio_sched hdd_deadline hdd_iocost hdd_ssdprio hdd_bfq}
 fi
 CLIENTS=4
-# The backup must finish: one that has not after this long is killed (rc 124).
+# The backup must finish: one that has not after this long is killed (rc 137).
 BACKUP_MAX_S=240
 CACHE_MB=32
 DB_MEM=96M BACKUP_MEM=64M
@@ -126,9 +126,13 @@ backup_start() {
 	rm -f "$MNT/backup.tar"
 	sync
 	B_START=$(date +%s.%N)
-	in_cg idle timeout "$BACKUP_MAX_S" ionice -c3 bash -c 'tar -cf "$0/backup.tar" --warning=no-file-changed \
-		--warning=no-file-removed --ignore-failed-read -C "$0" pgdata; rc=$?
-		((rc <= 1)) && sync "$0/backup.tar" && rc=0; exit $rc' "$MNT" &
+	# tar and the fsync as the direct children of timeout, so that a backup
+	# over time is killed for real (it holds the mount otherwise).
+	in_cg idle ionice -c3 bash -c 'timeout -s KILL "$1" tar -cf "$0/backup.tar" \
+		--warning=no-file-changed --warning=no-file-removed --ignore-failed-read -C "$0" pgdata
+		rc=$?
+		((rc <= 1)) || exit $rc
+		timeout -s KILL "$1" sync "$0/backup.tar"' "$MNT" "$BACKUP_MAX_S" &
 	B_PID=$!
 }
 backup_wait() {
@@ -215,7 +219,7 @@ for config in $CONFIGS; do
 	[[ $config == hdd_ssdprio* ]] && extra+=(status="$(status_json ssdprio)")
 	record "$config" done 0 wall_s=$((SECONDS - t0)) "${extra[@]}"
 	pg_stop
-	umount "$MNT" || fail "umount $MNT"
+	umount "$MNT" || { sleep 5; umount "$MNT"; } || fail "umount $MNT: $(fuser -vm "$MNT" 2>&1 | tr '"\n' "' ")"
 	anchor_teardown
 	teardown
 done
