@@ -85,14 +85,11 @@ pg_start() {
 	return 1
 }
 
-pg_stop() {
-	[[ -n ${PG_PID:-} ]] || return 0
-	kill -INT "$PG_PID" 2>/dev/null # fast shutdown
-	for _ in $(seq 120); do
-		kill -0 "$PG_PID" 2>/dev/null || break
-		sleep 1
-	done
-	kill -KILL "$PG_PID" 2>/dev/null
+pg_stop() { # fast shutdown (PG_PID is in_cg's subshell, not the postmaster)
+	setpriv --reuid=postgres --regid=postgres --init-groups \
+		"$PGBIN/pg_ctl" -D "$MNT/pgdata" -m fast -w -t 120 stop >/dev/null ||
+		setpriv --reuid=postgres --regid=postgres --init-groups \
+			"$PGBIN/pg_ctl" -D "$MNT/pgdata" -m immediate -w -t 60 stop >/dev/null
 	wait "$PG_PID" 2>/dev/null
 	PG_PID=
 }
