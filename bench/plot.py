@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/plot.py RAW_DIR RESULTS_DIR [scenario...]: PNG plots from RESULTS_DIR/<scenario>.json
 (written by bench/report.py): cache.png and contention.png (bar charts), timeline.png,
-sweep.png, cachefull.png, evict.png. Needs matplotlib (Debian: python3-matplotlib)."""
+sweep.png, cachefull.png, evict.png, database.png. Needs matplotlib (Debian: python3-matplotlib)."""
 import json
 import os
 import sys
@@ -184,9 +184,36 @@ def evict(res, out):
     fig.tight_layout(rect=(0, 0.04, 1, 0.96))
     save(fig, out, "evict.png")
 
+def database(res, out):
+    cfgs = [c for c in res["configs"] if res["configs"][c].get("plot", {}).get("tps")]
+    if not cfgs:
+        return
+    fig, axes = plt.subplots(len(cfgs), 1, figsize=(10, 2.6 * len(cfgs)), squeeze=False, sharex=True)
+    for ax, c in zip(axes[:, 0], cfgs):
+        d = res["configs"][c]
+        p = d["plot"]
+        pts = p["tps"]
+        ax.step([x[0] for x in pts], [x[1] for x in pts], where="pre", label="pgbench TPS")
+        ax.axvspan(p["alone_start_s"], p["backup_start_s"], color="#cde", alpha=0.5, label="alone window")
+        ax.axvspan(p["backup_start_s"], min(p["backup_end_s"], p["end_s"]), color="#fdc", alpha=0.5,
+                   label="ionice -c3 backup running")
+        if p["backup_end_s"] <= p["end_s"]:
+            ax.axvline(p["backup_end_s"], color="k", ls=":", lw=0.8)
+        ax.set_title(f"{c}: TPS beside/alone {100 * (d.get('tps_ratio') or 0):.0f}%, p99 "
+                     f"{d.get('p99_alone_ms') or 0:.0f} -> {d.get('p99_beside_ms') or 0:.0f} ms, backup "
+                     f"{d.get('backup_beside_s') or 0:.0f} s", fontsize=9)
+        ax.set_ylabel("TPS")
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=7, loc="upper left")
+    axes[-1, 0].set_xlabel("seconds since pgbench's first transaction")
+    fig.suptitle("PostgreSQL pgbench TPS per second, alone then beside a backup")
+    footer(fig, res, "repetition 1 per config")
+    fig.tight_layout(rect=(0, 0.04, 1, 0.97))
+    save(fig, out, "database.png")
+
 
 PLOTTERS = {"cache": cache, "contention": contention, "timeline": timeline, "sweep": sweep,
-            "cachefull": cachefull, "evict": evict}
+            "cachefull": cachefull, "evict": evict, "database": database}
 
 if __name__ == "__main__":
     out = sys.argv[2]

@@ -15,7 +15,7 @@ import sys
 TCG_NOTE = ("QEMU TCG emulation: the SSD floor is ~1 ms per synchronous 4 KiB I/O "
             "and the SSD/HDD contrast is ~7x, not ~70x as on real hardware. "
             "Compare ratios, not absolute figures.")
-ORDER = ["cache", "contention", "timeline", "sweep", "cachefull", "evict", "memory", "steady"]
+ORDER = ["cache", "contention", "timeline", "sweep", "cachefull", "evict", "memory", "steady", "database"]
 
 
 def load(raw, scen):
@@ -550,6 +550,113 @@ def memory(rows):
                   "a few bytes. ssdprio's own figure is exact (status `metadata_bytes`).")
     return res, md
 
+# ---- scenario: database -------------------------------------------------------
+# pgbench's per-transaction log (-l): "client_id transaction_no time script_no
+# time_epoch time_us ...", time = latency in us (or "failed"/"skipped"), the
+# epoch pair = completion time.
+
+def read_pgbench_log(path):
+    """[(completion unix s, latency ms)] of the transactions that completed."""
+    out = []
+    if not os.path.exists(path):
+        return out
+    with open(path) as f:
+        for line in f:
+            x = line.split()
+            if len(x) >= 6 and x[2].isdigit():
+                out.append((int(x[4]) + int(x[5]) / 1e6, int(x[2]) / 1000.0))
+    out.sort()
+    return out
+
+
+def tx_stats(tx, t0, t1):
+    """TPS, mean and p99 latency (ms) of the transactions completed in [t0, t1]."""
+    if t1 is None or t0 is None or t1 <= t0:
+        return None
+    lat = [l for t, l in tx if t0 <= t < t1]
+    return {"tps": len(lat) / (t1 - t0), "n": len(lat), "seconds": round(t1 - t0, 2),
+            "lat_mean_ms": mean(lat), "lat_p99_ms": p99(lat)}
+
+
+def tx_start(tx):
+    """When the first transaction began (pgbench's -T counts from there, after
+    its connections, which take seconds under TCG)."""
+    return min(t - l / 1000.0 for t, l in tx) if tx else None
+
+
+def per_second(tx, t0, t1):
+    n = max(int(t1 - t0 + 0.999), 0)
+    counts = [0] * n
+    for t, _ in tx:
+        i = int(t - t0)
+        if 0 <= i < n:
+            counts[i] += 1
+    return [[i + 1, c] for i, c in enumerate(counts)]
+
+
+def database(rows, raw):
+    res = {"configs": {}, "skipped": skipped(rows)}
+    configs = list(dict.fromkeys(r["config"] for r in rows if "workload" in r))
+    md = ["| config | TPS alone | TPS beside the backup | ratio | p99 ms alone | p99 ms beside | p99 ratio | "
+          "mean ms alone / beside | backup s beside pgbench (alone) | backup finished | "
+          "goal: TPS >= 99%, p99 <= 110%, backup finishes |",
+          "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for c in configs:
+        rs = [r for r in rows if r.get("config") == c]
+        runs = [r for r in rs if r.get("workload") == "run"]
+        balone = [r for r in rs if r.get("workload") == "backup_alone"]
+        a_st, b_st, plot = [], [], {}
+        for r in runs:
+            tx = read_pgbench_log(os.path.join(raw, r["log"]))
+            t0 = tx_start(tx)
+            if t0 is None:
+                continue
+            t_end = t0 + r["warm_s"] + 2 * r["run_s"]
+            bs, be = r["backup_start"], r["backup_end"]
+            # Alone: the run_s before the backup starts (after warm_s of
+            # warm-up); beside: while the backup runs, up to pgbench's end.
+            a = tx_stats(tx, bs - r["run_s"], bs)
+            b = tx_stats(tx, bs, min(be, t_end))
+            if b:
+                b.update({"backup_s": be - bs, "backup_rc": r["backup_rc"], "backup_bytes": r["backup_bytes"],
+                          "pgbench_tps": r.get("tps")})
+            a_st.append(a)
+            b_st.append(b)
+            if r["rep"] == 1:
+                plot = {"tps": per_second(tx, t0, t_end), "backup_start_s": round(bs - t0, 2),
+                        "backup_end_s": round(be - t0, 2), "alone_start_s": round(bs - r["run_s"] - t0, 2),
+                        "end_s": round(t_end - t0, 2)}
+        bal = [r["end"] - r["start"] for r in balone if r.get("rc") == 0]
+
+        def m(sts, k):
+            return med([s[k] for s in sts if s])
+        d = {"tps_alone": m(a_st, "tps"), "tps_beside": m(b_st, "tps"),
+             "p99_alone_ms": m(a_st, "lat_p99_ms"), "p99_beside_ms": m(b_st, "lat_p99_ms"),
+             "mean_alone_ms": m(a_st, "lat_mean_ms"), "mean_beside_ms": m(b_st, "lat_mean_ms"),
+             "backup_beside_s": m(b_st, "backup_s"), "backup_alone_s": med(bal),
+             "backup_finished": bool(b_st) and all(s and s["backup_rc"] == 0 for s in b_st),
+             "beside_window_s": m(b_st, "seconds"), "runs_alone": a_st, "runs_beside": b_st, "plot": plot}
+        d["tps_ratio"] = ratio(d["tps_beside"], d["tps_alone"])
+        d["p99_ratio"] = ratio(d["p99_beside_ms"], d["p99_alone_ms"])
+        done = [r for r in rs if r.get("workload") == "done"]
+        if done and done[0].get("status"):
+            d["status"] = done[0]["status"]
+        goal = None
+        if c.startswith("hdd_ssdprio") and d["tps_ratio"] is not None and d["p99_ratio"] is not None:
+            goal = d["tps_ratio"] >= 0.99 and d["p99_ratio"] <= 1.10 and d["backup_finished"]
+        d["goal_met"] = goal
+        res["configs"][c] = d
+        md.append(f"| {c} | {fmt(d['tps_alone'], 2)} | {fmt(d['tps_beside'], 2)} | {pct(d['tps_ratio'])} | "
+                  f"{fmt(d['p99_alone_ms'], 0)} | {fmt(d['p99_beside_ms'], 0)} | {pct(d['p99_ratio'], 0)} | "
+                  f"{fmt(d['mean_alone_ms'], 0)} / {fmt(d['mean_beside_ms'], 0)} | {fmt(d['backup_beside_s'], 1)}"
+                  f"{' (' + fmt(d['backup_alone_s'], 1) + ')' if d['backup_alone_s'] is not None else ''} | "
+                  f"{'yes' if d['backup_finished'] else '**no**'} | {verdict(goal)} |")
+    md.append("\n- PostgreSQL 15, pgbench TPC-B-like, 4 clients; one pgbench run per repetition: warm-up, "
+              "then 'alone' (the run_s before the backup starts), then 'beside' (while the `ionice -c3` "
+              "backup, tar of the data directory + fsync on the same file system, runs, up to pgbench's "
+              "end). Figures from pgbench's per-transaction log; ratios of medians over repetitions. "
+              "Goal verdicts only for ssdprio configurations; the others are anchors.")
+    return res, md
 
 # ---- scenario: steady ---------------------------------------------------------
 def steady(rows):
@@ -589,8 +696,9 @@ def steady(rows):
 
 
 HANDLERS = {"cache": cache, "contention": contention, "timeline": timeline, "sweep": sweep,
-            "cachefull": cachefull, "evict": evict, "memory": memory, "steady": steady}
-NEEDS_RAW = {"evict"}
+            "cachefull": cachefull, "evict": evict, "memory": memory, "steady": steady,
+            "database": database}
+NEEDS_RAW = {"evict", "database"}
 TITLES = {
     "cache": "Cache (dm-ssd paper table 3): time per workload, median; ratio to raw SSD / raw HDD",
     "contention": "Contention (deadline paper fig. 10/11): normal job alone vs with an `ionice -c3` sequential reader, medians",
@@ -600,9 +708,11 @@ TITLES = {
     "evict": "Eviction under load: normal job's p99 latency over time, ssdprio vs dm-cache",
     "memory": "Memory: RAM for cache metadata per cached 4 KiB block",
     "steady": "Steady state: skewed 4 KiB random mixes over an origin 8x the cache, after a warm-up; vs the peers and a block-LRU ideal",
+    "database": "Database beside a backup: PostgreSQL 15 pgbench TPS and latency alone vs beside an `ionice -c3` backup",
 }
 PLOTS = {"cache": "cache.png", "contention": "contention.png", "timeline": "timeline.png",
-         "sweep": "sweep.png", "cachefull": "cachefull.png", "evict": "evict.png"}
+         "sweep": "sweep.png", "cachefull": "cachefull.png", "evict": "evict.png",
+         "database": "database.png"}
 
 
 def main():

@@ -41,8 +41,9 @@ PACKAGES=(
 	groff-base
 	# Tools the guest tests use (from the host's root).
 	dmsetup lvm2 fio blktrace e2fsprogs xfsprogs fdisk udev procps python3 mdadm
-	# Bench: plots, JSON in the guest, the bcache peer.
-	python3-matplotlib jq bcache-tools
+	# Bench: plots, JSON in the guest, the bcache peer; the database
+	# scenario's PostgreSQL (initdb, postgres, pgbench).
+	python3-matplotlib jq bcache-tools postgresql-15
 )
 
 # fstests (tests/fstests): its build (autotools, the xfs/acl/attr/aio/uring
