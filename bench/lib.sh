@@ -124,7 +124,7 @@ anchor_teardown() { # after fio has exited (the cgroups are empty)
 # (dm-writecache, 4 KiB blocks), bcache (writeback, 2048 buckets). Returns 1
 # when the peer cannot be set up.
 cache_peer_dev() {
-	local config=$1 hdd_mb=$2 cache_mb=$3 hdd ssd meta b
+	local config=$1 hdd_mb=$2 cache_mb=$3 hdd ssd meta
 	shift 3
 	case $config in
 	ssdprio | dmcache | writecache | bcache) ;;
@@ -140,23 +140,30 @@ cache_peer_dev() {
 		dm_try_create dmcache "0 $(sectors "$hdd") cache $meta $ssd $hdd 64 1 writeback smq 0" ;;
 	writecache)
 		dm_try_create wcache "0 $(sectors "$hdd") writecache s $hdd $ssd 4096 0" ;;
-	bcache)
-		# bcache wants >= 1024 buckets ("nbuckets is too small"): 2048 of them.
-		make-bcache --bucket "$((cache_mb / 2))k" --writeback -B "$hdd" -C "$ssd" >/dev/null 2>&1 || return 1
-		_settle
-		# udev may have registered them already; errors then are harmless.
-		echo "$ssd" >/sys/fs/bcache/register 2>/dev/null
-		readlink -f "$hdd" >/sys/fs/bcache/register 2>/dev/null
-		for _ in $(seq 100); do
-			b=$(compgen -G '/sys/block/bcache*' | head -1)
-			[[ -n $b && -e $b/bcache/state && $(<"$b/bcache/state") != "no cache" ]] && break
-			sleep 0.1
-		done
-		[[ -n $b && $(<"$b/bcache/state") != "no cache" ]] || return 1
-		echo writeback >"$b/bcache/cache_mode"
-		_settle
-		echo "/dev/$(basename "$b")" ;;
+	bcache) bcache_dev "$hdd" "$ssd" "$cache_mb" ;;
 	esac
+}
+
+# bcache_dev HDD SSD CACHE_MB: bcache in writeback mode over HDD with SSD as
+# its cache; echoes /dev/bcacheN, or returns 1.
+bcache_dev() {
+	local hdd=$1 ssd=$2 cache_mb=$3 b
+	command -v make-bcache >/dev/null || return 1
+	# bcache wants >= 1024 buckets ("nbuckets is too small"): 2048 of them.
+	make-bcache --bucket "$((cache_mb / 2))k" --writeback -B "$hdd" -C "$ssd" >/dev/null 2>&1 || return 1
+	_settle
+	# udev may have registered them already; errors then are harmless.
+	echo "$ssd" >/sys/fs/bcache/register 2>/dev/null
+	readlink -f "$hdd" >/sys/fs/bcache/register 2>/dev/null
+	for _ in $(seq 100); do
+		b=$(compgen -G '/sys/block/bcache*' | head -1)
+		[[ -n $b && -e $b/bcache/state && $(<"$b/bcache/state") != "no cache" ]] && break
+		sleep 0.1
+	done
+	[[ -n $b && $(<"$b/bcache/state") != "no cache" ]] || return 1
+	echo writeback >"$b/bcache/cache_mode"
+	_settle
+	echo "/dev/$(basename "$b")"
 }
 
 bfio() { # OUT ARGS...

@@ -39,22 +39,10 @@ setup() { # CONFIG: echoes the device
 		dm_try_create dmcache "0 $(sectors "$hdd") cache $meta $ssd $hdd 64 1 writeback smq 0" ;;
 	writecache) dm_try_create wcache "0 $(sectors "$hdd") writecache s $hdd $ssd 4096 0" ;;
 	bcache)
-		command -v make-bcache >/dev/null || return 1
-		# >= 1024 buckets or bcache refuses the cache: 2048 of them.
-		make-bcache --bucket "$((CACHE_MB / 2))k" --writeback -B "$hdd" -C "$ssd" >/dev/null 2>&1 || return 1
-		_settle
-		echo "$ssd" >/sys/fs/bcache/register 2>/dev/null
-		echo "$hdd" >/sys/fs/bcache/register 2>/dev/null
-		for _ in $(seq 100); do
-			b=$(compgen -G '/sys/block/bcache*' | head -1)
-			[[ -n $b && -e $b/bcache/state && $(<"$b/bcache/state") != "no cache" ]] && break
-			sleep 0.1
-		done
-		[[ -n $b && $(<"$b/bcache/state") != "no cache" ]] || return 1
-		echo writeback >"$b/bcache/cache_mode"
-		echo 0 >"$b/bcache/sequential_cutoff"
-		_settle
-		echo "/dev/$(basename "$b")" ;;
+		b=$(bcache_dev "$hdd" "$ssd" "$CACHE_MB") || return 1
+		# Every write cached, sequential too: the metadata is what is measured.
+		echo 0 >"/sys/block/${b#/dev/}/bcache/sequential_cutoff"
+		echo "$b" ;;
 	*) return 1 ;;
 	esac
 }
