@@ -4,8 +4,10 @@
 # outside the discarded sectors; data outside the discarded ranges is intact
 # through the cache and, after flush_dirty + remove, on the origin; a discard
 # that lands on a set under writeback waits for it (no stale writeback after
-# the discard). Devices: null_blk with discard (memory-backed, so discarded
-# sectors read back as zeroes; checked on the raw device first).
+# the discard). Discard is offered when the origin has it, whatever the
+# cache device supports, and not when the origin lacks it. Devices: null_blk
+# with discard (memory-backed, so discarded sectors read back as zeroes;
+# checked on the raw device first).
 # timeout: 300
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -171,4 +173,28 @@ wait_status sp dirty_blocks == 0 60
 log "status: $(dmsetup status sp)"
 dm_remove sp
 check "$hdd" "origin after flush_dirty and remove"
+
+# --- Discard follows the origin alone: it goes there, never to the SSD.
+dmax() { cat "/sys/block/$(basename "$(readlink -f "$1")")/queue/discard_max_bytes"; }
+ssd_nd=$(make_ssd ssdnd 16) # no discard
+assert_eq "$(dmax "$ssd_nd")" 0 "test setup: the cache device has no discard"
+dev=$(dm_create spn "0 $len ssdprio $hdd $ssd_nd 1 format")
+[[ $(dmax "$dev") != 0 ]] || fail "discard not offered over a discard-capable origin and a discard-less cache"
+o0=$(disc_sectors "$hdd")
+blkdiscard -o $((2 * MiB)) -l $((MiB)) "$dev" || fail "blkdiscard over a discard-less cache failed"
+assert_eq $(($(disc_sectors "$hdd") - o0)) $((MiB / 512)) "the discard reached the origin"
+dm_remove spn
+dev=$(dm_create spo "0 $len ssdprio $hdd $ssd_nd 2 cache off")
+[[ $(dmax "$dev") != 0 ]] || fail "cache off: discard not offered over a discard-capable origin"
+dm_remove spo
+hdd_nd=$(make_hdd hddnd 8 100000 4)                   # no discard
+ssd_d=$(NULLB_DISCARD=1 make_ssd ssdd 8)
+dev=$(dm_create spx "0 $(sectors "$hdd_nd") ssdprio $hdd_nd $ssd_d 1 format")
+assert_eq "$(dmax "$dev")" 0 "discard offered although the origin has none"
+n0=$(status_get spx discards)
+if blkdiscard -o 0 -l $((MiB)) "$dev" 2>/dev/null; then
+	fail "a discard the origin cannot do was accepted"
+fi
+assert_eq "$(status_get spx discards)" "$n0" "no discard reached the target"
+dm_remove spx
 log "ok"
