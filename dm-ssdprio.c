@@ -590,9 +590,16 @@ static void ssdp_io_hints(struct dm_target *ti, struct queue_limits *limits)
 	ssdp_discard_limits(sp, limits);
 	if (!sp->caching)
 		return;
-	/* Writes of whole blocks stay in the cache; tell file systems. */
+	/*
+	 * Writes of whole blocks stay in the cache; tell file systems.  An
+	 * io_opt that is not whole blocks goes too: mkfs.xfs reads io_min
+	 * and io_opt as stripe unit and width, and warns about (then
+	 * ignores) a unit without a width.
+	 */
 	if (limits->io_min < block_bytes)
 		limits->io_min = block_bytes;
+	if (limits->io_opt < block_bytes || limits->io_opt % block_bytes)
+		limits->io_opt = block_bytes;
 	/*
 	 * dm splits our bios at max_sectors too (max_io_len is set): a limit
 	 * that is not a whole number of blocks (255 sectors, the kernel's
