@@ -12,13 +12,18 @@
 #   make unit       user-space unit tests of the pure engine logic (and tools)
 #   make tools      build/ssdprio-tool (inspect, check, activate caches) and the
 #                   test tools in build/tools (replay-log, stampio)
-#   make check      unit tests, then the guest suite under QEMU, then the
-#                   multi-boot crash/restart scenarios (make crash)
+#   make check      unit tests, then the guest suite under QEMU, then a few
+#                   fstests on ssdprio (make check-fstests), then the
+#                   multi-boot crash/restart scenarios (make crash);
+#                   T=<test>... runs only those guest tests
 #   make check-subset  the part of the suite CI also runs on the second
 #                   kernel (CHECK_SUBSET, CRASH_SUBSET; README "Kernels")
 #   make crash      only the multi-boot scenarios (S=<scenario>...)
+#   make check-fstests  only make check's fstests: tests/fstests/check-tests
+#                   on ssdprio devices, each must pass (~10 min)
 #   make check-xfstests  fstests' CI selection on ext4 and xfs, on ssdprio
-#                   devices and on the bare devices (docs/fstests.md)
+#                   devices and on the bare devices as the baseline
+#                   (docs/fstests.md; ~30 min)
 #   make xfstests   the same with fstests' whole "quick" group (hours)
 #   make demo       boot the bench and show the target at work
 #   make bench      benchmarks (S=<scenario>, BENCH_QUICK=1)
@@ -80,7 +85,7 @@ SYSTEMDGENDIR ?= $(PREFIX)/lib/systemd/system-generators
 MANPAGES := man/ssdprio-tool.8 man/dm-ssdprio.4 man/ssdpriotab.5
 
 .PHONY: all modules hddsim lint unit check check-subset crash demo bench deb debs install install-tools clean \
-	deps checkpatch tools tools-test uninstall uninstall-tools xfstests check-xfstests
+	deps checkpatch tools tools-test uninstall uninstall-tools xfstests check-xfstests check-fstests
 
 all: modules
 
@@ -156,6 +161,7 @@ tools-test: tools
 check: deps modules hddsim tools unit debs
 ifeq ($(T),)
 	@rc=0; ./tests/vm/run $(VM_ARGS) || rc=$$?; \
+	$(MAKE) --no-print-directory check-fstests || rc=$$?; \
 	./tests/crash/run $(VM_ARGS) || rc=$$?; exit $$rc
 else
 	./tests/vm/run $(VM_ARGS) $(T)
@@ -180,15 +186,22 @@ check-subset: deps modules hddsim tools debs
 
 # fstests (xfstests), built from FSTESTS_SRC or the pinned snapshot in
 # ../shared/fstests into build/fstests; FSTESTS_ARGS for tests/fstests/run
-# (--fs xfs, --configs ssdprio, --tests "generic/013"). Not part of check.
+# (--fs xfs, --configs ssdprio, --tests "generic/013").
 FSTESTS_ARGS ?=
 
+# make check's part (after the guest suite): tests/fstests/check-tests on
+# ssdprio only, every test listed must pass. Its own output dir, beside the
+# guest suite's (VM_OUT), whose results it would otherwise replace.
+check-fstests: modules
+	./tools/install-deps.sh
+	VM_OUT=$${VM_OUT:-build/vm}-fstests-check ./tests/fstests/run --check $(VM_ARGS)
+
 check-xfstests: modules
-	./tools/install-deps.sh --fstests
+	./tools/install-deps.sh
 	./tests/fstests/run $(FSTESTS_ARGS) $(VM_ARGS)
 
 xfstests: modules
-	./tools/install-deps.sh --fstests
+	./tools/install-deps.sh
 	./tests/fstests/run --quick $(FSTESTS_ARGS) $(VM_ARGS)
 
 # Debian packages (debian/): built from a clean copy into build/deb/ and

@@ -310,6 +310,8 @@ static int ssdp_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	 */
 	ti->flush_supported = sp->caching;
 	ti->num_discard_bios = 1;
+	/* Whether the cache device has discard does not matter: io_hints. */
+	ti->discards_supported = true;
 	ti->per_io_data_size = sizeof(struct ssdp_bio);
 	ti->accounts_remapped_io = true;
 	ti->private = sp;
@@ -563,21 +565,48 @@ static int ssdp_iterate_devices(struct dm_target *ti,
 	return fn(ti, sp->cache, 0, bdev_nr_sectors(sp->cache->bdev), data);
 }
 
+/*
+ * Discards go to the origin alone (cached blocks are dropped, the SSD is
+ * never discarded), so they follow the origin's limits, whatever the cache
+ * device supports; dm's stacking over both legs would offer discard only
+ * when both have it.  An origin without discard gets none: the limits
+ * stay 0 and the block layer refuses discards before they reach us.
+ */
+static void ssdp_discard_limits(struct ssdprio *sp, struct queue_limits *limits)
+{
+	struct queue_limits *olim = &bdev_get_queue(sp->origin->bdev)->limits;
+
+	limits->max_hw_discard_sectors = olim->max_hw_discard_sectors;
+	limits->max_discard_sectors = olim->max_discard_sectors;
+	limits->discard_granularity = olim->discard_granularity;
+	limits->discard_alignment = olim->discard_alignment;
+}
+
 static void ssdp_io_hints(struct dm_target *ti, struct queue_limits *limits)
 {
 	struct ssdprio *sp = ti->private;
 	unsigned int block_bytes = sp->cfg.block_sectors << SECTOR_SHIFT;
 
-	/* Writes of whole blocks stay in the cache; tell file systems. */
-	if (sp->caching && limits->io_min < block_bytes)
+	ssdp_discard_limits(sp, limits);
+	if (!sp->caching)
+		return;
+	/*
+	 * Writes of whole blocks stay in the cache; tell file systems.  An
+	 * io_opt that is not whole blocks goes too: mkfs.xfs reads io_min
+	 * and io_opt as stripe unit and width, and warns about (then
+	 * ignores) a unit without a width.
+	 */
+	if (limits->io_min < block_bytes)
 		limits->io_min = block_bytes;
+	if (limits->io_opt < block_bytes || limits->io_opt % block_bytes)
+		limits->io_opt = block_bytes;
 	/*
 	 * dm splits our bios at max_sectors too (max_io_len is set): a limit
 	 * that is not a whole number of blocks (255 sectors, the kernel's
 	 * safe default) would cut every large bio off a block boundary, and
 	 * each cut costs a partial-block bio of its own.
 	 */
-	if (sp->caching && limits->max_sectors > sp->cfg.block_sectors)
+	if (limits->max_sectors > sp->cfg.block_sectors)
 		limits->max_sectors = rounddown(limits->max_sectors,
 						sp->cfg.block_sectors);
 }

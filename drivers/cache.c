@@ -36,6 +36,7 @@ enum ssdp_dest {
 	SSDP_TO_ORIGIN,
 	SSDP_TO_BOTH,
 	SSDP_DEFERRED,
+	SSDP_DONE,		/* nothing to do: complete it */
 };
 
 static u32 ssdp_auto_free_floor(u32 nr_csets)
@@ -443,15 +444,35 @@ static enum ssdp_dest ssdp_route_discard(struct ssdprio *sp,
 {
 	u32 cset = ssdp_cmap_lookup(&sp->cmap, pb->oset);
 
-	if (cset != SSDP_NONE && !pb->partial) {
-		if (sp->set_io[cset].excl)
-			return SSDP_DEFERRED;
-		/* Dirty too: the data is being thrown away. */
-		ssdp_cmap_clear_valid(&sp->cmap, cset, pb->first, pb->nr);
-		/* Nothing left that could fail to be written back. */
-		if (!ssdp_cmap_nr_dirty(&sp->cmap, cset))
-			ssdp_wb_unfail_locked(sp, cset);
+	if (cset == SSDP_NONE)
+		goto origin;
+	if (sp->set_io[cset].excl)
+		return SSDP_DEFERRED;
+	if (pb->partial) {
+		/*
+		 * A partial discard must not leave two answers for its
+		 * sectors: the origin's (maybe zeroes) and an SSD copy.  The
+		 * rest of a dirty block exists only here, and its writeback
+		 * rewrites the whole block on the origin, where a discard
+		 * could even land after it; a write in flight to the set may
+		 * be about to fill the block.  There the discard is dropped,
+		 * which it allows: its sectors keep their data everywhere.
+		 */
+		if (sp->set_io[cset].writers ||
+		    ssdp_cmap_block_dirty(&sp->cmap, cset, pb->first)) {
+			pb->kind = SSDP_BK_NONE;
+			return SSDP_DONE;
+		}
+		/* Clean: the origin has the rest of it, the SSD copy goes. */
+		if (!ssdp_cmap_block_valid(&sp->cmap, cset, pb->first))
+			goto origin;
 	}
+	/* Dirty too: the data is being thrown away. */
+	ssdp_cmap_clear_valid(&sp->cmap, cset, pb->first, pb->nr);
+	/* Nothing left that could fail to be written back. */
+	if (!ssdp_cmap_nr_dirty(&sp->cmap, cset))
+		ssdp_wb_unfail_locked(sp, cset);
+origin:
 	sp->origin_writes++;
 	pb->kind = SSDP_BK_DISCARD;
 	return SSDP_TO_ORIGIN;
@@ -479,6 +500,9 @@ static int ssdp_dispatch(struct ssdprio *sp, struct bio *bio,
 
 	switch (dest) {
 	case SSDP_DEFERRED:
+		return DM_MAPIO_SUBMITTED;
+	case SSDP_DONE:
+		bio_endio(bio);
 		return DM_MAPIO_SUBMITTED;
 	case SSDP_TO_SSD:
 		bio_set_dev(bio, sp->cache->bdev);

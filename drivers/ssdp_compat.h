@@ -55,6 +55,11 @@
  *   since io_min is only ever raised there.
  * - page_memcg() (gone in 6.12): folio_memcg(page_folio()), in 6.1 too,
  *   where page_memcg() was exactly that.
+ * - discard limits: 6.12 derives max_discard_sectors from
+ *   max_hw_discard_sectors and the user's cap when it validates the
+ *   limits; 6.1 takes both as set.  .io_hints sets both, and 6.12
+ *   recomputes the first.  discard_misaligned (not in 6.12) is left to
+ *   dm's stacking.
  * A shim that is needed goes here, under the upstream name, emulated for
  * the older kernel.
  */

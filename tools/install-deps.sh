@@ -8,9 +8,9 @@
 # usage: tools/install-deps.sh [--checkpatch] [--fstests] [--list]
 #   --checkpatch  also unpack scripts/checkpatch.pl (and its data files) from
 #                 linux-source-6.1 into build/linux-src/ (for tools/checkpatch.sh)
-#   --fstests     also the packages fstests needs to build and run
-#                 (FSTESTS_PACKAGES: `make xfstests`, docs/fstests.md); not
-#                 part of `make check`
+#   --fstests     accepted for older callers: the packages fstests needs to
+#                 build and run (FSTESTS_PACKAGES) are in the default list,
+#                 since `make check` runs a few fstests (docs/fstests.md)
 #   --list        print the package list (with --fstests: that one too) and exit
 #
 # Kernels: Debian 12's 6.1 (linux-image-amd64) and 6.12 (bookworm-security's
@@ -47,19 +47,20 @@ PACKAGES=(
 )
 
 # fstests (tests/fstests): its build (autotools, the xfs/acl/attr/aio/uring
-# headers) and the tools its tests run in the guest. Only with --fstests.
+# headers) and the tools its tests run in the guest: make check runs some.
 FSTESTS_PACKAGES=(
 	autoconf automake libtool make gcc pkg-config xfslibs-dev uuid-dev libattr1-dev
 	libacl1-dev libaio-dev liburing-dev libgdbm-dev attr acl quota bc psmisc gawk
 )
 
+PACKAGES+=("${FSTESTS_PACKAGES[@]}")
 [[ ${SSDP_HEADERS:-} == private ]] || PACKAGES+=("$HEADERS_612")
 
 checkpatch=0 list=0
 for a in "$@"; do
 	case $a in
 	--checkpatch) checkpatch=1 ;;
-	--fstests) PACKAGES+=("${FSTESTS_PACKAGES[@]}") ;;
+	--fstests) ;;
 	--list) list=1 ;;
 	*) echo "usage: $0 [--checkpatch] [--fstests] [--list]" >&2 && exit 2 ;;
 	esac

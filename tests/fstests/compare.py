@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """Compare fstests results of the bare devices with those on ssdprio.
 
-usage: compare.py RESULTS_DIR FS... -- CONFIG...
+usage: compare.py [--expect LIST] RESULTS_DIR FS... -- CONFIG...
 
 RESULTS_DIR/FS-CONFIG/result.xml is the xunit report of fstests' ./check
 (-R xunit). Prints a line per test that did not pass in every config, the
 time each run took and counts; exits 1 if a test that passed on "bare"
 failed on another config, or if a run's report is missing.
+
+--expect LIST: a file of "FS TEST..." lines (tests/fstests/check-tests), the
+tests known to pass on the bare disk: each must pass in every config run
+(failed, not run or missing: exit 1). For runs without the bare baseline.
 """
 import os
 import sys
@@ -29,8 +33,23 @@ def load(path):
     return res
 
 
+def load_expect(path):
+    """{fs: [test, ...]} from "FS TEST..." lines; "#" starts a comment."""
+    exp = {}
+    with open(path) as f:
+        for line in f:
+            words = line.split("#", 1)[0].split()
+            if words:
+                exp.setdefault(words[0], []).extend(words[1:])
+    return exp
+
+
 def main():
     args = sys.argv[1:]
+    expect = None
+    if args[:1] == ["--expect"] and len(args) > 1:
+        expect = load_expect(args[1])
+        args = args[2:]
     if len(args) < 3 or "--" not in args:
         print(__doc__, file=sys.stderr)
         return 2
@@ -38,6 +57,7 @@ def main():
     cut = args.index("--")
     fss, configs = args[1:cut], args[cut + 1:]
     bad = 0
+    exp_pass = exp_fail = 0
     for fs in fss:
         runs = {}
         for cfg in configs:
@@ -71,6 +91,21 @@ def main():
             print(f"  {mark}{fs} {name}: {cells}{'  (' + why[:150] + ')' if why else ''}")
             if regress:
                 bad = 1
+        for name in (expect or {}).get(fs, []):
+            for cfg in configs:
+                st = runs.get(cfg, {}).get(name, ("missing", ""))
+                if st[0] == "pass":
+                    exp_pass += 1
+                    continue
+                exp_fail += 1
+                print(f"  EXPECTED-PASS {fs} {name}: {cfg}={st[0]}"
+                      f"{'  (' + st[1][:150] + ')' if st[1] else ''}")
+                bad = 1
+    if expect is not None:
+        print("compare: " + ("a test expected to pass did not" if bad
+                             else "every test expected to pass passed"))
+        print(f"fstests: {exp_pass} passed, {exp_fail} failed")
+        return bad
     print("compare: " + ("a test that passes on the bare device fails on ssdprio" if bad
                          else "no test that passes on the bare device fails on ssdprio"))
     return bad

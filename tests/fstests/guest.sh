@@ -9,6 +9,9 @@
 #   SSDP_FSTESTS_CONFIGS  device setups (default "bare ssdprio")
 #   SSDP_FSTESTS_ARGS     what ./check runs (default: the CI selection of
 #                         tests/fstests/ci-tests; e.g. "-g quick")
+#   SSDP_FSTESTS_LIST     instead, a file of "FS TEST..." lines: each
+#                         filesystem runs the tests of its own line
+#                         (tests/fstests/check-tests, make check)
 #   SSDP_FSTESTS_EXCLUDE  a file of tests not to run (default
 #                         tests/fstests/exclude)
 # Results: $RESULTS_DIR/fstests/FS-CONFIG/ (fstests' RESULT_BASE: result.xml,
@@ -79,10 +82,10 @@ setup_devs() {
 	case $cfg in
 	bare) echo "$t $s" ;;
 	ssdprio)
-		# The caches support discard, as SSDs do: the ssdprio device offers
-		# discard only when both its devices do (dm stacks their limits).
-		NULLB_DISCARD=1 make_ssd cht "$CACHE_MB" >/dev/null
-		NULLB_DISCARD=1 make_ssd chs "$CACHE_MB" >/dev/null
+		# Caches without discard: ssdprio offers discard (fstrim, generic/288)
+		# as its origin does, whatever the cache device supports.
+		make_ssd cht "$CACHE_MB" >/dev/null
+		make_ssd chs "$CACHE_MB" >/dev/null
 		len=$(sectors "$t")
 		dm_create spt "0 $len ssdprio $t /dev/cht $SSDPRIO_ARGS" >/dev/null
 		len=$(sectors "$s")
@@ -126,8 +129,14 @@ export LOGWRITES_DEV=/dev/lwd
 export RESULT_BASE=$res
 EOF
 	local args
-	# shellcheck disable=SC2206 # a list of check's arguments
-	args=(${SSDP_FSTESTS_ARGS:-$(sed 's/#.*//' "$REPO/tests/fstests/ci-tests")})
+	if [[ -n ${SSDP_FSTESTS_LIST:-} ]]; then
+		# shellcheck disable=SC2207 # a list of test names
+		args=($(sed 's/#.*//' "$SSDP_FSTESTS_LIST" | awk -v fs="$fs" '$1 == fs { $1 = ""; print }'))
+		((${#args[@]})) || fail "$SSDP_FSTESTS_LIST names no test for $fs"
+	else
+		# shellcheck disable=SC2206 # a list of check's arguments
+		args=(${SSDP_FSTESTS_ARGS:-$(sed 's/#.*//' "$REPO/tests/fstests/ci-tests")})
+	fi
 	[[ -f $EXCLUDE ]] && args=(-E "$EXCLUDE" "${args[@]}")
 	start=$SECONDS
 	rc=0

@@ -15,12 +15,14 @@ hdd=$(make_hdd hdd 128)
 ssd=$(make_ssd ssd 64)
 len=$(sectors "$hdd")
 q() { cat "/sys/block/$(basename "$(readlink -f "$1")")/queue/$2"; }
-hdd_min=$(q "$hdd" minimum_io_size)
+hdd_min=$(q "$hdd" minimum_io_size) hdd_opt=$(q "$hdd" optimal_io_size)
 
-# --- io_hints: io_min is one cache block, max_sectors whole blocks ------------------
+# --- io_hints: io_min and io_opt are one cache block, max_sectors whole blocks ------
 check_limits() { # check_limits DEV BLOCK_SECTORS
 	local dev=$1 bs=$2 kb
 	assert_eq "$(q "$dev" minimum_io_size)" $((bs * 512)) "minimum_io_size is one cache block"
+	# io_min without io_opt reads as a stripe unit without a width (mkfs.xfs warns)
+	assert_eq "$(q "$dev" optimal_io_size)" $((bs * 512)) "optimal_io_size is one cache block"
 	kb=$(q "$dev" max_sectors_kb)
 	assert_ge "$kb" $((bs / 2)) "max_sectors_kb at least one block"
 	assert_eq $((kb * 2 % bs)) 0 "max_sectors_kb ($kb) is whole blocks of $bs sectors"
@@ -47,7 +49,24 @@ dm_remove lim
 # Cache off: no hint of ours, the origin's own io_min shows through.
 dev=$(dm_create lim "0 $len ssdprio $hdd $ssd 2 cache off")
 assert_eq "$(q "$dev" minimum_io_size)" "$hdd_min" "cache off: the origin's minimum_io_size"
+assert_eq "$(q "$dev" optimal_io_size)" "$hdd_opt" "cache off: the origin's optimal_io_size"
 dm_remove lim
+
+# mkfs.xfs reads io_min/io_opt as stripe unit/width: no complaint about them.
+# A dry run (-N) writes nothing, so the large null_blk costs no memory.
+if command -v mkfs.xfs >/dev/null; then
+	hdx=$(make_hdd hdx 1100 100000 4) # under 1 GiB it ignores any stripe, saying so
+	ssx=$(make_ssd ssx 16)
+	dev=$(dm_create limx "0 $(sectors "$hdx") ssdprio $hdx $ssx 1 format")
+	out=$(mkfs.xfs -N -f "$dev" 2>&1) || fail "mkfs.xfs -N failed: $out"
+	if grep -qi stripe <<<"$out"; then
+		fail "mkfs.xfs complains about the stripe geometry: $(grep -i stripe <<<"$out")"
+	fi
+	log "mkfs.xfs -N: no stripe warning ($(grep -o 'sunit=[0-9]* *swidth=[0-9]* blks' <<<"$out" | head -1))"
+	dm_remove limx
+else
+	log "no mkfs.xfs in the guest: the stripe warning is not checked"
+fi
 
 # --- direct I/O classification: ionice class and idle_cgroup --------------------------
 CG=/sys/fs/cgroup

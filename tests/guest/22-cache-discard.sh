@@ -4,8 +4,12 @@
 # outside the discarded sectors; data outside the discarded ranges is intact
 # through the cache and, after flush_dirty + remove, on the origin; a discard
 # that lands on a set under writeback waits for it (no stale writeback after
-# the discard). Devices: null_blk with discard (memory-backed, so discarded
-# sectors read back as zeroes; checked on the raw device first).
+# the discard). A partial-block discard leaves one answer per sector: a clean
+# block reads back what the origin holds, a dirty block what the origin gets
+# at its writeback. Discard is offered when the origin has it, whatever the
+# cache device supports, and not when the origin lacks it. Devices: null_blk
+# with discard (memory-backed, so discarded sectors read back as zeroes;
+# checked on the raw device first).
 # timeout: 300
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -132,7 +136,9 @@ assert_eq "$WHOLE_BLOCKS" $((whole / BLK)) "test arithmetic"
 v1=$(status_get sp valid_blocks) d1=$(status_get sp dirty_blocks)
 log "valid $v0 -> $v1, dirty $d0 -> $d1, discards +$(($(status_get sp discards) - n0))," \
 	"origin discarded sectors +$(($(disc_sectors "$hdd") - o0))"
-assert_eq "$((v0 - v1))" $((255 + 256 + 128)) "valid blocks dropped for the cached whole blocks discarded"
+# ... and the clean block 256, partly discarded: its SSD copy would differ
+# from the origin in the discarded sectors
+assert_eq "$((v0 - v1))" $((255 + 256 + 128 + 1)) "valid blocks dropped: cached whole blocks and the clean partial one"
 assert_eq "$((d0 - d1))" $((256 + 128)) "dirty blocks dropped for the dirty whole blocks discarded"
 assert_ge "$(($(status_get sp discards) - n0))" 3 "discards counted"
 # every whole block reached the origin; partial pieces may or may not
@@ -152,6 +158,27 @@ put $((MiB + 128 * KiB + 512)) 1024 # partial write to a discarded (invalid) blo
 check "$dev" "after writes into discarded blocks"
 
 log "discards checked"
+
+# --- Partial blocks: one answer per sector, whatever the cache state.
+blk() { dd if="$1" bs=4k skip=$(($2 / BLK)) count=1 iflag=direct status=none | md5sum; }
+pc=$((6 * MiB)) pd=$((6 * MiB + 64 * KiB)) # a clean and a dirty cached block
+put "$pc" $((64 * KiB))
+dmsetup message sp 0 flush_dirty
+wait_status sp dirty_blocks == 0 60
+put "$pd" $((64 * KiB))
+disc $((pc + 1024)) 1024 # sectors 2-3 of the clean block
+disc $((pd + 1024)) 1024 # sectors 2-3 of the dirty block
+assert_eq "$(blk "$dev" "$pc")" "$(blk "$hdd" "$pc")" \
+	"a partly discarded clean block reads as the origin has it"
+after=$(blk "$dev" "$pd")
+dmsetup message sp 0 flush_dirty
+wait_status sp dirty_blocks == 0 60
+assert_eq "$(blk "$hdd" "$pd")" "$after" \
+	"a partly discarded dirty block: the origin gets what the target returned"
+assert_eq "$(blk "$dev" "$pd")" "$after" "... and the target still returns it"
+check "$dev" "after partial discards"
+log "partial blocks checked"
+
 # A discard racing a writeback of its set: the writeback wins the set, the
 # discard waits (deferred), so no old data is written over the discard.
 for r in 0 1 2; do
@@ -171,4 +198,28 @@ wait_status sp dirty_blocks == 0 60
 log "status: $(dmsetup status sp)"
 dm_remove sp
 check "$hdd" "origin after flush_dirty and remove"
+
+# --- Discard follows the origin alone: it goes there, never to the SSD.
+dmax() { cat "/sys/block/$(basename "$(readlink -f "$1")")/queue/discard_max_bytes"; }
+ssd_nd=$(make_ssd ssdnd 16) # no discard
+assert_eq "$(dmax "$ssd_nd")" 0 "test setup: the cache device has no discard"
+dev=$(dm_create spn "0 $len ssdprio $hdd $ssd_nd 1 format")
+[[ $(dmax "$dev") != 0 ]] || fail "discard not offered over a discard-capable origin and a discard-less cache"
+o0=$(disc_sectors "$hdd")
+blkdiscard -o $((2 * MiB)) -l $((MiB)) "$dev" || fail "blkdiscard over a discard-less cache failed"
+assert_eq $(($(disc_sectors "$hdd") - o0)) $((MiB / 512)) "the discard reached the origin"
+dm_remove spn
+dev=$(dm_create spo "0 $len ssdprio $hdd $ssd_nd 2 cache off")
+[[ $(dmax "$dev") != 0 ]] || fail "cache off: discard not offered over a discard-capable origin"
+dm_remove spo
+hdd_nd=$(make_hdd hddnd 8 100000 4)                   # no discard
+ssd_d=$(NULLB_DISCARD=1 make_ssd ssdd 8)
+dev=$(dm_create spx "0 $(sectors "$hdd_nd") ssdprio $hdd_nd $ssd_d 1 format")
+assert_eq "$(dmax "$dev")" 0 "discard offered although the origin has none"
+n0=$(status_get spx discards)
+if blkdiscard -o 0 -l $((MiB)) "$dev" 2>/dev/null; then
+	fail "a discard the origin cannot do was accepted"
+fi
+assert_eq "$(status_get spx discards)" "$n0" "no discard reached the target"
+dm_remove spx
 log "ok"
