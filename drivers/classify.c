@@ -115,6 +115,24 @@ bool ssdp_classify_idle(struct ssdprio *sp, struct bio *bio)
 }
 
 /*
+ * A normal bio that is the file system's housekeeping: a journal commit,
+ * a log or metadata write, a flush, submitted by a kernel thread (jbd2,
+ * the flusher's metadata writeback, XFS's log worker) and not by the task
+ * the I/O is for.  It is normal (never held: others may wait on it), but
+ * it says nothing about whether a normal workload is active: an idle job
+ * that writes files makes the journal commit every few seconds by itself.
+ * The scheduler does not let such bios end batch mode or restart its quiet
+ * time.  A normal task's own metadata reads, fsync data writes and XFS log
+ * forces are submitted from that task and count as usual.  Called from
+ * .map, in the submitter's context.
+ */
+bool ssdp_classify_housekeeping(struct bio *bio)
+{
+	return (bio->bi_opf & SSDP_NEVER_IDLE) &&
+	       (current->flags & PF_KTHREAD);
+}
+
+/*
  * @path: an absolute path to a cgroup v2 directory (wherever cgroup2 is
  * mounted, e.g. /sys/fs/cgroup/maint), or a path relative to the cgroup2
  * root (maint, /maint).
