@@ -20,7 +20,10 @@
 # Configs: hdd_deadline, hdd_bfq (loop qd 1 over the HDD model with that
 # scheduler), hdd_iocost (the cgroup v2 anchor: io.cost, io.weight 10000 : 1
 # for the database's and the backup's cgroups; bench/lib.sh anchor_dev),
-# hdd_ssdprio_sched (`cache off`), hdd_ssdprio (32 MiB cache, cold).
+# hdd_ssdprio_sched (`cache off`), hdd_ssdprio (32 MiB cache, cold), both with
+# the backup's cgroup named as an idle_cgroup (what an administrator does:
+# ionice does not reach the backup's page-cache writes, which flusher threads
+# write back); hdd_ssdprio_sched_ionice and hdd_ssdprio_ionice: ionice alone.
 # Recorded per run: pgbench's per-transaction log (latency, completion time)
 # and progress output, its summary TPS, the backup's start, end, exit status.
 # Not in the default set (nor CI's quick run): `bench/run database`.
