@@ -132,8 +132,8 @@ void ssdp_sched_init(struct ssdp_sched_state *st,
 void ssdp_sched_normal_arrival(struct ssdp_sched_state *st, u64 now);
 void ssdp_sched_normal_complete(struct ssdp_sched_state *st, u64 now);
 /*
- * A normal bio that is file system housekeeping (a kernel thread's
- * journal, log or metadata write or flush) arrives: only counted.  It
+ * A normal bio that is housekeeping (REQ_META/FUA/flush from a kernel
+ * thread or an idle task; classify.c) arrives: only counted.  It
  * neither ends batch mode nor restarts the quiet time, and its completion
  * is not reported either; while queued or in flight it holds idle bios
  * back like any normal bio.
