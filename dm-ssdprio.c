@@ -371,7 +371,7 @@ static int ssdp_map(struct dm_target *ti, struct bio *bio)
 		return DM_MAPIO_REMAPPED;
 	}
 
-	pb->idle = ssdp_classify_idle(sp, bio);
+	pb->idle = ssdp_classify_idle(sp, bio, &pb->housekeeping);
 	ssdp_count(sp, pb->idle ? SSDP_ST_BIOS_IDLE : SSDP_ST_BIOS_NORMAL);
 	if (bio_op(bio) == REQ_OP_DISCARD)
 		ssdp_count(sp, SSDP_ST_DISCARDS);

@@ -98,20 +98,36 @@ static bool ssdp_idle_cgroup_match(struct ssdprio *sp, struct bio *bio)
  * the submitter's context: a bio with no class of its own takes the
  * submitting task's (ionice -c3 buffered reads arrive that way), and the
  * answer is written back so a bio deferred to a worker keeps it.
+ *
+ * *@housekeeping is set for a normal bio that is only normal because of
+ * its flags (REQ_PREFLUSH, REQ_FUA, REQ_META) and was submitted by a
+ * kernel thread (jbd2's commits, the flusher's metadata write-back, XFS's
+ * log worker) or belongs to the idle class (an idle task's inode table
+ * reads).  It is normal: never held, since others may wait on it.  But it
+ * is no sign that a normal workload is running: an idle job that reads
+ * and writes files makes the journal commit, the flusher write metadata
+ * back and itself read metadata every few seconds.  The scheduler does
+ * not let such bios end batch mode or restart its quiet time.  A normal
+ * task's own bios, whatever their flags, count as usual.
  */
-bool ssdp_classify_idle(struct ssdprio *sp, struct bio *bio)
+bool ssdp_classify_idle(struct ssdprio *sp, struct bio *bio,
+			bool *housekeeping)
 {
 	int prio = bio->bi_ioprio;
+	bool idle;
 
 	if (IOPRIO_PRIO_CLASS(prio) == IOPRIO_CLASS_NONE) {
 		prio = get_current_ioprio();
 		bio->bi_ioprio = prio;
 	}
-	if (bio->bi_opf & SSDP_NEVER_IDLE)
+	idle = IOPRIO_PRIO_CLASS(prio) == IOPRIO_CLASS_IDLE ||
+	       ssdp_idle_cgroup_match(sp, bio);
+	if (bio->bi_opf & SSDP_NEVER_IDLE) {
+		*housekeeping = idle || (current->flags & PF_KTHREAD);
 		return false;
-	if (IOPRIO_PRIO_CLASS(prio) == IOPRIO_CLASS_IDLE)
-		return true;
-	return ssdp_idle_cgroup_match(sp, bio);
+	}
+	*housekeeping = false;
+	return idle;
 }
 
 /*

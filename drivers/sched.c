@@ -27,6 +27,7 @@
 #define SSDP_QN_INTERNAL	0x02	/* our own bio: submit_bio_noacct */
 #define SSDP_QN_INFLIGHT	0x04	/* counted in flight */
 #define SSDP_QN_IDLE		0x08	/* counted as idle in flight */
+#define SSDP_QN_HOUSEKEEPING	0x10	/* normal, but not a sign of activity */
 
 enum { SSDP_Q_READ, SSDP_Q_WRITE, SSDP_Q_IDLE, SSDP_Q_PRESSURE, SSDP_Q_NR };
 
@@ -388,7 +389,10 @@ static bool normal_arrival_locked(struct ssdp_sched *s, struct ssdp_qnode *qn,
 				  u64 now)
 {
 	lockdep_assert_held(&s->lock);
-	ssdp_sched_normal_arrival(&s->st, now);
+	if (qn->flags & SSDP_QN_HOUSEKEEPING)
+		ssdp_sched_housekeeping_arrival(&s->st);
+	else
+		ssdp_sched_normal_arrival(&s->st, now);
 	if (!s->passthrough &&
 	    !ssdp_sched_fast_path(&s->st, s->queued[SSDP_Q_READ] +
 				  s->queued[SSDP_Q_WRITE], s->normal_inflight))
@@ -411,6 +415,8 @@ int ssdp_sched_map(struct ssdprio *sp, struct bio *bio, bool idle)
 	qn->flags = 0;
 	if (bio->bi_opf & SSDP_NEVER_IDLE)
 		idle = false;
+	if (!idle && ssdp_pb(bio)->housekeeping)
+		qn->flags |= SSDP_QN_HOUSEKEEPING;
 
 	spin_lock_irqsave(&s->lock, flags);
 	if (!idle) {
@@ -463,9 +469,10 @@ static void complete_qn(struct ssdprio *sp, struct ssdp_qnode *qn)
 		s->idle_inflight--;
 	} else {
 		s->normal_inflight--;
-		ssdp_sched_normal_complete(&s->st, now);
+		if (!(qn->flags & SSDP_QN_HOUSEKEEPING))
+			ssdp_sched_normal_complete(&s->st, now);
 	}
-	qn->flags &= ~(SSDP_QN_INFLIGHT | SSDP_QN_IDLE);
+	qn->flags &= ~(SSDP_QN_INFLIGHT | SSDP_QN_IDLE | SSDP_QN_HOUSEKEEPING);
 	if (s->queued[SSDP_Q_READ] || s->queued[SSDP_Q_WRITE] ||
 	    s->queued[SSDP_Q_IDLE] || s->queued[SSDP_Q_PRESSURE])
 		run_locked(s, now, &s->ready);
@@ -636,7 +643,7 @@ unsigned int ssdp_sched_status(struct ssdprio *sp, char *result,
 	struct ssdp_sched *s = &sp->sched;
 	struct ssdp_sched_view v = { 0 };
 	u32 qr, qw, qi, ni, ii;
-	u64 disp, entries, promoted, boosted, pressure;
+	u64 disp, entries, promoted, boosted, pressure, hk;
 	enum ssdp_sched_mode mode;
 	unsigned long flags;
 
@@ -663,6 +670,7 @@ unsigned int ssdp_sched_status(struct ssdprio *sp, char *result,
 	promoted = s->st.idle_promoted;
 	boosted = s->idle_boosted;
 	pressure = s->st.pressure_dispatched;
+	hk = s->st.housekeeping;
 	mode = ssdp_sched_mode(&s->st);
 	spin_unlock_irqrestore(&s->lock, flags);
 
@@ -675,5 +683,6 @@ unsigned int ssdp_sched_status(struct ssdprio *sp, char *result,
 	       (unsigned long long)promoted);
 	DMEMIT(" idle_boosted %llu pressure_dispatched %llu",
 	       (unsigned long long)boosted, (unsigned long long)pressure);
+	DMEMIT(" normal_housekeeping %llu", (unsigned long long)hk);
 	return sz;
 }

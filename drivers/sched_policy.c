@@ -50,6 +50,11 @@ void ssdp_sched_normal_complete(struct ssdp_sched_state *st, u64 now)
 	st->last_normal = now;
 }
 
+void ssdp_sched_housekeeping_arrival(struct ssdp_sched_state *st)
+{
+	st->housekeeping++;
+}
+
 static struct ssdp_sched_decision decision(enum ssdp_sched_act act, u64 when)
 {
 	struct ssdp_sched_decision d = { .act = act, .when = when };

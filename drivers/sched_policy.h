@@ -121,6 +121,7 @@ struct ssdp_sched_state {
 	u64 batch_entries;
 	u64 idle_promoted;		/* dispatched as normal by age */
 	u64 pressure_dispatched;	/* by the guaranteed share */
+	u64 housekeeping;		/* normal arrivals that were housekeeping */
 };
 
 void ssdp_sched_default_knobs(struct ssdp_sched_knobs *k);
@@ -130,6 +131,14 @@ void ssdp_sched_init(struct ssdp_sched_state *st,
 /* Events. */
 void ssdp_sched_normal_arrival(struct ssdp_sched_state *st, u64 now);
 void ssdp_sched_normal_complete(struct ssdp_sched_state *st, u64 now);
+/*
+ * A normal bio that is housekeeping (REQ_META/FUA/flush from a kernel
+ * thread or an idle task; classify.c) arrives: only counted.  It
+ * neither ends batch mode nor restarts the quiet time, and its completion
+ * is not reported either; while queued or in flight it holds idle bios
+ * back like any normal bio.
+ */
+void ssdp_sched_housekeeping_arrival(struct ssdp_sched_state *st);
 
 /*
  * A normal bio that just arrived may skip the queues: nothing normal is

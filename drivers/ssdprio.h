@@ -114,6 +114,7 @@ struct ssdp_bio {
 	u16 nr;				/* whole blocks covered */
 	u8 kind;			/* enum ssdp_bio_kind */
 	bool idle;
+	bool housekeeping;		/* normal, no activity (classify.c) */
 	bool partial;			/* one block, partly covered */
 	bool promote;
 	bool origin;			/* counted in the scheduler's leg */
@@ -442,7 +443,8 @@ unsigned int ssdp_sched_status(struct ssdprio *sp, char *result,
 			       unsigned int maxlen, unsigned int sz);
 
 /* classify.c: normal or idle, fixed once per bio in .map. */
-bool ssdp_classify_idle(struct ssdprio *sp, struct bio *bio);
+bool ssdp_classify_idle(struct ssdprio *sp, struct bio *bio,
+			bool *housekeeping);
 int ssdp_idle_cgroup_add(struct ssdprio *sp, const char *path,
 			 const char **why);
 unsigned int ssdp_idle_cgroup_emit(struct ssdprio *sp, char *buf,

@@ -20,7 +20,10 @@
 # Configs: hdd_deadline, hdd_bfq (loop qd 1 over the HDD model with that
 # scheduler), hdd_iocost (the cgroup v2 anchor: io.cost, io.weight 10000 : 1
 # for the database's and the backup's cgroups; bench/lib.sh anchor_dev),
-# hdd_ssdprio_sched (`cache off`), hdd_ssdprio (32 MiB cache, cold).
+# hdd_ssdprio_sched (`cache off`), hdd_ssdprio (32 MiB cache, cold), both with
+# the backup's cgroup named as an idle_cgroup (what an administrator does:
+# ionice does not reach the backup's page-cache writes, which flusher threads
+# write back); hdd_ssdprio_sched_ionice and hdd_ssdprio_ionice: ionice alone.
 # Recorded per run: pgbench's per-transaction log (latency, completion time)
 # and progress output, its summary TPS, the backup's start, end, exit status.
 # Not in the default set (nor CI's quick run): `bench/run database`.
@@ -38,7 +41,7 @@ else
 fi
 CLIENTS=4
 # The backup must finish: one that has not after this long is killed (rc 137).
-BACKUP_MAX_S=240
+BACKUP_MAX_S=${DATABASE_BACKUP_MAX_S:-240}
 CACHE_MB=32
 DB_MEM=96M BACKUP_MEM=64M
 # Made by bench/run on the host (database.prep): the newest image.
@@ -54,13 +57,20 @@ setup() { # CONFIG HDD: echoes the device to mount
 	hdd_deadline) sched_dev "$2" mq-deadline ;;
 	hdd_bfq) sched_dev "$2" bfq ;;
 	hdd_iocost | hdd_bfq_cgroup) anchor_dev "$1" "$2" ;;
-	hdd_ssdprio_sched | hdd_ssdprio)
+	hdd_ssdprio_sched | hdd_ssdprio | hdd_ssdprio_sched_ionice | hdd_ssdprio_ionice)
 		ssd=$(ssd_dev ssd "$CACHE_MB")
-		if [[ $1 == hdd_ssdprio_sched ]]; then
-			ssdprio_dev ssdprio "$2" "$ssd" cache off
+		if [[ $1 == hdd_ssdprio_sched* ]]; then
+			dev=$(ssdprio_dev ssdprio "$2" "$ssd" cache off) || return 1
 		else
-			ssdprio_dev ssdprio "$2" "$ssd"
-		fi ;;
+			dev=$(ssdprio_dev ssdprio "$2" "$ssd") || return 1
+		fi
+		# The backup's cgroup is an idle_cgroup: its page-cache writes,
+		# which flusher threads write back whatever ionice says, are idle
+		# too. The _ionice variants leave it out (ionice alone).
+		if [[ $1 != *_ionice ]]; then
+			dmsetup message ssdprio 0 idle_cgroup "$CG/ssdp_idle" || return 1
+		fi
+		echo "$dev" ;;
 	*) return 1 ;;
 	esac
 }
@@ -139,6 +149,48 @@ backup_wait() {
 	B_BYTES=$(stat -c %s "$MNT/backup.tar" 2>/dev/null || echo 0)
 }
 
+# With DATABASE_TRACE=1, while the backup runs: every second the dirty and
+# writeback page counts, the backup file's size and (ssdprio configs) the
+# target's status line (the scheduler's counters), and a blktrace of the
+# device under test whose queue events name each bio's submitter (flusher
+# kworkers, jbd2, postgres, tar) and its flags (M = REQ_META, F = FUA/flush).
+trace_start() { # DEV
+	T_PIDS=()
+	((${DATABASE_TRACE:-0})) || return 0
+	rm -rf /tmp/bt /tmp/samples
+	mkdir -p /tmp/bt
+	mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+	if command -v blktrace >/dev/null && [[ -d /sys/kernel/debug/block ]]; then
+		blktrace -d "$1" -a queue -D /tmp/bt -o dut >/tmp/bt/blktrace.out 2>&1 &
+		T_PIDS+=($!)
+	fi
+	(
+		while :; do
+			printf '%s %s tar=%s |' "$(date +%s.%N)" \
+				"$(awk '/^(Dirty|Writeback):/ { printf "%s%s ", $1, $2 }' /proc/meminfo)" \
+				"$(stat -c %s "$MNT/backup.tar" 2>/dev/null || echo 0)"
+			if [[ $config == hdd_ssdprio* ]]; then dmsetup status ssdprio | head -1; else echo; fi
+			sleep 1
+		done
+	) >/tmp/samples 2>&1 &
+	T_PIDS+=($!)
+}
+trace_stop() { # keeps the samples and the parsed trace as CONFIG-REP.*
+	local p
+	((${#T_PIDS[@]})) || return 0
+	# SIGINT makes blktrace write out its buffers; the sampler takes TERM
+	# (a background subshell ignores SIGINT).
+	for p in "${T_PIDS[@]}"; do kill -INT "$p" 2>/dev/null; kill "$p" 2>/dev/null; done
+	for p in "${T_PIDS[@]}"; do wait "$p" 2>/dev/null; done
+	T_PIDS=()
+	keep /tmp/samples "$config-$rep.samples" >/dev/null
+	if compgen -G '/tmp/bt/dut.blktrace.*' >/dev/null; then
+		# time action RWBS sector blocks submitter
+		blkparse -q -D /tmp/bt -i dut -f '%T.%9t %a %3d %S %n %C\n' >/tmp/bt/dut.txt 2>/dev/null
+		keep /tmp/bt/dut.txt "$config-$rep.blktrace" >/dev/null
+	fi
+}
+
 # copy_image HDD: the data set's image onto HDD (unwritten blocks of the
 # memory null_blk read as zeroes: holes are skipped), grown to the device.
 # Read over 9p once, then from the guest's /tmp.
@@ -195,10 +247,12 @@ for config in $CONFIGS; do
 		pgb_start run $((WARM_S + 2 * RUN_S)) || break
 		p_start=$(date +%s.%N)
 		sleep $((WARM_S + RUN_S))
+		trace_start "$dev"
 		backup_start
-		pgb_wait run || { backup_wait; break; }
+		pgb_wait run || { backup_wait; trace_stop; break; }
 		p_end=$(date +%s.%N)
 		backup_wait
+		trace_stop
 		record "$config" run "$rep" tps="$TPS" warm_s="$WARM_S" run_s="$RUN_S" clients=$CLIENTS \
 			scale="$SCALE" pgbench_start="$p_start" pgbench_end="$p_end" backup_start="$B_START" \
 			backup_end="$B_END" backup_rc="$B_RC" backup_bytes="$B_BYTES" \

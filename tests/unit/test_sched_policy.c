@@ -298,6 +298,66 @@ TEST(sched_batch_mode_entry_and_exit)
 	ASSERT_EQ(st.batch_entries, 2);
 }
 
+/*
+ * File system housekeeping (a kernel thread's journal commit or metadata
+ * writeback) is normal I/O: idle waits while it is in flight.  But it is
+ * no sign of a normal workload: it neither restarts the quiet time before
+ * batch mode nor ends batch mode.  An idle backup's own journal commits
+ * (every 5 s on ext4) would otherwise keep it throttled for good.
+ */
+TEST(sched_housekeeping_not_normal_activity)
+{
+	struct ssdp_sched_state st;
+	struct ssdp_sched_view v = {
+		.nr_idle = 100, .idle_has_next = true,
+	};
+	u64 t = 100 * MS;
+
+	setup(&st, 0);
+	ssdp_sched_normal_arrival(&st, t);
+	ssdp_sched_normal_complete(&st, t + 5 * MS);
+	ASSERT_EQ(act(&st, t + 5 * MS, &v), SSDP_SCHED_IDLE_SORTED);
+	/* a journal commit in flight: idle waits for it, as for any normal */
+	ssdp_sched_housekeeping_arrival(&st);
+	v.normal_inflight = 1;
+	ASSERT_EQ(act(&st, t + 3000 * MS, &v), SSDP_SCHED_NOTHING);
+	ASSERT_EQ(ssdp_sched_mode(&st), SSDP_SCHED_MODE_NORMAL);
+	/* done (not reported): throttled idle again, by the interval only */
+	v.normal_inflight = 0;
+	ASSERT_EQ(act(&st, t + 3001 * MS, &v), SSDP_SCHED_IDLE_SORTED);
+	ASSERT_EQ(act(&st, t + 3002 * MS, &v), SSDP_SCHED_WAIT_UNTIL);
+	/* the quiet time still runs from the last normal completion */
+	ASSERT_EQ(act(&st, t + 5005 * MS, &v), SSDP_SCHED_IDLE_SORTED);
+	ASSERT_EQ(ssdp_sched_mode(&st), SSDP_SCHED_MODE_BATCH);
+	ASSERT_EQ(st.batch_entries, 1);
+	/* in batch mode: housekeeping does not end it, but is waited for */
+	ssdp_sched_housekeeping_arrival(&st);
+	ASSERT_EQ(ssdp_sched_mode(&st), SSDP_SCHED_MODE_BATCH);
+	v.normal_inflight = 1;
+	ASSERT_EQ(act(&st, t + 5006 * MS, &v), SSDP_SCHED_NOTHING);
+	v.normal_inflight = 0;
+	ASSERT_EQ(act(&st, t + 5007 * MS, &v), SSDP_SCHED_IDLE_SORTED);
+	v.idle_inflight = 1;
+	ASSERT_EQ(act(&st, t + 5007 * MS, &v), SSDP_SCHED_IDLE_SORTED);
+	ASSERT_EQ(ssdp_sched_mode(&st), SSDP_SCHED_MODE_BATCH);
+	ASSERT_EQ(st.batch_entries, 1);
+	ASSERT_EQ(st.housekeeping, 2);
+	/* a normal task's bio still ends batch mode at once */
+	ssdp_sched_normal_arrival(&st, t + 5008 * MS);
+	ASSERT_EQ(ssdp_sched_mode(&st), SSDP_SCHED_MODE_NORMAL);
+	v.idle_inflight = 0;
+	v.normal_inflight = 1;
+	ASSERT_EQ(act(&st, t + 5009 * MS, &v), SSDP_SCHED_NOTHING);
+	/* and its completion restarts the quiet time */
+	ssdp_sched_normal_complete(&st, t + 5010 * MS);
+	v.normal_inflight = 0;
+	ASSERT_EQ(act(&st, t + 9000 * MS, &v), SSDP_SCHED_IDLE_SORTED);
+	ASSERT_EQ(ssdp_sched_mode(&st), SSDP_SCHED_MODE_NORMAL);
+	ASSERT_EQ(act(&st, t + 10010 * MS, &v), SSDP_SCHED_IDLE_SORTED);
+	ASSERT_EQ(ssdp_sched_mode(&st), SSDP_SCHED_MODE_BATCH);
+	ASSERT_EQ(st.batch_entries, 2);
+}
+
 TEST(sched_batch_mode_entered_without_idle_queued)
 {
 	struct ssdp_sched_state st;
