@@ -101,7 +101,9 @@ late_entry() {
 	head -c 1048576 /dev/urandom >/tmp/late.bin
 	dd if=/tmp/late.bin of=/dev/mapper/late bs=1M oflag=direct status=none || fail "write late"
 	sum=$(sha256sum </tmp/late.bin)
-	dmsetup remove late || fail "remove late"
+	# udev may still be probing the new device: wait for it, retry EBUSY.
+	udevadm settle --timeout=60 || true
+	dmsetup remove --retry late || fail "remove late"
 	# The cache goes away (its data stays: memory-backed null_blk).
 	echo 0 >"$NULLB_CONFIGFS/late_ssd/power"
 	[[ ! -e /dev/late_ssd ]] || fail "/dev/late_ssd still there after power off"
