@@ -8,15 +8,7 @@
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-CG=/sys/fs/cgroup
-if [[ ! -e $CG/cgroup.controllers ]]; then
-	mkdir -p "$CG"
-	mount -t cgroup2 none "$CG" || skip "cannot mount cgroup2"
-fi
-grep -qw io "$CG/cgroup.controllers" || skip "no io controller in cgroup2"
-# Writeback is attributed to a cgroup only with both memory and io enabled.
-echo "+io +memory" >"$CG/cgroup.subtree_control" ||
-	fail "cannot enable io and memory controllers"
+cgroup_v2_setup
 mkdir -p "$CG/maint" "$CG/other"
 
 load_module

@@ -78,6 +78,20 @@ _module_loaded() { [[ -e /sys/module/$(_module_name "$1")/initstate ]]; }
 
 # load_module [PATH.ko [PARAMS...]]: insmod (default $MODULE) unless loaded, after
 # modprobing what it depends on (dm-mod, dm-bufio, ...).
+# cgroup_v2_setup: cgroup v2 at $CG (/sys/fs/cgroup, mounted if it is not),
+# with the io and memory controllers on for its children: writeback is
+# attributed to a cgroup only with both.  Skips the test without io.
+cgroup_v2_setup() {
+	CG=/sys/fs/cgroup
+	if [[ ! -e $CG/cgroup.controllers ]]; then
+		mkdir -p "$CG"
+		mount -t cgroup2 none "$CG" || skip "cannot mount cgroup2"
+	fi
+	grep -qw io "$CG/cgroup.controllers" || skip "no io controller in cgroup2"
+	echo "+io +memory" >"$CG/cgroup.subtree_control" ||
+		fail "cannot enable io and memory controllers"
+}
+
 load_module() {
 	local ko=${1:-$MODULE} dep err
 	[[ $# -gt 0 ]] && shift
