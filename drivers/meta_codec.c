@@ -296,3 +296,104 @@ int ssdp_rec_pick(const void *rec0, const void *rec1, u32 rec_bytes,
 	}
 	return -1;
 }
+
+void ssdp_rec2_encode(void *rec, u32 rec_bytes, u32 seed, u32 cset,
+		      u32 set_blocks, const struct ssdp_rec2_view *v)
+{
+	struct ssdp_disk_rec2 *d = rec;
+	u32 ob = (set_blocks + 1) / 2;
+	u8 *p = (u8 *)rec + SSDP_REC2_HDR_BYTES;
+	u32 t;
+
+	memset(rec, 0, rec_bytes);
+	d->cset = cpu_to_le32(cset);
+	d->seq = cpu_to_le64(v->seq);
+	for (t = 0; t < SSDP_REC2_TAGS; t++)
+		d->tags[t] = cpu_to_le32(v->tags[t]);
+	memcpy(p, v->owners, ob);
+	memcpy(p + ob, v->dirty, ssdp_bitmap_bytes(set_blocks));
+	d->crc = cpu_to_le32(ssdp_crc32c(seed, (u8 *)rec + 4, rec_bytes - 4));
+}
+
+static int rec2_check_tags(const struct ssdp_rec2_view *v, u32 cset,
+			   u64 nr_csets)
+{
+	u32 t, u;
+
+	for (t = 0; t < SSDP_REC2_TAGS; t++) {
+		if (v->tags[t] == SSDP_REC2_TAG_FREE)
+			continue;
+		if (ssdp_oset_cset(v->tags[t], nr_csets) != cset)
+			return -EUCLEAN;
+		for (u = 0; u < t; u++)
+			if (v->tags[u] == v->tags[t])
+				return -EUCLEAN;
+	}
+	return 0;
+}
+
+static int rec2_check_frames(const struct ssdp_rec2_view *v, u32 set_blocks)
+{
+	u32 blk, own;
+
+	/* A half-used owner byte ends free, a part-used dirty byte zero. */
+	if (set_blocks % 2 && (v->owners[set_blocks / 2] >> 4) != 0xf)
+		return -EUCLEAN;
+	if (set_blocks % 8 && v->dirty[set_blocks / 8] >> (set_blocks % 8))
+		return -EUCLEAN;
+	for (blk = 0; blk < set_blocks; blk++) {
+		own = ssdp_rec2_owner(v, blk);
+		if (own == 0xf ? ssdp_rec2_dirty(v, blk) :
+		    v->tags[own] == SSDP_REC2_TAG_FREE)
+			return -EUCLEAN;
+	}
+	return 0;
+}
+
+int ssdp_rec2_decode(const void *rec, u32 rec_bytes, u32 seed, u32 cset,
+		     u32 set_blocks, u64 nr_csets, struct ssdp_rec2_view *out)
+{
+	const struct ssdp_disk_rec2 *d = rec;
+	const u8 *p = (const u8 *)rec + SSDP_REC2_HDR_BYTES;
+	u32 ob = (set_blocks + 1) / 2, db = ssdp_bitmap_bytes(set_blocks);
+	u32 t;
+
+	if (le32_to_cpu(d->crc) !=
+	    ssdp_crc32c(seed, (const u8 *)rec + 4, rec_bytes - 4))
+		return -EBADMSG;
+	if (le32_to_cpu(d->cset) != cset || d->zero ||
+	    set_blocks > SSDP_REC2_MAX_BLOCKS ||
+	    SSDP_REC2_HDR_BYTES + ob + db > rec_bytes ||
+	    !all_zero(p + ob + db, rec_bytes - SSDP_REC2_HDR_BYTES - ob - db))
+		return -EUCLEAN;
+	out->seq = le64_to_cpu(d->seq);
+	for (t = 0; t < SSDP_REC2_TAGS; t++)
+		out->tags[t] = le32_to_cpu(d->tags[t]);
+	memset(out->owners, 0xff, sizeof(out->owners));
+	memset(out->dirty, 0, sizeof(out->dirty));
+	memcpy(out->owners, p, ob);
+	memcpy(out->dirty, p + ob, db);
+	if (rec2_check_tags(out, cset, nr_csets) ||
+	    rec2_check_frames(out, set_blocks))
+		return -EUCLEAN;
+	return 0;
+}
+
+int ssdp_rec2_pick(const void *rec0, const void *rec1, u32 rec_bytes,
+		   u32 seed, u32 cset, u32 set_blocks, u64 nr_csets,
+		   struct ssdp_rec2_view *out, struct ssdp_rec2_view *b)
+{
+	bool ok0, ok1;
+
+	ok0 = !ssdp_rec2_decode(rec0, rec_bytes, seed, cset, set_blocks,
+				nr_csets, out);
+	ok1 = !ssdp_rec2_decode(rec1, rec_bytes, seed, cset, set_blocks,
+				nr_csets, b);
+	if (ok0 && (!ok1 || out->seq >= b->seq))
+		return 0;
+	if (ok1) {
+		*out = *b;
+		return 1;
+	}
+	return -1;
+}

@@ -103,4 +103,43 @@ int ssdp_rec_pick(const void *rec0, const void *rec1, u32 rec_bytes,
 		  u32 seed, u32 cset, u32 set_blocks,
 		  struct ssdp_rec_info *out);
 
+/*
+ * One format-2 record, decoded (or to encode): the persistent view of a
+ * frame-map cache set.  owners: 4 bits per frame, frame 2k in the low
+ * nibble of byte k, 0xf free; dirty: a bit per frame.
+ */
+struct ssdp_rec2_view {
+	u64 seq;
+	u32 tags[SSDP_REC2_TAGS];
+	u8 owners[SSDP_REC2_MAX_BLOCKS / 2];
+	u8 dirty[SSDP_REC2_MAX_BLOCKS / 8];
+};
+
+static inline u32 ssdp_rec2_owner(const struct ssdp_rec2_view *v, u32 blk)
+{
+	return (v->owners[blk / 2] >> (blk % 2 * 4)) & 0xf;
+}
+
+static inline bool ssdp_rec2_dirty(const struct ssdp_rec2_view *v, u32 blk)
+{
+	return (v->dirty[blk / 8] >> (blk % 8)) & 1;
+}
+
+/* Encode @v as cache set @cset's record (@rec_bytes: ssdp_rec2_bytes()). */
+void ssdp_rec2_encode(void *rec, u32 rec_bytes, u32 seed, u32 cset,
+		      u32 set_blocks, const struct ssdp_rec2_view *v);
+/*
+ * Decode the record of @cset of a cache of @nr_csets sets.  Returns 0,
+ * -EBADMSG when the checksum fails, or -EUCLEAN when it checks out but
+ * contradicts itself: wrong cset, a tag not placed in this set
+ * (ssdp_oset_cset()) or twice, an owner without a tag, dirty without an
+ * owner, anything past the set.
+ */
+int ssdp_rec2_decode(const void *rec, u32 rec_bytes, u32 seed, u32 cset,
+		     u32 set_blocks, u64 nr_csets, struct ssdp_rec2_view *out);
+/* As ssdp_rec_pick(), for format 2; @scratch: room for the other copy. */
+int ssdp_rec2_pick(const void *rec0, const void *rec1, u32 rec_bytes,
+		   u32 seed, u32 cset, u32 set_blocks, u64 nr_csets,
+		   struct ssdp_rec2_view *out, struct ssdp_rec2_view *scratch);
+
 #endif

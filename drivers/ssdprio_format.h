@@ -175,6 +175,66 @@ static inline uint32_t ssdp_bitmap_bytes(uint32_t set_blocks)
 	return (set_blocks + 7) / 8;
 }
 
+/*
+ * Format version 2: the frame map (drivers/frame_map.h).  Origin set o
+ * lives only in cache set ssdp_oset_cset(o); a cache set holds blocks of
+ * up to SSDP_REC2_TAGS origin sets, block b of any of them in frame b.
+ * Its record:
+ *
+ *   0      4      8      16                 76     80
+ *   | crc  | cset | seq  | tags[15] (le32)  | zero | owners | dirty | 0...
+ *
+ *   tags[t]: the origin set of tag t, or SSDP_REC2_TAG_FREE.  An origin
+ *            set number fits in 32 bits (checked against the origin size).
+ *   owners:  4 bits per frame, frame 2k in the low nibble of byte k: the
+ *            tag whose block the frame holds, or 0xf (free, not valid).
+ *   dirty:   a bit per frame (bit i = byte i / 8, bit i % 8); only where
+ *            the frame has an owner.
+ *
+ * rec2_bytes is a power of two dividing 4 KiB, so a record never
+ * straddles a metadata block.  A tag's set is fixed by the hash, so one
+ * origin set has at most one record and a torn commit across two sets
+ * cannot leave two answers for it; no map_seq is needed.
+ */
+#define SSDP_REC2_TAGS		15U
+#define SSDP_REC2_TAG_FREE	0xffffffffU
+#define SSDP_REC2_HDR_BYTES	80U
+#define SSDP_REC2_MAX_BLOCKS	1024U
+
+struct ssdp_disk_rec2 {
+	__le32 crc;			/* crc32c(uuid seed, bytes 4..end) */
+	__le32 cset;			/* its own index: catches misplaced writes */
+	__le64 seq;			/* commit that wrote it */
+	__le32 tags[SSDP_REC2_TAGS];	/* origin sets, SSDP_REC2_TAG_FREE */
+	__le32 zero;
+};
+
+_Static_assert(sizeof(struct ssdp_disk_rec2) == SSDP_REC2_HDR_BYTES,
+	       "record v2 header size");
+
+static inline uint64_t ssdp_rec2_bytes(uint32_t set_blocks)
+{
+	uint64_t need = SSDP_REC2_HDR_BYTES + (set_blocks + 1) / 2 +
+			ssdp_bitmap_bytes(set_blocks);
+	uint64_t r = 64;
+
+	while (r < need)
+		r <<= 1;
+	return r;
+}
+
+/*
+ * The cache set of origin set @oset: Fibonacci hashing (2^64 / phi), so
+ * neighbouring origin sets land in sets far apart, then a multiply-shift
+ * onto [0, nr_csets).  On-disk meaning: never change it.
+ */
+static inline uint32_t ssdp_oset_cset(uint64_t oset, uint64_t nr_csets)
+{
+	uint64_t h = (oset * 0x61c8864680b583ebULL) >> 32;
+
+	return (uint32_t)((h * nr_csets) >> 32);
+}
+
 static inline uint64_t ssdp_rec_bytes(uint32_t set_blocks)
 {
 	uint64_t need = SSDP_REC_HDR_BYTES + 2 * ssdp_bitmap_bytes(set_blocks);

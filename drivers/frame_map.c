@@ -1,0 +1,792 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dm-ssdprio frame map.  See frame_map.h; the caller holds the lock.
+ */
+#include "ssdp_compat.h"
+#include "frame_map.h"
+
+#define SSDP_FM_WRITING		0x1U	/* user writes in flight */
+#define SSDP_FM_CLAIMS		0x2U	/* claims may exist: sweep at unpin */
+#define SSDP_FM_LIMBO_NEW	0x4U	/* limbo frames no encode has seen */
+#define SSDP_FM_LIMBO_ENC	0x8U	/* limbo frames the last encode saw */
+
+/* Tag recency, position i in nibble i: tag i at position i at first. */
+#define SSDP_FM_LRU_INIT	0xfedcba9876543210ULL
+#define SSDP_FM_NO_TAG		0xffU
+
+static inline size_t frame_of(const struct ssdp_fmap *fm, u32 cset, u32 blk)
+{
+	return ((size_t)cset << fm->set_shift) + blk;
+}
+
+static inline u32 owner_get(const struct ssdp_fmap *fm, size_t f)
+{
+	return (fm->owner[f / 2] >> (f % 2 * 4)) & 0xf;
+}
+
+static inline void owner_put(struct ssdp_fmap *fm, size_t f, u32 t)
+{
+	u8 *b = &fm->owner[f / 2];
+
+	*b = (*b & ~(0xf << (f % 2 * 4))) | (t << (f % 2 * 4));
+}
+
+static inline u32 *tag_slot(const struct ssdp_fmap *fm, u32 cset, u32 t)
+{
+	return &fm->tags[(size_t)cset * SSDP_FMAP_TAGS + t];
+}
+
+static inline bool line_ok(const struct ssdp_fmap *fm, u32 line, u32 first,
+			   u32 nr)
+{
+	return ssdp_line_cset(line) < fm->nr_csets &&
+	       ssdp_line_tag(line) < SSDP_FMAP_TAGS && first <= fm->set_blocks &&
+	       nr <= fm->set_blocks - first;
+}
+
+static inline void mark_changed(struct ssdp_fmap *fm, u32 cset)
+{
+	__set_bit(cset, fm->changed);
+}
+
+static inline u32 dirty_sentinel(const struct ssdp_fmap *fm)
+{
+	return fm->nr_csets;
+}
+
+static void dirty_list_add(struct ssdp_fmap *fm, u32 c)
+{
+	u32 head = dirty_sentinel(fm), tail = fm->dprev[head];
+
+	fm->dirty_since[c] = fm->clock;
+	fm->dprev[c] = tail;
+	fm->dnext[c] = head;
+	fm->dnext[tail] = c;
+	fm->dprev[head] = c;
+	fm->nr_dirty_sets++;
+}
+
+static void dirty_list_del(struct ssdp_fmap *fm, u32 c)
+{
+	fm->dnext[fm->dprev[c]] = fm->dnext[c];
+	fm->dprev[fm->dnext[c]] = fm->dprev[c];
+	fm->dprev[c] = c;
+	fm->dnext[c] = c;
+	fm->nr_dirty_sets--;
+}
+
+static void *fmap_alloc(struct ssdp_fmap *fm, size_t n, size_t size)
+{
+	fm->mem_bytes += n * size;
+	return ssdp_zalloc(n * size);
+}
+
+int ssdp_fmap_init(struct ssdp_fmap *fm, u32 nr_csets, u32 set_blocks)
+{
+	size_t frames;
+	u32 i;
+
+	memset(fm, 0, sizeof(*fm));
+	if (!nr_csets || nr_csets > SSDP_FMAP_MAX_CSETS ||
+	    !is_power_of_2(set_blocks) || set_blocks > SSDP_REC2_MAX_BLOCKS)
+		return -EINVAL;
+	fm->nr_csets = nr_csets;
+	fm->set_blocks = set_blocks;
+	fm->set_shift = ilog2(set_blocks);
+	frames = (size_t)nr_csets << fm->set_shift;
+
+	fm->tags = fmap_alloc(fm, (size_t)nr_csets * SSDP_FMAP_TAGS,
+			      sizeof(*fm->tags));
+	fm->tag_lru = fmap_alloc(fm, nr_csets, sizeof(*fm->tag_lru));
+	fm->dprev = fmap_alloc(fm, nr_csets + 1, sizeof(*fm->dprev));
+	fm->dnext = fmap_alloc(fm, nr_csets + 1, sizeof(*fm->dnext));
+	fm->dirty_since = fmap_alloc(fm, nr_csets, sizeof(*fm->dirty_since));
+	fm->nr_valid = fmap_alloc(fm, nr_csets, sizeof(*fm->nr_valid));
+	fm->nr_dirty = fmap_alloc(fm, nr_csets, sizeof(*fm->nr_dirty));
+	fm->nr_limbo = fmap_alloc(fm, nr_csets, sizeof(*fm->nr_limbo));
+	fm->nr_tags = fmap_alloc(fm, nr_csets, sizeof(*fm->nr_tags));
+	fm->pins = fmap_alloc(fm, nr_csets, sizeof(*fm->pins));
+	fm->flags = fmap_alloc(fm, nr_csets, sizeof(*fm->flags));
+	fm->changed = fmap_alloc(fm, BITS_TO_LONGS(nr_csets), sizeof(long));
+	fm->owner = fmap_alloc(fm, (frames + 1) / 2, 1);
+	fm->valid = fmap_alloc(fm, BITS_TO_LONGS(frames), sizeof(long));
+	fm->dirty = fmap_alloc(fm, BITS_TO_LONGS(frames), sizeof(long));
+	if (!fm->tags || !fm->tag_lru || !fm->dprev || !fm->dnext ||
+	    !fm->dirty_since || !fm->nr_valid || !fm->nr_dirty ||
+	    !fm->nr_limbo || !fm->nr_tags || !fm->pins || !fm->flags ||
+	    !fm->changed || !fm->owner || !fm->valid || !fm->dirty) {
+		ssdp_fmap_destroy(fm);
+		return -ENOMEM;
+	}
+	memset(fm->tags, 0xff,
+	       (size_t)nr_csets * SSDP_FMAP_TAGS * sizeof(*fm->tags));
+	memset(fm->owner, 0xff, (frames + 1) / 2);
+	for (i = 0; i < nr_csets; i++)
+		fm->tag_lru[i] = SSDP_FM_LRU_INIT;
+	for (i = 0; i <= nr_csets; i++) {
+		fm->dprev[i] = i;
+		fm->dnext[i] = i;
+	}
+	return 0;
+}
+
+void ssdp_fmap_destroy(struct ssdp_fmap *fm)
+{
+	ssdp_free(fm->tags);
+	ssdp_free(fm->tag_lru);
+	ssdp_free(fm->dprev);
+	ssdp_free(fm->dnext);
+	ssdp_free(fm->dirty_since);
+	ssdp_free(fm->nr_valid);
+	ssdp_free(fm->nr_dirty);
+	ssdp_free(fm->nr_limbo);
+	ssdp_free(fm->nr_tags);
+	ssdp_free(fm->pins);
+	ssdp_free(fm->flags);
+	ssdp_free(fm->changed);
+	ssdp_free(fm->owner);
+	ssdp_free(fm->valid);
+	ssdp_free(fm->dirty);
+	memset(fm, 0, sizeof(*fm));
+}
+
+u32 ssdp_fmap_lookup(const struct ssdp_fmap *fm, u64 oset)
+{
+	u32 cset, t;
+
+	if (oset >= SSDP_REC2_TAG_FREE)
+		return SSDP_NONE;
+	cset = ssdp_fmap_set_of(fm, oset);
+	for (t = 0; t < SSDP_FMAP_TAGS; t++)
+		if (*tag_slot(fm, cset, t) == oset)
+			return ssdp_line(cset, t);
+	return SSDP_NONE;
+}
+
+u64 ssdp_fmap_oset_of(const struct ssdp_fmap *fm, u32 line)
+{
+	return *tag_slot(fm, ssdp_line_cset(line), ssdp_line_tag(line));
+}
+
+bool ssdp_fmap_tag_used(const struct ssdp_fmap *fm, u32 line)
+{
+	return ssdp_fmap_oset_of(fm, line) != SSDP_REC2_TAG_FREE;
+}
+
+void ssdp_fmap_touch(struct ssdp_fmap *fm, u32 line)
+{
+	u32 cset = ssdp_line_cset(line), t = ssdp_line_tag(line), pos;
+	u64 lru = fm->tag_lru[cset], below;
+
+	for (pos = 0; pos < 16; pos++)
+		if (((lru >> (pos * 4)) & 0xf) == t)
+			break;
+	if (WARN_ON_ONCE(pos == 16) || !pos)
+		return;
+	/* Shift positions 0..pos-1 up by one, put t at 0. */
+	below = lru & ((1ULL << (pos * 4)) - 1);
+	lru &= ~((1ULL << ((pos + 1) * 4)) - 1);
+	fm->tag_lru[cset] = lru | below << 4 | t;
+}
+
+/* Which tags hold frames that pin them (claims, dirty, limbo). */
+static u32 busy_tags(const struct ssdp_fmap *fm, u32 cset)
+{
+	size_t f = frame_of(fm, cset, 0), end = f + fm->set_blocks;
+	u32 busy = 0, t;
+
+	for (; f < end; f++) {
+		t = owner_get(fm, f);
+		if (t != SSDP_FMAP_FREE &&
+		    (!test_bit(f, fm->valid) || test_bit(f, fm->dirty)))
+			busy |= 1U << t;
+	}
+	return busy;
+}
+
+/* Drop every (clean) block of tag @t and free the tag. */
+static void tag_evict(struct ssdp_fmap *fm, u32 cset, u32 t, bool *replaced)
+{
+	size_t f = frame_of(fm, cset, 0), end = f + fm->set_blocks;
+
+	for (; f < end; f++) {
+		if (owner_get(fm, f) != t)
+			continue;
+		owner_put(fm, f, SSDP_FMAP_FREE);
+		if (__test_and_clear_bit(f, fm->valid)) {
+			fm->nr_valid[cset]--;
+			fm->total_valid--;
+			fm->replaced++;
+			*replaced = true;
+		}
+	}
+	*tag_slot(fm, cset, t) = SSDP_REC2_TAG_FREE;
+	fm->nr_tags[cset]--;
+	fm->nr_tags_used--;
+	if (!fm->nr_tags[cset])
+		fm->nr_mapped_sets--;
+	mark_changed(fm, cset);
+}
+
+/* The least recently used tag not in @busy, or SSDP_FM_NO_TAG. */
+static u32 lru_victim(const struct ssdp_fmap *fm, u32 cset, u32 busy)
+{
+	u64 lru = fm->tag_lru[cset];
+	int pos;
+
+	for (pos = SSDP_FMAP_TAGS - 1; pos >= 0; pos--) {
+		u32 t = (lru >> (pos * 4)) & 0xf;
+
+		if (t < SSDP_FMAP_TAGS && !(busy & (1U << t)) &&
+		    *tag_slot(fm, cset, t) != SSDP_REC2_TAG_FREE)
+			return t;
+	}
+	return SSDP_FM_NO_TAG;
+}
+
+u32 ssdp_fmap_tag_alloc(struct ssdp_fmap *fm, u64 oset, bool *replaced)
+{
+	u32 cset, t;
+
+	*replaced = false;
+	if (oset >= SSDP_REC2_TAG_FREE)
+		return SSDP_NONE;
+	cset = ssdp_fmap_set_of(fm, oset);
+	for (t = 0; t < SSDP_FMAP_TAGS; t++)
+		if (*tag_slot(fm, cset, t) == SSDP_REC2_TAG_FREE)
+			break;
+	if (t == SSDP_FMAP_TAGS) {
+		if (fm->flags[cset] & SSDP_FM_WRITING)
+			return SSDP_NONE;
+		t = lru_victim(fm, cset, busy_tags(fm, cset));
+		if (t == SSDP_FM_NO_TAG)
+			return SSDP_NONE;
+		tag_evict(fm, cset, t, replaced);
+	}
+	*tag_slot(fm, cset, t) = (u32)oset;
+	if (!fm->nr_tags[cset]++)
+		fm->nr_mapped_sets++;
+	fm->nr_tags_used++;
+	mark_changed(fm, cset);
+	ssdp_fmap_touch(fm, ssdp_line(cset, t));
+	return ssdp_line(cset, t);
+}
+
+u32 ssdp_fmap_claim(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr,
+		    bool own_only, bool *replaced)
+{
+	u32 cset = ssdp_line_cset(line), t = ssdp_line_tag(line), n;
+	bool writing;
+
+	*replaced = false;
+	if (WARN_ON_ONCE(!line_ok(fm, line, first, nr)))
+		return 0;
+	writing = fm->flags[cset] & SSDP_FM_WRITING;
+	for (n = 0; n < nr; n++) {
+		size_t f = frame_of(fm, cset, first + n);
+		u32 o = owner_get(fm, f);
+		bool valid = test_bit(f, fm->valid);
+		bool dirty = test_bit(f, fm->dirty);
+
+		if (o == t) {
+			if (!valid && dirty)	/* limbo */
+				break;
+			continue;
+		}
+		if (own_only)
+			break;
+		if (o != SSDP_FMAP_FREE) {
+			/* Only another tag's clean block, and not under a write. */
+			if (!valid || dirty || writing)
+				break;
+			__clear_bit(f, fm->valid);
+			fm->nr_valid[cset]--;
+			fm->total_valid--;
+			fm->replaced++;
+			*replaced = true;
+			mark_changed(fm, cset);
+		}
+		owner_put(fm, f, t);
+		fm->flags[cset] |= SSDP_FM_CLAIMS;
+	}
+	return n;
+}
+
+enum ssdp_fmap_hit ssdp_fmap_block(const struct ssdp_fmap *fm, u32 line,
+				   u32 blk)
+{
+	size_t f = frame_of(fm, ssdp_line_cset(line), blk);
+
+	if (owner_get(fm, f) != ssdp_line_tag(line) || !test_bit(f, fm->valid))
+		return SSDP_FMAP_MISS;
+	return test_bit(f, fm->dirty) ? SSDP_FMAP_DIRTY : SSDP_FMAP_CLEAN;
+}
+
+u32 ssdp_fmap_hit_run(const struct ssdp_fmap *fm, u32 line, u32 first,
+		      u32 nr, enum ssdp_fmap_hit *hit)
+{
+	u32 n;
+
+	if (WARN_ON_ONCE(!nr || !line_ok(fm, line, first, nr))) {
+		*hit = SSDP_FMAP_MISS;
+		return nr;
+	}
+	*hit = ssdp_fmap_block(fm, line, first);
+	for (n = 1; n < nr; n++)
+		if (ssdp_fmap_block(fm, line, first + n) != *hit)
+			break;
+	return n;
+}
+
+bool ssdp_fmap_any_dirty(const struct ssdp_fmap *fm, u32 line, u32 first,
+			 u32 nr)
+{
+	u32 n;
+
+	for (n = 0; n < nr; n++)
+		if (ssdp_fmap_block(fm, line, first + n) == SSDP_FMAP_DIRTY)
+			return true;
+	return false;
+}
+
+bool ssdp_fmap_all_claimed(const struct ssdp_fmap *fm, u32 line, u32 first,
+			   u32 nr)
+{
+	u32 cset = ssdp_line_cset(line), n;
+
+	for (n = 0; n < nr; n++)
+		if (owner_get(fm, frame_of(fm, cset, first + n)) !=
+		    ssdp_line_tag(line))
+			return false;
+	return true;
+}
+
+void ssdp_fmap_set_valid(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr)
+{
+	u32 cset = ssdp_line_cset(line), n;
+
+	if (WARN_ON_ONCE(!line_ok(fm, line, first, nr)))
+		return;
+	for (n = 0; n < nr; n++) {
+		size_t f = frame_of(fm, cset, first + n);
+
+		if (WARN_ON_ONCE(owner_get(fm, f) != ssdp_line_tag(line) ||
+				 (!test_bit(f, fm->valid) &&
+				  test_bit(f, fm->dirty))))
+			continue;
+		if (__test_and_set_bit(f, fm->valid))
+			continue;
+		fm->nr_valid[cset]++;
+		fm->total_valid++;
+		mark_changed(fm, cset);
+	}
+}
+
+void ssdp_fmap_set_dirty(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr)
+{
+	u32 cset = ssdp_line_cset(line), n;
+
+	if (WARN_ON_ONCE(!line_ok(fm, line, first, nr)))
+		return;
+	for (n = 0; n < nr; n++) {
+		size_t f = frame_of(fm, cset, first + n);
+
+		if (WARN_ON_ONCE(owner_get(fm, f) != ssdp_line_tag(line) ||
+				 !test_bit(f, fm->valid)))
+			continue;
+		if (__test_and_set_bit(f, fm->dirty))
+			continue;
+		if (!fm->nr_dirty[cset]++)
+			dirty_list_add(fm, cset);
+		fm->total_dirty++;
+		mark_changed(fm, cset);
+	}
+}
+
+void ssdp_fmap_clear_dirty(struct ssdp_fmap *fm, u32 line, u32 first,
+			   u32 nr)
+{
+	u32 cset = ssdp_line_cset(line), n;
+
+	if (WARN_ON_ONCE(!line_ok(fm, line, first, nr)))
+		return;
+	for (n = 0; n < nr; n++) {
+		size_t f = frame_of(fm, cset, first + n);
+
+		if (owner_get(fm, f) != ssdp_line_tag(line) ||
+		    !test_bit(f, fm->valid) || !__test_and_clear_bit(f, fm->dirty))
+			continue;
+		if (!--fm->nr_dirty[cset])
+			dirty_list_del(fm, cset);
+		fm->total_dirty--;
+		mark_changed(fm, cset);
+	}
+}
+
+static void to_limbo(struct ssdp_fmap *fm, u32 cset, size_t f)
+{
+	__clear_bit(f, fm->valid);
+	fm->nr_valid[cset]--;
+	fm->total_valid--;
+	if (!--fm->nr_dirty[cset])
+		dirty_list_del(fm, cset);
+	fm->total_dirty--;
+	if (!fm->nr_limbo[cset]++)
+		fm->nr_limbo_sets++;
+	fm->total_limbo++;
+	fm->flags[cset] |= SSDP_FM_LIMBO_NEW;
+}
+
+void ssdp_fmap_drop(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr)
+{
+	u32 cset = ssdp_line_cset(line), n;
+	bool pinned;
+
+	if (WARN_ON_ONCE(!line_ok(fm, line, first, nr)))
+		return;
+	pinned = fm->pins[cset];
+	for (n = 0; n < nr; n++) {
+		size_t f = frame_of(fm, cset, first + n);
+
+		if (owner_get(fm, f) != ssdp_line_tag(line))
+			continue;
+		if (!test_bit(f, fm->valid)) {
+			if (!test_bit(f, fm->dirty) && !pinned)
+				owner_put(fm, f, SSDP_FMAP_FREE);
+			continue;
+		}
+		mark_changed(fm, cset);
+		if (test_bit(f, fm->dirty)) {
+			to_limbo(fm, cset, f);
+			continue;
+		}
+		__clear_bit(f, fm->valid);
+		fm->nr_valid[cset]--;
+		fm->total_valid--;
+		/* Under I/O in flight the frame stays out of others' reach. */
+		if (pinned)
+			fm->flags[cset] |= SSDP_FM_CLAIMS;
+		else
+			owner_put(fm, f, SSDP_FMAP_FREE);
+	}
+}
+
+void ssdp_fmap_pin(struct ssdp_fmap *fm, u32 cset)
+{
+	WARN_ON_ONCE(fm->pins[cset] == 0xff);
+	fm->pins[cset]++;
+}
+
+/* No I/O in flight on the set: every claim is stale. */
+static void sweep_claims(struct ssdp_fmap *fm, u32 cset)
+{
+	size_t f = frame_of(fm, cset, 0), end = f + fm->set_blocks;
+
+	for (; f < end; f++)
+		if (owner_get(fm, f) != SSDP_FMAP_FREE &&
+		    !test_bit(f, fm->valid) && !test_bit(f, fm->dirty))
+			owner_put(fm, f, SSDP_FMAP_FREE);
+	fm->flags[cset] &= ~SSDP_FM_CLAIMS;
+}
+
+void ssdp_fmap_unpin(struct ssdp_fmap *fm, u32 cset)
+{
+	if (WARN_ON_ONCE(!fm->pins[cset]))
+		return;
+	if (!--fm->pins[cset] && (fm->flags[cset] & SSDP_FM_CLAIMS))
+		sweep_claims(fm, cset);
+}
+
+bool ssdp_fmap_pinned(const struct ssdp_fmap *fm, u32 cset)
+{
+	return fm->pins[cset];
+}
+
+void ssdp_fmap_set_writing(struct ssdp_fmap *fm, u32 cset, bool on)
+{
+	if (on)
+		fm->flags[cset] |= SSDP_FM_WRITING;
+	else
+		fm->flags[cset] &= ~SSDP_FM_WRITING;
+}
+
+u32 ssdp_fmap_dirty_lines(const struct ssdp_fmap *fm, u32 cset, u32 *lines)
+{
+	size_t f = frame_of(fm, cset, 0), end = f + fm->set_blocks;
+	u32 mask = 0, n = 0, t, i;
+
+	if (!fm->nr_dirty[cset])
+		return 0;
+	for (; f < end; f++)
+		if (test_bit(f, fm->valid) && test_bit(f, fm->dirty))
+			mask |= 1U << owner_get(fm, f);
+	for (t = 0; t < SSDP_FMAP_TAGS; t++) {
+		u32 oset = *tag_slot(fm, cset, t);
+
+		if (!(mask & (1U << t)))
+			continue;
+		/* Insertion sort by origin set: writeback in disk order. */
+		for (i = n; i && ssdp_fmap_oset_of(fm, lines[i - 1]) > oset; i--)
+			lines[i] = lines[i - 1];
+		lines[i] = ssdp_line(cset, t);
+		n++;
+	}
+	return n;
+}
+
+bool ssdp_fmap_next_dirty_run(const struct ssdp_fmap *fm, u32 line, u32 from,
+			      u32 *first, u32 *nr)
+{
+	u32 b;
+
+	for (b = from; b < fm->set_blocks; b++)
+		if (ssdp_fmap_block(fm, line, b) == SSDP_FMAP_DIRTY)
+			break;
+	if (b >= fm->set_blocks)
+		return false;
+	*first = b;
+	while (b < fm->set_blocks &&
+	       ssdp_fmap_block(fm, line, b) == SSDP_FMAP_DIRTY)
+		b++;
+	*nr = b - *first;
+	return true;
+}
+
+u32 ssdp_fmap_oldest_dirty(const struct ssdp_fmap *fm)
+{
+	u32 c = fm->dnext[dirty_sentinel(fm)];
+
+	return c == dirty_sentinel(fm) ? SSDP_NONE : c;
+}
+
+u32 ssdp_fmap_next_dirty_set(const struct ssdp_fmap *fm, u32 cset)
+{
+	u32 c = fm->dnext[cset];
+
+	return c == dirty_sentinel(fm) ? SSDP_NONE : c;
+}
+
+u32 ssdp_fmap_oldest_dirty_unpinned(const struct ssdp_fmap *fm,
+				    u32 max_scan)
+{
+	u32 c = ssdp_fmap_oldest_dirty(fm);
+
+	for (; c != SSDP_NONE && max_scan; max_scan--,
+	     c = ssdp_fmap_next_dirty_set(fm, c))
+		if (!fm->pins[c])
+			return c;
+	return SSDP_NONE;
+}
+
+u32 ssdp_fmap_next_changed(const struct ssdp_fmap *fm, u32 from)
+{
+	unsigned long c = find_next_bit(fm->changed, fm->nr_csets, from);
+
+	return c >= fm->nr_csets ? SSDP_NONE : (u32)c;
+}
+
+void ssdp_fmap_encode_set(struct ssdp_fmap *fm, u32 cset,
+			  struct ssdp_rec2_view *v)
+{
+	size_t f = frame_of(fm, cset, 0);
+	u32 b, t;
+
+	memset(v->owners, 0xff, sizeof(v->owners));
+	memset(v->dirty, 0, sizeof(v->dirty));
+	for (t = 0; t < SSDP_FMAP_TAGS; t++)
+		v->tags[t] = *tag_slot(fm, cset, t);
+	for (b = 0; b < fm->set_blocks; b++, f++) {
+		if (!test_bit(f, fm->valid))
+			continue;
+		v->owners[b / 2] &= ~(0xf << (b % 2 * 4));
+		v->owners[b / 2] |= owner_get(fm, f) << (b % 2 * 4);
+		if (test_bit(f, fm->dirty))
+			v->dirty[b / 8] |= 1 << (b % 8);
+	}
+	__clear_bit(cset, fm->changed);
+	if (fm->flags[cset] & SSDP_FM_LIMBO_NEW)
+		fm->flags[cset] ^= SSDP_FM_LIMBO_NEW | SSDP_FM_LIMBO_ENC;
+}
+
+void ssdp_fmap_commit_done(struct ssdp_fmap *fm, u32 cset)
+{
+	size_t f = frame_of(fm, cset, 0), end = f + fm->set_blocks;
+	u8 fl = fm->flags[cset];
+
+	if (!(fl & SSDP_FM_LIMBO_ENC))
+		return;
+	fm->flags[cset] &= ~SSDP_FM_LIMBO_ENC;
+	/* Limbo frames made since the encode wait for the next commit. */
+	if (fl & SSDP_FM_LIMBO_NEW)
+		return;
+	for (; f < end; f++) {
+		if (test_bit(f, fm->valid) || !test_bit(f, fm->dirty))
+			continue;
+		__clear_bit(f, fm->dirty);
+		owner_put(fm, f, SSDP_FMAP_FREE);
+	}
+	fm->total_limbo -= fm->nr_limbo[cset];
+	if (fm->nr_limbo[cset])
+		fm->nr_limbo_sets--;
+	fm->nr_limbo[cset] = 0;
+}
+
+void ssdp_fmap_commit_failed(struct ssdp_fmap *fm, u32 cset)
+{
+	mark_changed(fm, cset);
+	if (fm->flags[cset] & SSDP_FM_LIMBO_ENC)
+		fm->flags[cset] ^= SSDP_FM_LIMBO_NEW | SSDP_FM_LIMBO_ENC;
+}
+
+static bool set_empty(const struct ssdp_fmap *fm, u32 cset)
+{
+	return !fm->nr_tags[cset] && !fm->nr_valid[cset] &&
+	       !fm->nr_limbo[cset] && !fm->pins[cset];
+}
+
+int ssdp_fmap_load_set(struct ssdp_fmap *fm, u32 cset,
+		       const struct ssdp_rec2_view *v, bool keep_clean)
+{
+	size_t f = frame_of(fm, cset, 0);
+	u32 used = 0, kept = 0, t, u, b;
+	bool dropped = false;
+
+	if (WARN_ON_ONCE(cset >= fm->nr_csets || !set_empty(fm, cset)))
+		return -EINVAL;
+	for (t = 0; t < SSDP_FMAP_TAGS; t++) {
+		if (v->tags[t] == SSDP_REC2_TAG_FREE)
+			continue;
+		if (ssdp_fmap_set_of(fm, v->tags[t]) != cset)
+			return -EUCLEAN;
+		for (u = 0; u < t; u++)
+			if (v->tags[u] == v->tags[t])
+				return -EUCLEAN;
+		used |= 1U << t;
+	}
+	for (b = 0; b < fm->set_blocks; b++) {
+		u32 o = ssdp_rec2_owner(v, b);
+
+		if (o == SSDP_FMAP_FREE ? ssdp_rec2_dirty(v, b) :
+		    !(used & (1U << o)))
+			return -EUCLEAN;
+	}
+	for (b = 0; b < fm->set_blocks; b++, f++) {
+		u32 o = ssdp_rec2_owner(v, b);
+		bool dirty = ssdp_rec2_dirty(v, b);
+
+		if (o == SSDP_FMAP_FREE)
+			continue;
+		if (!dirty && !keep_clean) {
+			dropped = true;
+			continue;
+		}
+		owner_put(fm, f, o);
+		__set_bit(f, fm->valid);
+		fm->nr_valid[cset]++;
+		fm->total_valid++;
+		kept |= 1U << o;
+		if (dirty) {
+			__set_bit(f, fm->dirty);
+			if (!fm->nr_dirty[cset]++)
+				dirty_list_add(fm, cset);
+			fm->total_dirty++;
+		}
+	}
+	/* After a crash a tag whose blocks all went is not worth its slot. */
+	if (!keep_clean && used != kept) {
+		used = kept;
+		dropped = true;
+	}
+	for (t = 0; t < SSDP_FMAP_TAGS; t++) {
+		if (!(used & (1U << t)))
+			continue;
+		*tag_slot(fm, cset, t) = v->tags[t];
+		fm->nr_tags[cset]++;
+		fm->nr_tags_used++;
+	}
+	if (fm->nr_tags[cset])
+		fm->nr_mapped_sets++;
+	/*
+	 * The record on the SSD still names what was dropped; it must be
+	 * rewritten before a clean shutdown could make it believed again.
+	 */
+	if (dropped)
+		mark_changed(fm, cset);
+	return 0;
+}
+
+static int check_set(const struct ssdp_fmap *fm, u32 cset, u64 *valid,
+		     u64 *dirty, u64 *limbo, const char **why)
+{
+	size_t f = frame_of(fm, cset, 0);
+	u32 nv = 0, nd = 0, nl = 0, used = 0, nt = 0, t, u, b;
+
+	for (t = 0; t < SSDP_FMAP_TAGS; t++) {
+		u32 oset = *tag_slot(fm, cset, t);
+
+		if (oset == SSDP_REC2_TAG_FREE)
+			continue;
+		used |= 1U << t;
+		nt++;
+		if (ssdp_fmap_set_of(fm, oset) != cset)
+			return *why = "tag in the wrong set", -EUCLEAN;
+		for (u = 0; u < t; u++)
+			if (*tag_slot(fm, cset, u) == oset)
+				return *why = "tag twice in a set", -EUCLEAN;
+	}
+	for (b = 0; b < fm->set_blocks; b++, f++) {
+		u32 o = owner_get(fm, f);
+		bool v = test_bit(f, fm->valid), d = test_bit(f, fm->dirty);
+
+		if (o == SSDP_FMAP_FREE) {
+			if (v || d)
+				return *why = "state on a free frame", -EUCLEAN;
+			continue;
+		}
+		if (!(used & (1U << o)))
+			return *why = "frame owned by a free tag", -EUCLEAN;
+		nv += v;
+		nd += v && d;
+		nl += !v && d;
+		if (!v && !d && !fm->pins[cset])
+			return *why = "claim in an unpinned set", -EUCLEAN;
+	}
+	if (nv != fm->nr_valid[cset] || nd != fm->nr_dirty[cset] ||
+	    nl != fm->nr_limbo[cset] || nt != fm->nr_tags[cset])
+		return *why = "set counters", -EUCLEAN;
+	if ((fm->dnext[cset] != cset) != !!nd)
+		return *why = "dirty list membership", -EUCLEAN;
+	*valid += nv;
+	*dirty += nd;
+	*limbo += nl;
+	return 0;
+}
+
+int ssdp_fmap_check(const struct ssdp_fmap *fm, const char **why)
+{
+	u64 valid = 0, dirty = 0, limbo = 0;
+	u32 c, n = 0, tags = 0, mapped = 0, lsets = 0;
+	const char *dummy;
+	int r;
+
+	if (!why)
+		why = &dummy;
+	for (c = 0; c < fm->nr_csets; c++) {
+		r = check_set(fm, c, &valid, &dirty, &limbo, why);
+		if (r)
+			return r;
+		tags += fm->nr_tags[c];
+		mapped += !!fm->nr_tags[c];
+		lsets += !!fm->nr_limbo[c];
+	}
+	for (c = ssdp_fmap_oldest_dirty(fm); c != SSDP_NONE;
+	     c = ssdp_fmap_next_dirty_set(fm, c))
+		if (++n > fm->nr_csets)
+			return *why = "dirty list loops", -EUCLEAN;
+	if (valid != fm->total_valid || dirty != fm->total_dirty ||
+	    limbo != fm->total_limbo || n != fm->nr_dirty_sets ||
+	    tags != fm->nr_tags_used || mapped != fm->nr_mapped_sets ||
+	    lsets != fm->nr_limbo_sets)
+		return *why = "totals", -EUCLEAN;
+	return 0;
+}

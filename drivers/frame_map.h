@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * dm-ssdprio frame map: a decoupled sectored cache (Seznec, ISCA 1994).
+ *
+ * The origin is cut into sets of set_blocks blocks ("osets"), the SSD into
+ * cache sets ("csets") of as many block frames.  Origin set o may only live
+ * in cache set ssdp_oset_cset(o) (a fixed hash, part of the on-disk
+ * meaning), and there block b of o may only live in frame b.  A cache set
+ * holds blocks of up to SSDP_FMAP_TAGS origin sets at once: per set a small
+ * tag array says which, per frame a 4-bit owner says whose block it holds.
+ * Tags cost per set and allocation is per block, so a scattered hot set
+ * fills the SSD block by block at under 1 byte of RAM per block.
+ *
+ * A "line" names one tag of one set: cset << 4 | tag.  Block b of a line
+ * sits in frame b of the set, so its SSD sector is the one a fully mapped
+ * set would use.
+ *
+ * Frame states (owner, valid, dirty):
+ *   free      (F, 0, 0)   nobody's
+ *   claimed   (t, 0, 0)   taken for I/O of tag t in flight (a write or a
+ *                         promotion), or a block dropped while the set was
+ *                         pinned; never on disk
+ *   clean     (t, 1, 0)   the origin holds the same data
+ *   dirty     (t, 1, 1)   the only up-to-date copy
+ *   limbo     (t, 0, 1)   a dirty block thrown away (discard) whose "gone"
+ *                         is not durable yet: the SSD record still says
+ *                         dirty, so the frame must keep its data until a
+ *                         commit has written it free
+ *
+ * Rules that keep data right (the engine supplies the pins):
+ *  - A frame is claimed before any data is written into it, and another
+ *    tag may claim it only while it is free or holds a clean block; a
+ *    clean block is never replaced while the set has user writes in
+ *    flight (ssdp_fmap_set_writing()), and each replacement is reported so
+ *    readers of the set in flight can tell their data may be gone.
+ *  - In a pinned set a dropped block stays claimed, so no other tag's data
+ *    lands under a reader or writer of it; the claims are swept when the
+ *    last pin goes.  Pins (and so claims) exist only with I/O in flight.
+ *  - Dirty and limbo frames are never taken by another tag, and a tag
+ *    with dirty, limbo or claimed frames is never evicted.
+ *  - Limbo frames turn free only after a commit that encoded them
+ *    (ssdp_fmap_encode_set()) is durable (ssdp_fmap_commit_done()).
+ *    Commits must not overlap: encode, write, done, one at a time.
+ *
+ * Pure logic, no I/O and NO LOCKING: the caller serialises every call.
+ */
+#ifndef SSDP_FRAME_MAP_H
+#define SSDP_FRAME_MAP_H
+
+#include "ssdp_compat.h"
+#include "ssdprio_format.h"
+#include "meta_codec.h"
+
+#ifndef SSDP_NONE
+#define SSDP_NONE		((u32)~0U)
+#endif
+#define SSDP_FMAP_TAGS		SSDP_REC2_TAGS	/* tags per cache set */
+#define SSDP_FMAP_FREE		0xfU		/* owner of a free frame */
+/* Lines (cset << 4 | tag) stay below SSDP_NONE. */
+#define SSDP_FMAP_MAX_CSETS	((1U << 28) - 1)
+
+static inline u32 ssdp_line(u32 cset, u32 tag)
+{
+	return cset << 4 | tag;
+}
+
+static inline u32 ssdp_line_cset(u32 line)
+{
+	return line >> 4;
+}
+
+static inline u32 ssdp_line_tag(u32 line)
+{
+	return line & 0xf;
+}
+
+/* What a read finds in one block of a line. */
+enum ssdp_fmap_hit {
+	SSDP_FMAP_MISS,
+	SSDP_FMAP_CLEAN,
+	SSDP_FMAP_DIRTY,
+};
+
+struct ssdp_fmap {
+	u32 nr_csets;
+	u32 set_blocks;
+	u32 set_shift;		/* log2(set_blocks) */
+
+	/* Per cset. */
+	u32 *tags;		/* [cset * TAGS + t]: oset, SSDP_REC2_TAG_FREE */
+	/*
+	 * Tag recency: nibble i (from the low end) is the tag at position
+	 * i, 0 the most recently used; only used tags are meaningful.
+	 */
+	u64 *tag_lru;
+	u32 *dprev;		/* dirty list (sentinel nr_csets): sets with */
+	u32 *dnext;		/* dirty blocks, oldest first */
+	u32 *dirty_since;	/* @clock when the set got its first one */
+	u16 *nr_valid;
+	u16 *nr_dirty;		/* valid dirty frames: on the dirty list */
+	u16 *nr_limbo;
+	u8 *nr_tags;
+	u8 *pins;
+	u8 *flags;		/* SSDP_FM_* (frame_map.c) */
+	unsigned long *changed;	/* persistent view changed since encoded */
+
+	/* Per frame (cset * set_blocks + blk). */
+	u8 *owner;		/* two 4-bit owners per byte, low nibble first */
+	unsigned long *valid;
+	unsigned long *dirty;	/* valid: dirty; not valid: limbo */
+
+	u32 clock;		/* caller's coarse clock, see dirty_since */
+	u32 nr_dirty_sets;	/* sets on the dirty list */
+	u32 nr_tags_used;
+	u32 nr_mapped_sets;	/* sets with at least one tag */
+	u32 nr_limbo_sets;
+	u64 total_valid;
+	u64 total_dirty;
+	u64 total_limbo;
+	u64 replaced;		/* clean blocks of one tag taken by another */
+	size_t mem_bytes;
+};
+
+/* Geometry and lifetime. set_blocks: power of two, 1..1024. */
+int ssdp_fmap_init(struct ssdp_fmap *fm, u32 nr_csets, u32 set_blocks);
+void ssdp_fmap_destroy(struct ssdp_fmap *fm);
+
+static inline size_t ssdp_fmap_mem_bytes(const struct ssdp_fmap *fm)
+{
+	return fm->mem_bytes;
+}
+
+static inline u32 ssdp_fmap_set_of(const struct ssdp_fmap *fm, u64 oset)
+{
+	return ssdp_oset_cset(oset, fm->nr_csets);
+}
+
+/* Tags. */
+u32 ssdp_fmap_lookup(const struct ssdp_fmap *fm, u64 oset);
+/*
+ * A line for @oset in its set: a free tag, or the least recently used
+ * one without dirty, limbo or claimed frames, whose clean blocks are
+ * dropped (*replaced is set if there were any, as for a claim).  None
+ * while the set has user writes in flight and no free tag.
+ */
+u32 ssdp_fmap_tag_alloc(struct ssdp_fmap *fm, u64 oset, bool *replaced);
+void ssdp_fmap_touch(struct ssdp_fmap *fm, u32 line);
+u64 ssdp_fmap_oset_of(const struct ssdp_fmap *fm, u32 line);
+bool ssdp_fmap_tag_used(const struct ssdp_fmap *fm, u32 line);
+
+/*
+ * Claim frames [first, first + nr) for @line's tag, in order, up to the
+ * first one that cannot be claimed; returns how many were.  Frames the
+ * tag already holds count as claimed and keep their state.  @own_only:
+ * take no free or foreign frame (a degraded cache).  *replaced is set if
+ * a clean block of another tag was taken.
+ */
+u32 ssdp_fmap_claim(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr,
+		    bool own_only, bool *replaced);
+
+/* Block state, as a read sees it. */
+enum ssdp_fmap_hit ssdp_fmap_block(const struct ssdp_fmap *fm, u32 line,
+				   u32 blk);
+/* Blocks from @first (at most @nr) in the state of @first; *hit: it. */
+u32 ssdp_fmap_hit_run(const struct ssdp_fmap *fm, u32 line, u32 first,
+		      u32 nr, enum ssdp_fmap_hit *hit);
+bool ssdp_fmap_any_dirty(const struct ssdp_fmap *fm, u32 line, u32 first,
+			 u32 nr);
+/* Frames [first, first + nr) all claimed or held by @line's tag. */
+bool ssdp_fmap_all_claimed(const struct ssdp_fmap *fm, u32 line, u32 first,
+			   u32 nr);
+
+/* I/O done: claimed (or held) frames of @line become valid / dirty. */
+void ssdp_fmap_set_valid(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr);
+void ssdp_fmap_set_dirty(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr);
+/* Written back: dirty blocks of @line become clean. */
+void ssdp_fmap_clear_dirty(struct ssdp_fmap *fm, u32 line, u32 first,
+			   u32 nr);
+/*
+ * Drop @line's blocks in [first, first + nr): dirty ones go to limbo,
+ * clean ones free (claimed while the set is pinned).
+ */
+void ssdp_fmap_drop(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr);
+
+/* Pins: I/O in flight on the set (any kind). */
+void ssdp_fmap_pin(struct ssdp_fmap *fm, u32 cset);
+void ssdp_fmap_unpin(struct ssdp_fmap *fm, u32 cset);
+bool ssdp_fmap_pinned(const struct ssdp_fmap *fm, u32 cset);
+/* User writes in flight on the set: no replacement, no tag eviction. */
+void ssdp_fmap_set_writing(struct ssdp_fmap *fm, u32 cset, bool on);
+
+/*
+ * Writeback.  The lines of @cset with dirty blocks, in origin order;
+ * returns how many (at most SSDP_FMAP_TAGS).
+ */
+u32 ssdp_fmap_dirty_lines(const struct ssdp_fmap *fm, u32 cset, u32 *lines);
+bool ssdp_fmap_next_dirty_run(const struct ssdp_fmap *fm, u32 line, u32 from,
+			      u32 *first, u32 *nr);
+
+/* The dirty list (sets with dirty blocks), oldest first. */
+u32 ssdp_fmap_oldest_dirty(const struct ssdp_fmap *fm);	/* pinned too */
+u32 ssdp_fmap_next_dirty_set(const struct ssdp_fmap *fm, u32 cset);
+/* The oldest unpinned set with dirty blocks among the @max_scan oldest. */
+u32 ssdp_fmap_oldest_dirty_unpinned(const struct ssdp_fmap *fm,
+				    u32 max_scan);
+
+static inline u32 ssdp_fmap_dirty_since(const struct ssdp_fmap *fm, u32 cset)
+{
+	return fm->dirty_since[cset];
+}
+
+static inline u32 ssdp_fmap_nr_dirty(const struct ssdp_fmap *fm, u32 cset)
+{
+	return fm->nr_dirty[cset];
+}
+
+static inline u32 ssdp_fmap_nr_valid(const struct ssdp_fmap *fm, u32 cset)
+{
+	return fm->nr_valid[cset];
+}
+
+/*
+ * Persistence.  The changed bit says the set's persistent view (tags,
+ * which frames hold valid blocks, which are dirty) moved since the last
+ * encode.  Claims and limbo frames encode as free.
+ */
+u32 ssdp_fmap_next_changed(const struct ssdp_fmap *fm, u32 from);
+void ssdp_fmap_encode_set(struct ssdp_fmap *fm, u32 cset,
+			  struct ssdp_rec2_view *v);
+/* The commit that encoded the set is durable: its limbo frames go free. */
+void ssdp_fmap_commit_done(struct ssdp_fmap *fm, u32 cset);
+/* It failed: encode the set again next time. */
+void ssdp_fmap_commit_failed(struct ssdp_fmap *fm, u32 cset);
+/*
+ * Load one set's record into an empty set.  @keep_clean false (after a
+ * crash): clean blocks are dropped, only dirty ones kept.  Returns 0, or
+ * -EUCLEAN (a tag not placed in this set, a tag twice, an owner without a
+ * tag, dirty without owner), leaving the set empty.
+ */
+int ssdp_fmap_load_set(struct ssdp_fmap *fm, u32 cset,
+		       const struct ssdp_rec2_view *v, bool keep_clean);
+
+/* Counters. */
+static inline u64 ssdp_fmap_nr_frames(const struct ssdp_fmap *fm)
+{
+	return (u64)fm->nr_csets * fm->set_blocks;
+}
+
+/* Frames a new block may use: all but dirty and limbo ones. */
+static inline u64 ssdp_fmap_room(const struct ssdp_fmap *fm)
+{
+	return ssdp_fmap_nr_frames(fm) - fm->total_dirty - fm->total_limbo;
+}
+
+/*
+ * Full invariant check, O(frames): tests and a debug knob.  Returns 0 or
+ * -EUCLEAN; *why (if non-NULL) names the broken rule.
+ */
+int ssdp_fmap_check(const struct ssdp_fmap *fm, const char **why);
+
+#endif /* SSDP_FRAME_MAP_H */

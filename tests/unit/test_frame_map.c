@@ -1,0 +1,765 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <stdlib.h>
+
+#include "harness.h"
+#include "frame_map.h"
+
+static void check_ok(struct ssdp_fmap *fm)
+{
+	const char *why = NULL;
+
+	if (ssdp_fmap_check(fm, &why))
+		ssdp_test_fail(__FILE__, __LINE__, "check: %s", why);
+}
+
+/* The @n-th origin set (n >= 0) that lands in cache set @cset. */
+static u64 oset_in(const struct ssdp_fmap *fm, u32 cset, u32 n)
+{
+	u64 o;
+
+	for (o = 0;; o++)
+		if (ssdp_fmap_set_of(fm, o) == cset && !n--)
+			return o;
+}
+
+TEST(fmap_init_rejects_bad_geometry)
+{
+	struct ssdp_fmap fm;
+
+	ASSERT_EQ(ssdp_fmap_init(&fm, 0, 512), -EINVAL);
+	ASSERT_EQ(ssdp_fmap_init(&fm, 4, 0), -EINVAL);
+	ASSERT_EQ(ssdp_fmap_init(&fm, 4, 3), -EINVAL);
+	ASSERT_EQ(ssdp_fmap_init(&fm, 4, 2048), -EINVAL);
+	ASSERT_EQ(ssdp_fmap_init(&fm, 1U << 28, 1), -EINVAL);
+	ASSERT_EQ(ssdp_fmap_init(&fm, 1, 1), 0);
+	check_ok(&fm);
+	ssdp_fmap_destroy(&fm);
+	ASSERT_EQ(ssdp_fmap_init(&fm, 3, 1024), 0);
+	check_ok(&fm);
+	ssdp_fmap_destroy(&fm);
+}
+
+TEST(fmap_memory_under_a_byte_per_block)
+{
+	struct ssdp_fmap fm;
+	u32 sizes[] = { 100, 1000, 4096, 100000 };
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+		double per_block;
+
+		ASSERT_EQ(ssdp_fmap_init(&fm, sizes[i], 512), 0);
+		per_block = (double)ssdp_fmap_mem_bytes(&fm) /
+			    ((double)sizes[i] * 512);
+		printf("[%u sets: %.3f B/block] ", sizes[i], per_block);
+		ASSERT_TRUE(per_block <= 1.0);
+		ssdp_fmap_destroy(&fm);
+	}
+}
+
+/* Where an origin set lives is on-disk meaning: pin it. */
+TEST(fmap_placement_is_fixed_and_spread)
+{
+	u32 count[1000] = { 0 }, max = 0, i;
+	u64 o;
+
+	ASSERT_EQ(ssdp_oset_cset(0, 1000), 0);
+	ASSERT_EQ(ssdp_oset_cset(1, 1000), 381);
+	ASSERT_EQ(ssdp_oset_cset(2, 1000), 763);
+	ASSERT_EQ(ssdp_oset_cset(3, 1000), 145);
+	ASSERT_EQ(ssdp_oset_cset(1000, 1000), 966);
+	ASSERT_EQ(ssdp_oset_cset(123456789, 1000), 256);
+	ASSERT_EQ(ssdp_oset_cset(4294967294ULL, 1000), 738);
+	for (o = 0; o < 8000; o++)
+		count[ssdp_oset_cset(o, 1000)]++;
+	for (i = 0; i < 1000; i++)
+		max = count[i] > max ? count[i] : max;
+	/* Neighbouring origin sets spread: no set gets 2x its share. */
+	ASSERT_LE(max, 16);
+}
+
+TEST(fmap_tags_fill_then_evict_lru_clean_tag)
+{
+	struct ssdp_fmap fm;
+	u32 lines[SSDP_FMAP_TAGS + 1], line, t;
+	bool repl;
+
+	ASSERT_EQ(ssdp_fmap_init(&fm, 8, 16), 0);
+	for (t = 0; t < SSDP_FMAP_TAGS; t++) {
+		u64 o = oset_in(&fm, 3, t);
+
+		ASSERT_EQ(ssdp_fmap_lookup(&fm, o), SSDP_NONE);
+		lines[t] = ssdp_fmap_tag_alloc(&fm, o, &repl);
+		ASSERT_NE(lines[t], SSDP_NONE);
+		ASSERT_FALSE(repl);
+		ASSERT_EQ(ssdp_line_cset(lines[t]), 3);
+		ASSERT_EQ(ssdp_fmap_lookup(&fm, o), lines[t]);
+		ASSERT_EQ(ssdp_fmap_oset_of(&fm, lines[t]), o);
+	}
+	ASSERT_EQ(fm.nr_tags_used, SSDP_FMAP_TAGS);
+	ASSERT_EQ(fm.nr_mapped_sets, 1);
+	/* Tag 0 holds a clean block; tag 1 a dirty one; 0 used last. */
+	ASSERT_EQ(ssdp_fmap_claim(&fm, lines[0], 0, 1, false, &repl), 1);
+	ssdp_fmap_set_valid(&fm, lines[0], 0, 1);
+	ASSERT_EQ(ssdp_fmap_claim(&fm, lines[1], 1, 1, false, &repl), 1);
+	ssdp_fmap_set_valid(&fm, lines[1], 1, 1);
+	ssdp_fmap_set_dirty(&fm, lines[1], 1, 1);
+	for (t = 2; t < SSDP_FMAP_TAGS; t++)
+		ssdp_fmap_touch(&fm, lines[t]);
+	check_ok(&fm);
+	/* LRU is tag 0 (clean: evictable), then 1 (dirty: not). */
+	line = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 3, 20), &repl);
+	ASSERT_EQ(line, lines[0]);
+	ASSERT_TRUE(repl);
+	ASSERT_EQ(fm.replaced, 1);
+	ASSERT_EQ(ssdp_fmap_lookup(&fm, oset_in(&fm, 3, 0)), SSDP_NONE);
+	ASSERT_EQ(ssdp_fmap_block(&fm, line, 0), SSDP_FMAP_MISS);
+	check_ok(&fm);
+	/* Next LRU: tag 1 is dirty, so tag 2 goes (empty: nothing replaced). */
+	line = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 3, 21), &repl);
+	ASSERT_EQ(line, lines[2]);
+	ASSERT_FALSE(repl);
+	/* User writes in flight: no tag is evicted. */
+	ssdp_fmap_set_writing(&fm, 3, true);
+	ASSERT_EQ(ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 3, 22), &repl),
+		  SSDP_NONE);
+	ssdp_fmap_set_writing(&fm, 3, false);
+	check_ok(&fm);
+	ssdp_fmap_destroy(&fm);
+}
+
+TEST(fmap_claim_rules)
+{
+	struct ssdp_fmap fm;
+	u32 a, b;
+	bool repl;
+
+	ASSERT_EQ(ssdp_fmap_init(&fm, 4, 16), 0);
+	a = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 1, 0), &repl);
+	b = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 1, 1), &repl);
+	ssdp_fmap_pin(&fm, 1);
+	/* a: 0..3 clean, 4 dirty, 5 claimed. */
+	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 0, 6, false, &repl), 6);
+	ASSERT_FALSE(repl);
+	ssdp_fmap_set_valid(&fm, a, 0, 5);
+	ssdp_fmap_set_dirty(&fm, a, 4, 1);
+	/* b takes a's clean blocks, stops at the dirty one. */
+	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 2, 8, false, &repl), 2);
+	ASSERT_TRUE(repl);
+	ASSERT_EQ(fm.replaced, 2);
+	ASSERT_EQ(ssdp_fmap_block(&fm, a, 2), SSDP_FMAP_MISS);
+	ASSERT_EQ(ssdp_fmap_block(&fm, a, 1), SSDP_FMAP_CLEAN);
+	/* ... and stops at a's claim. */
+	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 5, 1, false, &repl), 0);
+	/* Own frames and free ones. */
+	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 0, 2, true, &repl), 2);
+	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 6, 2, true, &repl), 0);
+	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 6, 10, false, &repl), 10);
+	ASSERT_FALSE(repl);
+	ASSERT_TRUE(ssdp_fmap_all_claimed(&fm, b, 6, 10));
+	ssdp_fmap_set_valid(&fm, b, 6, 10);
+	/* Writes in flight: a may not take b's clean blocks. */
+	ssdp_fmap_set_writing(&fm, 1, true);
+	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 6, 1, false, &repl), 0);
+	ssdp_fmap_set_writing(&fm, 1, false);
+	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 6, 1, false, &repl), 1);
+	ASSERT_TRUE(repl);
+	check_ok(&fm);
+	ssdp_fmap_unpin(&fm, 1);
+	/* The sweep freed the claims nobody filled: a's 5 and 6, b's 2, 3. */
+	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 2, 2, true, &repl), 0);
+	check_ok(&fm);
+	ssdp_fmap_destroy(&fm);
+}
+
+TEST(fmap_hit_runs_and_dirty_runs)
+{
+	struct ssdp_fmap fm;
+	enum ssdp_fmap_hit hit;
+	u32 a, b, first, nr, lines[SSDP_FMAP_TAGS];
+	bool repl;
+
+	ASSERT_EQ(ssdp_fmap_init(&fm, 4, 16), 0);
+	/* b's origin set is below a's: writeback visits b first. */
+	b = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 2, 0), &repl);
+	a = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 2, 1), &repl);
+	ssdp_fmap_pin(&fm, 2);
+	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 0, 8, false, &repl), 8);
+	ssdp_fmap_set_valid(&fm, a, 0, 8);
+	ssdp_fmap_set_dirty(&fm, a, 2, 3);
+	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 10, 1, false, &repl), 1);
+	ssdp_fmap_set_valid(&fm, b, 10, 1);
+	ssdp_fmap_set_dirty(&fm, b, 10, 1);
+	ssdp_fmap_unpin(&fm, 2);
+
+	ASSERT_EQ(ssdp_fmap_hit_run(&fm, a, 0, 16, &hit), 2);
+	ASSERT_EQ(hit, SSDP_FMAP_CLEAN);
+	ASSERT_EQ(ssdp_fmap_hit_run(&fm, a, 2, 14, &hit), 3);
+	ASSERT_EQ(hit, SSDP_FMAP_DIRTY);
+	ASSERT_EQ(ssdp_fmap_hit_run(&fm, a, 8, 8, &hit), 8);
+	ASSERT_EQ(hit, SSDP_FMAP_MISS);
+	ASSERT_TRUE(ssdp_fmap_any_dirty(&fm, a, 0, 3));
+	ASSERT_FALSE(ssdp_fmap_any_dirty(&fm, a, 5, 11));
+
+	ASSERT_EQ(ssdp_fmap_dirty_lines(&fm, 2, lines), 2);
+	ASSERT_EQ(lines[0], b);
+	ASSERT_EQ(lines[1], a);
+	ASSERT_TRUE(ssdp_fmap_next_dirty_run(&fm, a, 0, &first, &nr));
+	ASSERT_EQ(first, 2);
+	ASSERT_EQ(nr, 3);
+	ASSERT_FALSE(ssdp_fmap_next_dirty_run(&fm, a, 5, &first, &nr));
+	ASSERT_EQ(ssdp_fmap_oldest_dirty(&fm), 2);
+	ssdp_fmap_clear_dirty(&fm, a, 2, 3);
+	ssdp_fmap_clear_dirty(&fm, b, 10, 1);
+	ASSERT_EQ(ssdp_fmap_oldest_dirty(&fm), SSDP_NONE);
+	ASSERT_EQ(ssdp_fmap_hit_run(&fm, a, 0, 16, &hit), 8);
+	ASSERT_EQ(hit, SSDP_FMAP_CLEAN);
+	check_ok(&fm);
+	ssdp_fmap_destroy(&fm);
+}
+
+TEST(fmap_dirty_list_oldest_first_skips_pinned)
+{
+	struct ssdp_fmap fm;
+	u32 l[3], c;
+	bool repl;
+
+	ASSERT_EQ(ssdp_fmap_init(&fm, 8, 4), 0);
+	for (c = 0; c < 3; c++) {
+		l[c] = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 5 - c, 0), &repl);
+		fm.clock = 10 + c;
+		ssdp_fmap_pin(&fm, 5 - c);
+		ssdp_fmap_claim(&fm, l[c], 0, 1, false, &repl);
+		ssdp_fmap_set_valid(&fm, l[c], 0, 1);
+		ssdp_fmap_set_dirty(&fm, l[c], 0, 1);
+		ssdp_fmap_unpin(&fm, 5 - c);
+	}
+	ASSERT_EQ(ssdp_fmap_oldest_dirty(&fm), 5);
+	ASSERT_EQ(ssdp_fmap_dirty_since(&fm, 5), 10);
+	ASSERT_EQ(ssdp_fmap_next_dirty_set(&fm, 5), 4);
+	ssdp_fmap_pin(&fm, 5);
+	ASSERT_EQ(ssdp_fmap_oldest_dirty_unpinned(&fm, 8), 4);
+	ASSERT_EQ(ssdp_fmap_oldest_dirty_unpinned(&fm, 1), SSDP_NONE);
+	ssdp_fmap_unpin(&fm, 5);
+	ASSERT_EQ(fm.nr_dirty_sets, 3);
+	check_ok(&fm);
+	ssdp_fmap_destroy(&fm);
+}
+
+TEST(fmap_drop_clean_pinned_stays_claimed_until_unpin)
+{
+	struct ssdp_fmap fm;
+	u32 a, b;
+	bool repl;
+
+	ASSERT_EQ(ssdp_fmap_init(&fm, 2, 8), 0);
+	a = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 0, 0), &repl);
+	b = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 0, 1), &repl);
+	ssdp_fmap_pin(&fm, 0);
+	ssdp_fmap_claim(&fm, a, 0, 4, false, &repl);
+	ssdp_fmap_set_valid(&fm, a, 0, 4);
+	ssdp_fmap_drop(&fm, a, 1, 1);
+	ASSERT_EQ(ssdp_fmap_block(&fm, a, 1), SSDP_FMAP_MISS);
+	/* A reader of a's block may be in flight: b cannot land there. */
+	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 1, 1, false, &repl), 0);
+	ssdp_fmap_unpin(&fm, 0);
+	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 1, 1, false, &repl), 1);
+	ASSERT_FALSE(repl);
+	/* Unpinned: a dropped clean block is free at once. */
+	ssdp_fmap_drop(&fm, a, 2, 1);
+	ssdp_fmap_pin(&fm, 0);
+	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 2, 1, false, &repl), 1);
+	ASSERT_FALSE(repl);
+	ssdp_fmap_unpin(&fm, 0);
+	check_ok(&fm);
+	ssdp_fmap_destroy(&fm);
+}
+
+TEST(fmap_dropped_dirty_block_waits_in_limbo_for_its_commit)
+{
+	struct ssdp_fmap fm;
+	struct ssdp_rec2_view v;
+	u32 a, b;
+	bool repl;
+
+	ASSERT_EQ(ssdp_fmap_init(&fm, 2, 8), 0);
+	a = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 1, 0), &repl);
+	b = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 1, 1), &repl);
+	ssdp_fmap_pin(&fm, 1);
+	ssdp_fmap_claim(&fm, a, 0, 2, false, &repl);
+	ssdp_fmap_set_valid(&fm, a, 0, 2);
+	ssdp_fmap_set_dirty(&fm, a, 0, 2);
+	ssdp_fmap_unpin(&fm, 1);
+	ssdp_fmap_encode_set(&fm, 1, &v);
+	ssdp_fmap_commit_done(&fm, 1);
+
+	ssdp_fmap_drop(&fm, a, 0, 1);
+	ASSERT_EQ(fm.total_limbo, 1);
+	ASSERT_EQ(fm.nr_limbo_sets, 1);
+	ASSERT_EQ(ssdp_fmap_room(&fm), 16 - 2);
+	ASSERT_EQ(ssdp_fmap_next_changed(&fm, 0), 1);
+	/* Nobody, not even a, reuses it before a commit says it is free. */
+	ssdp_fmap_pin(&fm, 1);
+	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 0, 1, false, &repl), 0);
+	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 0, 1, false, &repl), 0);
+	ssdp_fmap_unpin(&fm, 1);
+	/* A tag with a limbo frame is not evicted. */
+	ssdp_fmap_encode_set(&fm, 1, &v);
+	ASSERT_EQ(ssdp_rec2_owner(&v, 0), SSDP_FMAP_FREE);
+	ASSERT_EQ(ssdp_rec2_owner(&v, 1), ssdp_line_tag(a));
+	ASSERT_TRUE(ssdp_rec2_dirty(&v, 1));
+	/* Another drop after that encode: it waits for the next commit. */
+	ssdp_fmap_drop(&fm, a, 1, 1);
+	ssdp_fmap_commit_done(&fm, 1);
+	ASSERT_EQ(fm.total_limbo, 2);
+	ssdp_fmap_encode_set(&fm, 1, &v);
+	ssdp_fmap_commit_done(&fm, 1);
+	ASSERT_EQ(fm.total_limbo, 0);
+	ASSERT_EQ(fm.nr_limbo_sets, 0);
+	ssdp_fmap_pin(&fm, 1);
+	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 0, 2, false, &repl), 2);
+	ssdp_fmap_unpin(&fm, 1);
+	check_ok(&fm);
+	ssdp_fmap_destroy(&fm);
+}
+
+TEST(fmap_failed_commit_keeps_limbo)
+{
+	struct ssdp_fmap fm;
+	struct ssdp_rec2_view v;
+	u32 a;
+	bool repl;
+
+	ASSERT_EQ(ssdp_fmap_init(&fm, 1, 4), 0);
+	a = ssdp_fmap_tag_alloc(&fm, 0, &repl);
+	ssdp_fmap_pin(&fm, 0);
+	ssdp_fmap_claim(&fm, a, 0, 1, false, &repl);
+	ssdp_fmap_set_valid(&fm, a, 0, 1);
+	ssdp_fmap_set_dirty(&fm, a, 0, 1);
+	ssdp_fmap_unpin(&fm, 0);
+	ssdp_fmap_drop(&fm, a, 0, 1);
+	ssdp_fmap_encode_set(&fm, 0, &v);
+	ssdp_fmap_commit_failed(&fm, 0);
+	ASSERT_EQ(ssdp_fmap_next_changed(&fm, 0), 0);
+	ssdp_fmap_commit_done(&fm, 0);
+	ASSERT_EQ(fm.total_limbo, 1);
+	ssdp_fmap_encode_set(&fm, 0, &v);
+	ssdp_fmap_commit_done(&fm, 0);
+	ASSERT_EQ(fm.total_limbo, 0);
+	check_ok(&fm);
+	ssdp_fmap_destroy(&fm);
+}
+
+/* Fill set 0 of @fm: tag a clean 0..3, dirty 4..5; tag b clean 8. */
+static void fill_two_tags(struct ssdp_fmap *fm, u32 *a, u32 *b)
+{
+	bool repl;
+
+	*a = ssdp_fmap_tag_alloc(fm, oset_in(fm, 0, 0), &repl);
+	*b = ssdp_fmap_tag_alloc(fm, oset_in(fm, 0, 1), &repl);
+	ssdp_fmap_pin(fm, 0);
+	ssdp_fmap_claim(fm, *a, 0, 6, false, &repl);
+	ssdp_fmap_set_valid(fm, *a, 0, 6);
+	ssdp_fmap_set_dirty(fm, *a, 4, 2);
+	ssdp_fmap_claim(fm, *b, 8, 1, false, &repl);
+	ssdp_fmap_set_valid(fm, *b, 8, 1);
+	ssdp_fmap_unpin(fm, 0);
+}
+
+TEST(fmap_record_roundtrip_clean_and_crash_loads)
+{
+	struct ssdp_fmap fm, back;
+	struct ssdp_rec2_view v, w, scratch;
+	u32 a, b, rb = ssdp_rec2_bytes(16);
+	u8 rec[128], rec1[128];
+
+	ASSERT_EQ(rb, 128);
+	ASSERT_EQ(ssdp_fmap_init(&fm, 3, 16), 0);
+	fill_two_tags(&fm, &a, &b);
+	ASSERT_EQ(ssdp_fmap_next_changed(&fm, 0), 0);
+	ssdp_fmap_encode_set(&fm, 0, &v);
+	ASSERT_EQ(ssdp_fmap_next_changed(&fm, 0), SSDP_NONE);
+	v.seq = 7;
+	ssdp_rec2_encode(rec, rb, 0x1234, 0, 16, &v);
+	ASSERT_EQ(ssdp_rec2_decode(rec, rb, 0x1234, 0, 16, 3, &w), 0);
+	ASSERT_EQ(w.seq, 7);
+	ASSERT_EQ(memcmp(w.tags, v.tags, sizeof(v.tags)), 0);
+	ASSERT_EQ(memcmp(w.owners, v.owners, 8), 0);
+	ASSERT_EQ(memcmp(w.dirty, v.dirty, 2), 0);
+	ASSERT_EQ(ssdp_rec2_decode(rec, rb, 0x1235, 0, 16, 3, &w), -EBADMSG);
+	ASSERT_EQ(ssdp_rec2_decode(rec, rb, 0x1234, 1, 16, 3, &w), -EUCLEAN);
+	/* The other copy is older: pick the newer, or the one that checks. */
+	v.seq = 6;
+	ssdp_rec2_encode(rec1, rb, 0x1234, 0, 16, &v);
+	ASSERT_EQ(ssdp_rec2_pick(rec1, rec, rb, 0x1234, 0, 16, 3, &w,
+				 &scratch), 1);
+	ASSERT_EQ(w.seq, 7);
+	rec[40] ^= 1;
+	ASSERT_EQ(ssdp_rec2_pick(rec1, rec, rb, 0x1234, 0, 16, 3, &w,
+				 &scratch), 0);
+	ASSERT_EQ(w.seq, 6);
+
+	/* After a clean shutdown everything comes back. */
+	ASSERT_EQ(ssdp_fmap_init(&back, 3, 16), 0);
+	ASSERT_EQ(ssdp_fmap_load_set(&back, 0, &v, true), 0);
+	ASSERT_EQ(back.total_valid, 7);
+	ASSERT_EQ(back.total_dirty, 2);
+	ASSERT_EQ(ssdp_fmap_lookup(&back, oset_in(&fm, 0, 1)), b);
+	ASSERT_EQ(ssdp_fmap_next_changed(&back, 0), SSDP_NONE);
+	check_ok(&back);
+	ssdp_fmap_destroy(&back);
+	/* After a crash only dirty blocks: b had none and its tag goes. */
+	ASSERT_EQ(ssdp_fmap_init(&back, 3, 16), 0);
+	ASSERT_EQ(ssdp_fmap_load_set(&back, 0, &v, false), 0);
+	ASSERT_EQ(back.total_valid, 2);
+	ASSERT_EQ(ssdp_fmap_block(&back, a, 4), SSDP_FMAP_DIRTY);
+	ASSERT_EQ(ssdp_fmap_block(&back, a, 0), SSDP_FMAP_MISS);
+	ASSERT_EQ(ssdp_fmap_lookup(&back, oset_in(&fm, 0, 1)), SSDP_NONE);
+	/* The record still names the dropped blocks: it must be rewritten. */
+	ASSERT_EQ(ssdp_fmap_next_changed(&back, 0), 0);
+	check_ok(&back);
+	ssdp_fmap_destroy(&back);
+	ssdp_fmap_destroy(&fm);
+}
+
+TEST(fmap_records_that_contradict_themselves_are_refused)
+{
+	struct ssdp_fmap fm;
+	struct ssdp_rec2_view v, bad, w;
+	u32 a, b, rb = ssdp_rec2_bytes(16);
+	u8 rec[128];
+
+	ASSERT_EQ(ssdp_fmap_init(&fm, 3, 16), 0);
+	fill_two_tags(&fm, &a, &b);
+	ssdp_fmap_encode_set(&fm, 0, &v);
+	v.seq = 1;
+
+	bad = v;			/* a tag placed in another set */
+	bad.tags[5] = (u32)oset_in(&fm, 1, 0);
+	ssdp_rec2_encode(rec, rb, 1, 0, 16, &bad);
+	ASSERT_EQ(ssdp_rec2_decode(rec, rb, 1, 0, 16, 3, &w), -EUCLEAN);
+	bad = v;			/* one origin set twice */
+	bad.tags[ssdp_line_tag(b)] = bad.tags[ssdp_line_tag(a)];
+	ssdp_rec2_encode(rec, rb, 1, 0, 16, &bad);
+	ASSERT_EQ(ssdp_rec2_decode(rec, rb, 1, 0, 16, 3, &w), -EUCLEAN);
+	bad = v;			/* a frame owned by a free tag */
+	bad.owners[7] = 0x9f;
+	ssdp_rec2_encode(rec, rb, 1, 0, 16, &bad);
+	ASSERT_EQ(ssdp_rec2_decode(rec, rb, 1, 0, 16, 3, &w), -EUCLEAN);
+	bad = v;			/* dirty on a free frame */
+	bad.dirty[1] |= 0x80;
+	ssdp_rec2_encode(rec, rb, 1, 0, 16, &bad);
+	ASSERT_EQ(ssdp_rec2_decode(rec, rb, 1, 0, 16, 3, &w), -EUCLEAN);
+
+	/* The frame map refuses them too, leaving the set empty. */
+	{
+		struct ssdp_fmap e;
+
+		ASSERT_EQ(ssdp_fmap_init(&e, 3, 16), 0);
+		ASSERT_EQ(ssdp_fmap_load_set(&e, 0, &bad, true), -EUCLEAN);
+		bad = v;
+		bad.tags[5] = (u32)oset_in(&fm, 1, 0);
+		ASSERT_EQ(ssdp_fmap_load_set(&e, 0, &bad, true), -EUCLEAN);
+		ASSERT_EQ(e.total_valid, 0);
+		ASSERT_EQ(e.nr_tags_used, 0);
+		check_ok(&e);
+		ssdp_fmap_destroy(&e);
+	}
+	EXPECT_WARNS(ssdp_fmap_load_set(&fm, 0, &v, true));
+	ssdp_fmap_destroy(&fm);
+}
+
+/*
+ * A random model: writes, reads with I/O in flight, discards, writeback
+ * and commits, against a reference that knows which data ("stamps") each
+ * origin block may hold.  A write's data may land on the SSD as soon as
+ * it is issued (the worst case for the records).  The checks are the ones
+ * a user would notice:
+ *  - a read hit returns data of that block, no older than the newest
+ *    write when it was issued, unless the set saw a replacement while it
+ *    was in flight (then the engine reads it again from the origin);
+ *  - after a power cut, every block the records bring back holds data of
+ *    that block no older than what was acknowledged at the last commit.
+ */
+#define M_CSETS		2
+#define M_BLOCKS	4
+#define M_OSETS		40	/* over the tags of two sets */
+#define M_HOT		5	/* most I/O goes to a few origin sets */
+#define M_INFLIGHT	6
+#define M_STEPS		200000
+
+struct m_io {
+	bool busy, write, dirty;
+	u32 line, blk;
+	u64 oset, stamp;
+	u64 replaced;		/* fm.replaced when a read was issued */
+};
+
+struct model {
+	struct ssdp_fmap fm;
+	u64 acked[M_OSETS][M_BLOCKS];	/* newest completed write/discard */
+	u64 durable[M_OSETS][M_BLOCKS];	/* acked as of the last commit */
+	u64 frame[M_CSETS][M_BLOCKS];	/* the stamp each SSD frame holds */
+	u32 stamp_oset[M_STEPS + 1];
+	u8 stamp_blk[M_STEPS + 1];
+	struct ssdp_rec2_view rec[M_CSETS];	/* last durable records */
+	u32 writers[M_CSETS];
+	struct m_io io[M_INFLIGHT];
+	u64 next_stamp;
+	u64 violations;		/* data a user would call wrong */
+};
+
+/* An origin set, hot ones mostly, so that I/O races on one block. */
+static u64 m_oset(u32 r)
+{
+	return r % 4 ? (r >> 2) % M_HOT : (r >> 2) % M_OSETS;
+}
+
+static u64 m_stamp(struct model *m, u64 oset, u32 blk)
+{
+	u64 s = ++m->next_stamp;
+
+	m->stamp_oset[s] = oset;
+	m->stamp_blk[s] = blk;
+	return s;
+}
+
+/* Frame data must be of block (@oset, @blk), no older than @floor. */
+static void m_check_data(struct model *m, u64 s, u64 oset, u32 blk,
+			 u64 floor)
+{
+	if (!s || m->stamp_oset[s] != oset || m->stamp_blk[s] != blk ||
+	    s < floor)
+		m->violations++;
+}
+
+static void m_complete(struct model *m, struct m_io *io)
+{
+	u32 c = ssdp_line_cset(io->line);
+
+	if (io->write) {
+		/* Nobody took the frame while the write was in flight. */
+		ASSERT_TRUE(ssdp_fmap_all_claimed(&m->fm, io->line, io->blk,
+						  1));
+		ssdp_fmap_set_valid(&m->fm, io->line, io->blk, 1);
+		if (io->dirty)
+			ssdp_fmap_set_dirty(&m->fm, io->line, io->blk, 1);
+		if (io->stamp > m->acked[io->oset][io->blk])
+			m->acked[io->oset][io->blk] = io->stamp;
+		if (!--m->writers[c])
+			ssdp_fmap_set_writing(&m->fm, c, false);
+	} else if (m->fm.replaced == io->replaced) {
+		m_check_data(m, m->frame[c][io->blk], io->oset, io->blk,
+			     io->stamp);
+	}
+	ssdp_fmap_unpin(&m->fm, c);
+	io->busy = false;
+}
+
+/* A write the cache cannot take goes to the origin; its copy goes. */
+static void m_origin_write(struct model *m, u32 line, u64 oset, u32 blk)
+{
+	if (line != SSDP_NONE)
+		ssdp_fmap_drop(&m->fm, line, blk, 1);
+	m->acked[oset][blk] = m_stamp(m, oset, blk);
+}
+
+static void m_start(struct model *m, struct m_io *io, u32 r)
+{
+	u64 oset = m_oset(r);
+	u32 blk = (r >> 8) % M_BLOCKS, line, c;
+	bool repl;
+
+	line = ssdp_fmap_lookup(&m->fm, oset);
+	io->write = (r >> 12) % 3 == 0;
+	if (!io->write) {
+		if (line == SSDP_NONE ||
+		    ssdp_fmap_block(&m->fm, line, blk) == SSDP_FMAP_MISS)
+			return;		/* a miss: the origin serves it */
+		c = ssdp_line_cset(line);
+		io->stamp = m->acked[oset][blk];
+	} else {
+		if (line == SSDP_NONE)
+			line = ssdp_fmap_tag_alloc(&m->fm, oset, &repl);
+		if (line == SSDP_NONE ||
+		    ssdp_fmap_claim(&m->fm, line, blk, 1, false, &repl) != 1) {
+			/* The engine keeps writes to dirty blocks in cache. */
+			if (line != SSDP_NONE &&
+			    ssdp_fmap_block(&m->fm, line, blk) ==
+			    SSDP_FMAP_DIRTY)
+				return;
+			m_origin_write(m, line, oset, blk);
+			return;
+		}
+		c = ssdp_line_cset(line);
+		io->stamp = m_stamp(m, oset, blk);
+		m->frame[c][blk] = io->stamp;
+		io->dirty = (r >> 14) & 1 ||
+			    ssdp_fmap_block(&m->fm, line, blk) ==
+			    SSDP_FMAP_DIRTY;
+		if (!m->writers[c]++)
+			ssdp_fmap_set_writing(&m->fm, c, true);
+	}
+	ssdp_fmap_touch(&m->fm, line);
+	ssdp_fmap_pin(&m->fm, c);
+	io->busy = true;
+	io->line = line;
+	io->blk = blk;
+	io->oset = oset;
+	io->replaced = m->fm.replaced;
+}
+
+static void m_commit(struct model *m)
+{
+	u32 c;
+
+	memcpy(m->durable, m->acked, sizeof(m->acked));
+	while ((c = ssdp_fmap_next_changed(&m->fm, 0)) != SSDP_NONE)
+		ssdp_fmap_encode_set(&m->fm, c, &m->rec[c]);
+	for (c = 0; c < M_CSETS; c++)
+		ssdp_fmap_commit_done(&m->fm, c);
+}
+
+/*
+ * Write back the oldest unpinned dirty set; the engine commits before it
+ * lets anyone reuse the frames it cleaned.
+ */
+static void m_writeback(struct model *m)
+{
+	u32 c = ssdp_fmap_oldest_dirty_unpinned(&m->fm, M_CSETS);
+	u32 lines[SSDP_FMAP_TAGS], n, i, first, nr;
+
+	if (c == SSDP_NONE)
+		return;
+	n = ssdp_fmap_dirty_lines(&m->fm, c, lines);
+	ASSERT_TRUE(n);
+	for (i = 0; i < n; i++)
+		while (ssdp_fmap_next_dirty_run(&m->fm, lines[i], 0, &first,
+						&nr))
+			ssdp_fmap_clear_dirty(&m->fm, lines[i], first, nr);
+	m_commit(m);
+}
+
+/* A discard of one block; under writers the engine makes it a no-op. */
+static void m_discard(struct model *m, u32 r)
+{
+	u64 oset = m_oset(r);
+	u32 blk = (r >> 8) % M_BLOCKS;
+	u32 line = ssdp_fmap_lookup(&m->fm, oset);
+
+	if (line != SSDP_NONE && m->writers[ssdp_line_cset(line)])
+		return;
+	m_origin_write(m, line, oset, blk);
+}
+
+/* Power cut: frames hold whatever was written, records the committed. */
+static void m_crash_check(struct model *m)
+{
+	struct ssdp_fmap back;
+	u32 c, t, b;
+
+	ASSERT_EQ(ssdp_fmap_init(&back, M_CSETS, M_BLOCKS), 0);
+	for (c = 0; c < M_CSETS; c++)
+		ASSERT_EQ(ssdp_fmap_load_set(&back, c, &m->rec[c], false), 0);
+	for (c = 0; c < M_CSETS; c++)
+		for (t = 0; t < SSDP_FMAP_TAGS; t++) {
+			u32 line = ssdp_line(c, t);
+			u64 oset;
+
+			if (!ssdp_fmap_tag_used(&back, line))
+				continue;
+			oset = ssdp_fmap_oset_of(&back, line);
+			for (b = 0; b < M_BLOCKS; b++)
+				if (ssdp_fmap_block(&back, line, b) !=
+				    SSDP_FMAP_MISS)
+					m_check_data(m, m->frame[c][b], oset,
+						     b, m->durable[oset][b]);
+		}
+	check_ok(&back);
+	ssdp_fmap_destroy(&back);
+}
+
+static u64 m_run(u32 seed, bool writeback_commits)
+{
+	static struct model m;
+	u32 step, i, r;
+
+	srand(seed);
+	memset(&m, 0, sizeof(m));
+	ASSERT_EQ(ssdp_fmap_init(&m.fm, M_CSETS, M_BLOCKS), 0);
+	for (i = 0; i < M_CSETS; i++) {
+		memset(m.rec[i].tags, 0xff, sizeof(m.rec[i].tags));
+		memset(m.rec[i].owners, 0xff, sizeof(m.rec[i].owners));
+	}
+	for (step = 0; step < M_STEPS / 2; step++) {
+		struct m_io *io = &m.io[rand() % M_INFLIGHT];
+
+		r = rand();
+		m.fm.clock = step / 100;
+		switch (r % 8) {
+		case 0: case 1: case 2:
+			if (io->busy)
+				m_complete(&m, io);
+			else
+				m_start(&m, io, r >> 3);
+			break;
+		case 3:
+			m_discard(&m, r >> 3);
+			break;
+		case 4:
+			if ((r >> 3) % 4)
+				break;
+			if (writeback_commits) {
+				m_writeback(&m);
+			} else {
+				/* The bug: clean, and no commit before reuse. */
+				u32 c = ssdp_fmap_oldest_dirty_unpinned(&m.fm,
+								M_CSETS);
+				u32 lines[SSDP_FMAP_TAGS], n, k, f, nr;
+
+				if (c == SSDP_NONE)
+					break;
+				n = ssdp_fmap_dirty_lines(&m.fm, c, lines);
+				for (k = 0; k < n; k++)
+					while (ssdp_fmap_next_dirty_run(&m.fm,
+							lines[k], 0, &f, &nr))
+						ssdp_fmap_clear_dirty(&m.fm,
+							lines[k], f, nr);
+			}
+			break;
+		case 5:
+			if ((r >> 3) % 16 == 0)
+				m_commit(&m);
+			break;
+		case 6:
+			m_crash_check(&m);
+			break;
+		default:
+			if (!((r >> 3) % 64))
+				check_ok(&m.fm);
+			break;
+		}
+	}
+	for (i = 0; i < M_INFLIGHT; i++)
+		if (m.io[i].busy)
+			m_complete(&m, &m.io[i]);
+	check_ok(&m.fm);
+	printf("[replaced %llu, valid %llu, wrong %llu] ",
+	       (unsigned long long)m.fm.replaced,
+	       (unsigned long long)m.fm.total_valid,
+	       (unsigned long long)m.violations);
+	ssdp_fmap_destroy(&m.fm);
+	return m.violations;
+}
+
+TEST(fmap_random_model_with_io_in_flight_and_crashes)
+{
+	ASSERT_EQ(m_run(12345, true), 0);
+	ASSERT_EQ(m_run(777, true), 0);
+}
+
+/* The model is sharp enough to see a writeback that skips its commit. */
+TEST(fmap_random_model_catches_writeback_without_commit)
+{
+	ASSERT_GT(m_run(12345, false), 0);
+}
