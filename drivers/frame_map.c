@@ -5,7 +5,7 @@
 #include "ssdp_compat.h"
 #include "frame_map.h"
 
-#define SSDP_FM_WRITING		0x1U	/* user writes in flight */
+#define SSDP_FM_NO_REPLACE	0x1U	/* see ssdp_fmap_set_no_replace() */
 #define SSDP_FM_CLAIMS		0x2U	/* claims may exist: sweep at unpin */
 #define SSDP_FM_LIMBO_NEW	0x4U	/* limbo frames no encode has seen */
 #define SSDP_FM_LIMBO_ENC	0x8U	/* limbo frames the last encode saw */
@@ -88,7 +88,7 @@ int ssdp_fmap_init(struct ssdp_fmap *fm, u32 nr_csets, u32 set_blocks)
 
 	memset(fm, 0, sizeof(*fm));
 	if (!nr_csets || nr_csets > SSDP_FMAP_MAX_CSETS ||
-	    !is_power_of_2(set_blocks) || set_blocks > SSDP_REC2_MAX_BLOCKS)
+	    !is_power_of_2(set_blocks) || set_blocks > SSDP_REC_MAX_BLOCKS)
 		return -EINVAL;
 	fm->nr_csets = nr_csets;
 	fm->set_blocks = set_blocks;
@@ -154,7 +154,7 @@ u32 ssdp_fmap_lookup(const struct ssdp_fmap *fm, u64 oset)
 {
 	u32 cset, t;
 
-	if (oset >= SSDP_REC2_TAG_FREE)
+	if (oset >= SSDP_REC_TAG_FREE)
 		return SSDP_NONE;
 	cset = ssdp_fmap_set_of(fm, oset);
 	for (t = 0; t < SSDP_FMAP_TAGS; t++)
@@ -170,7 +170,7 @@ u64 ssdp_fmap_oset_of(const struct ssdp_fmap *fm, u32 line)
 
 bool ssdp_fmap_tag_used(const struct ssdp_fmap *fm, u32 line)
 {
-	return ssdp_fmap_oset_of(fm, line) != SSDP_REC2_TAG_FREE;
+	return ssdp_fmap_oset_of(fm, line) != SSDP_REC_TAG_FREE;
 }
 
 void ssdp_fmap_touch(struct ssdp_fmap *fm, u32 line)
@@ -220,7 +220,7 @@ static void tag_evict(struct ssdp_fmap *fm, u32 cset, u32 t, bool *replaced)
 			*replaced = true;
 		}
 	}
-	*tag_slot(fm, cset, t) = SSDP_REC2_TAG_FREE;
+	*tag_slot(fm, cset, t) = SSDP_REC_TAG_FREE;
 	fm->nr_tags[cset]--;
 	fm->nr_tags_used--;
 	if (!fm->nr_tags[cset])
@@ -238,7 +238,7 @@ static u32 lru_victim(const struct ssdp_fmap *fm, u32 cset, u32 busy)
 		u32 t = (lru >> (pos * 4)) & 0xf;
 
 		if (t < SSDP_FMAP_TAGS && !(busy & (1U << t)) &&
-		    *tag_slot(fm, cset, t) != SSDP_REC2_TAG_FREE)
+		    *tag_slot(fm, cset, t) != SSDP_REC_TAG_FREE)
 			return t;
 	}
 	return SSDP_FM_NO_TAG;
@@ -249,14 +249,14 @@ u32 ssdp_fmap_tag_alloc(struct ssdp_fmap *fm, u64 oset, bool *replaced)
 	u32 cset, t;
 
 	*replaced = false;
-	if (oset >= SSDP_REC2_TAG_FREE)
+	if (oset >= SSDP_REC_TAG_FREE)
 		return SSDP_NONE;
 	cset = ssdp_fmap_set_of(fm, oset);
 	for (t = 0; t < SSDP_FMAP_TAGS; t++)
-		if (*tag_slot(fm, cset, t) == SSDP_REC2_TAG_FREE)
+		if (*tag_slot(fm, cset, t) == SSDP_REC_TAG_FREE)
 			break;
 	if (t == SSDP_FMAP_TAGS) {
-		if (fm->flags[cset] & SSDP_FM_WRITING)
+		if (fm->flags[cset] & SSDP_FM_NO_REPLACE)
 			return SSDP_NONE;
 		t = lru_victim(fm, cset, busy_tags(fm, cset));
 		if (t == SSDP_FM_NO_TAG)
@@ -276,12 +276,12 @@ u32 ssdp_fmap_claim(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr,
 		    bool own_only, bool *replaced)
 {
 	u32 cset = ssdp_line_cset(line), t = ssdp_line_tag(line), n;
-	bool writing;
+	bool no_replace;
 
 	*replaced = false;
 	if (WARN_ON_ONCE(!line_ok(fm, line, first, nr)))
 		return 0;
-	writing = fm->flags[cset] & SSDP_FM_WRITING;
+	no_replace = fm->flags[cset] & SSDP_FM_NO_REPLACE;
 	for (n = 0; n < nr; n++) {
 		size_t f = frame_of(fm, cset, first + n);
 		u32 o = owner_get(fm, f);
@@ -296,8 +296,8 @@ u32 ssdp_fmap_claim(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr,
 		if (own_only)
 			break;
 		if (o != SSDP_FMAP_FREE) {
-			/* Only another tag's clean block, and not under a write. */
-			if (!valid || dirty || writing)
+			/* Another tag's clean block, if replacing is allowed. */
+			if (!valid || dirty || no_replace)
 				break;
 			__clear_bit(f, fm->valid);
 			fm->nr_valid[cset]--;
@@ -502,12 +502,12 @@ bool ssdp_fmap_pinned(const struct ssdp_fmap *fm, u32 cset)
 	return fm->pins[cset];
 }
 
-void ssdp_fmap_set_writing(struct ssdp_fmap *fm, u32 cset, bool on)
+void ssdp_fmap_set_no_replace(struct ssdp_fmap *fm, u32 cset, bool on)
 {
 	if (on)
-		fm->flags[cset] |= SSDP_FM_WRITING;
+		fm->flags[cset] |= SSDP_FM_NO_REPLACE;
 	else
-		fm->flags[cset] &= ~SSDP_FM_WRITING;
+		fm->flags[cset] &= ~SSDP_FM_NO_REPLACE;
 }
 
 u32 ssdp_fmap_dirty_lines(const struct ssdp_fmap *fm, u32 cset, u32 *lines)
@@ -586,7 +586,7 @@ u32 ssdp_fmap_next_changed(const struct ssdp_fmap *fm, u32 from)
 }
 
 void ssdp_fmap_encode_set(struct ssdp_fmap *fm, u32 cset,
-			  struct ssdp_rec2_view *v)
+			  struct ssdp_rec_view *v)
 {
 	size_t f = frame_of(fm, cset, 0);
 	u32 b, t;
@@ -645,7 +645,7 @@ static bool set_empty(const struct ssdp_fmap *fm, u32 cset)
 }
 
 int ssdp_fmap_load_set(struct ssdp_fmap *fm, u32 cset,
-		       const struct ssdp_rec2_view *v, bool keep_clean)
+		       const struct ssdp_rec_view *v, bool keep_clean)
 {
 	size_t f = frame_of(fm, cset, 0);
 	u32 used = 0, kept = 0, t, u, b;
@@ -654,7 +654,7 @@ int ssdp_fmap_load_set(struct ssdp_fmap *fm, u32 cset,
 	if (WARN_ON_ONCE(cset >= fm->nr_csets || !set_empty(fm, cset)))
 		return -EINVAL;
 	for (t = 0; t < SSDP_FMAP_TAGS; t++) {
-		if (v->tags[t] == SSDP_REC2_TAG_FREE)
+		if (v->tags[t] == SSDP_REC_TAG_FREE)
 			continue;
 		if (ssdp_fmap_set_of(fm, v->tags[t]) != cset)
 			return -EUCLEAN;
@@ -664,15 +664,15 @@ int ssdp_fmap_load_set(struct ssdp_fmap *fm, u32 cset,
 		used |= 1U << t;
 	}
 	for (b = 0; b < fm->set_blocks; b++) {
-		u32 o = ssdp_rec2_owner(v, b);
+		u32 o = ssdp_rec_owner(v, b);
 
-		if (o == SSDP_FMAP_FREE ? ssdp_rec2_dirty(v, b) :
+		if (o == SSDP_FMAP_FREE ? ssdp_rec_dirty(v, b) :
 		    !(used & (1U << o)))
 			return -EUCLEAN;
 	}
 	for (b = 0; b < fm->set_blocks; b++, f++) {
-		u32 o = ssdp_rec2_owner(v, b);
-		bool dirty = ssdp_rec2_dirty(v, b);
+		u32 o = ssdp_rec_owner(v, b);
+		bool dirty = ssdp_rec_dirty(v, b);
 
 		if (o == SSDP_FMAP_FREE)
 			continue;
@@ -724,7 +724,7 @@ static int check_set(const struct ssdp_fmap *fm, u32 cset, u64 *valid,
 	for (t = 0; t < SSDP_FMAP_TAGS; t++) {
 		u32 oset = *tag_slot(fm, cset, t);
 
-		if (oset == SSDP_REC2_TAG_FREE)
+		if (oset == SSDP_REC_TAG_FREE)
 			continue;
 		used |= 1U << t;
 		nt++;

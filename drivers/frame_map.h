@@ -30,9 +30,10 @@
  * Rules that keep data right (the engine supplies the pins):
  *  - A frame is claimed before any data is written into it, and another
  *    tag may claim it only while it is free or holds a clean block; a
- *    clean block is never replaced while the set has user writes in
- *    flight (ssdp_fmap_set_writing()), and each replacement is reported so
- *    readers of the set in flight can tell their data may be gone.
+ *    clean block is never replaced while the set has user writes or dirty
+ *    reads in flight (ssdp_fmap_set_no_replace()), and each replacement
+ *    is reported so clean readers of the set in flight can tell their
+ *    data may be gone (and read it again from the origin).
  *  - In a pinned set a dropped block stays claimed, so no other tag's data
  *    lands under a reader or writer of it; the claims are swept when the
  *    last pin goes.  Pins (and so claims) exist only with I/O in flight.
@@ -54,7 +55,7 @@
 #ifndef SSDP_NONE
 #define SSDP_NONE		((u32)~0U)
 #endif
-#define SSDP_FMAP_TAGS		SSDP_REC2_TAGS	/* tags per cache set */
+#define SSDP_FMAP_TAGS		SSDP_REC_TAGS	/* tags per cache set */
 #define SSDP_FMAP_FREE		0xfU		/* owner of a free frame */
 /* Lines (cset << 4 | tag) stay below SSDP_NONE. */
 #define SSDP_FMAP_MAX_CSETS	((1U << 28) - 1)
@@ -87,7 +88,7 @@ struct ssdp_fmap {
 	u32 set_shift;		/* log2(set_blocks) */
 
 	/* Per cset. */
-	u32 *tags;		/* [cset * TAGS + t]: oset, SSDP_REC2_TAG_FREE */
+	u32 *tags;		/* [cset * TAGS + t]: oset, SSDP_REC_TAG_FREE */
 	/*
 	 * Tag recency: nibble i (from the low end) is the tag at position
 	 * i, 0 the most recently used; only used tags are meaningful.
@@ -141,7 +142,7 @@ u32 ssdp_fmap_lookup(const struct ssdp_fmap *fm, u64 oset);
  * A line for @oset in its set: a free tag, or the least recently used
  * one without dirty, limbo or claimed frames, whose clean blocks are
  * dropped (*replaced is set if there were any, as for a claim).  None
- * while the set has user writes in flight and no free tag.
+ * under ssdp_fmap_set_no_replace() when no tag is free.
  */
 u32 ssdp_fmap_tag_alloc(struct ssdp_fmap *fm, u64 oset, bool *replaced);
 void ssdp_fmap_touch(struct ssdp_fmap *fm, u32 line);
@@ -186,8 +187,14 @@ void ssdp_fmap_drop(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr);
 void ssdp_fmap_pin(struct ssdp_fmap *fm, u32 cset);
 void ssdp_fmap_unpin(struct ssdp_fmap *fm, u32 cset);
 bool ssdp_fmap_pinned(const struct ssdp_fmap *fm, u32 cset);
-/* User writes in flight on the set: no replacement, no tag eviction. */
-void ssdp_fmap_set_writing(struct ssdp_fmap *fm, u32 cset, bool on);
+/*
+ * User writes or reads of dirty blocks in flight on the set: no clean
+ * block is replaced and no tag evicted.  A write may be overwriting a
+ * clean block in place; a dirty block being read may be written back
+ * and turn clean before the read completes, and its reader, unlike a
+ * clean one's, cannot read it again from the origin.
+ */
+void ssdp_fmap_set_no_replace(struct ssdp_fmap *fm, u32 cset, bool on);
 
 /*
  * Writeback.  The lines of @cset with dirty blocks, in origin order;
@@ -226,7 +233,7 @@ static inline u32 ssdp_fmap_nr_valid(const struct ssdp_fmap *fm, u32 cset)
  */
 u32 ssdp_fmap_next_changed(const struct ssdp_fmap *fm, u32 from);
 void ssdp_fmap_encode_set(struct ssdp_fmap *fm, u32 cset,
-			  struct ssdp_rec2_view *v);
+			  struct ssdp_rec_view *v);
 /* The commit that encoded the set is durable: its limbo frames go free. */
 void ssdp_fmap_commit_done(struct ssdp_fmap *fm, u32 cset);
 /* It failed: encode the set again next time. */
@@ -238,7 +245,7 @@ void ssdp_fmap_commit_failed(struct ssdp_fmap *fm, u32 cset);
  * tag, dirty without owner), leaving the set empty.
  */
 int ssdp_fmap_load_set(struct ssdp_fmap *fm, u32 cset,
-		       const struct ssdp_rec2_view *v, bool keep_clean);
+		       const struct ssdp_rec_view *v, bool keep_clean);
 
 /* Counters. */
 static inline u64 ssdp_fmap_nr_frames(const struct ssdp_fmap *fm)

@@ -130,6 +130,8 @@ enum ssdp_sb_result ssdp_sb_decode(const void *sector,
 	out->origin_uid_type = le32_to_cpu(d->origin_uid_type);
 	out->origin_start = le64_to_cpu(d->origin_start);
 
+	if (out->version == 1)
+		return SSDP_SB_OLD_VERSION;
 	if (out->version != SSDP_FORMAT_VERSION)
 		return SSDP_SB_BAD_VERSION;
 	if (out->incompat & ~SSDP_SB_INCOMPAT_KNOWN)
@@ -163,6 +165,8 @@ const char *ssdp_sb_result_name(enum ssdp_sb_result r)
 		return "not an ssdprio cache";
 	case SSDP_SB_BAD_CRC:
 		return "superblock checksum mismatch";
+	case SSDP_SB_OLD_VERSION:
+		return "format version 1 (an earlier ssdprio)";
 	case SSDP_SB_BAD_VERSION:
 		return "unknown format version";
 	case SSDP_SB_BAD_FEATURES:
@@ -226,102 +230,30 @@ u32 ssdp_rec_seed(const u8 uuid[16])
 }
 
 void ssdp_rec_encode(void *rec, u32 rec_bytes, u32 seed, u32 cset,
-		     u32 set_blocks, u64 oset, u64 seq, u64 map_seq,
-		     const u8 *valid, const u8 *dirty)
+		     u32 set_blocks, const struct ssdp_rec_view *v)
 {
 	struct ssdp_disk_rec *d = rec;
-	u32 bm = ssdp_bitmap_bytes(set_blocks);
-	u8 *bits = (u8 *)rec + SSDP_REC_HDR_BYTES;
-
-	memset(rec, 0, rec_bytes);
-	d->cset = cpu_to_le32(cset);
-	d->oset = cpu_to_le64(oset);
-	d->seq = cpu_to_le64(seq);
-	d->map_seq = cpu_to_le64(map_seq);
-	if (valid)
-		memcpy(bits, valid, bm);
-	if (dirty)
-		memcpy(bits + bm, dirty, bm);
-	d->crc = cpu_to_le32(ssdp_crc32c(seed, (u8 *)rec + 4, rec_bytes - 4));
-}
-
-int ssdp_rec_decode(const void *rec, u32 rec_bytes, u32 seed, u32 cset,
-		    u32 set_blocks, struct ssdp_rec_info *out)
-{
-	const struct ssdp_disk_rec *d = rec;
-	u32 bm = ssdp_bitmap_bytes(set_blocks);
-	const u8 *bits = (const u8 *)rec + SSDP_REC_HDR_BYTES;
-	u32 i;
-
-	if (le32_to_cpu(d->crc) !=
-	    ssdp_crc32c(seed, (const u8 *)rec + 4, rec_bytes - 4))
-		return -EBADMSG;
-	if (le32_to_cpu(d->cset) != cset)
-		return -EUCLEAN;
-	out->oset = le64_to_cpu(d->oset);
-	out->seq = le64_to_cpu(d->seq);
-	out->map_seq = le64_to_cpu(d->map_seq);
-	out->valid = bits;
-	out->dirty = bits + bm;
-	for (i = 0; i < bm; i++) {
-		u8 past = set_blocks % 8 && i == bm - 1 ?
-			  (u8)(0xff << (set_blocks % 8)) : 0;
-
-		if ((out->valid[i] & past) || (out->dirty[i] & past) ||
-		    (out->dirty[i] & ~out->valid[i]))
-			return -EUCLEAN;
-		if (out->oset == SSDP_OSET_FREE && out->valid[i])
-			return -EUCLEAN;
-	}
-	return 0;
-}
-
-int ssdp_rec_pick(const void *rec0, const void *rec1, u32 rec_bytes,
-		  u32 seed, u32 cset, u32 set_blocks,
-		  struct ssdp_rec_info *out)
-{
-	struct ssdp_rec_info a, b;
-	bool ok0 = !ssdp_rec_decode(rec0, rec_bytes, seed, cset, set_blocks,
-				    &a);
-	bool ok1 = !ssdp_rec_decode(rec1, rec_bytes, seed, cset, set_blocks,
-				    &b);
-
-	if (ok0 && (!ok1 || a.seq >= b.seq)) {
-		*out = a;
-		return 0;
-	}
-	if (ok1) {
-		*out = b;
-		return 1;
-	}
-	return -1;
-}
-
-void ssdp_rec2_encode(void *rec, u32 rec_bytes, u32 seed, u32 cset,
-		      u32 set_blocks, const struct ssdp_rec2_view *v)
-{
-	struct ssdp_disk_rec2 *d = rec;
 	u32 ob = (set_blocks + 1) / 2;
-	u8 *p = (u8 *)rec + SSDP_REC2_HDR_BYTES;
+	u8 *p = (u8 *)rec + SSDP_REC_HDR_BYTES;
 	u32 t;
 
 	memset(rec, 0, rec_bytes);
 	d->cset = cpu_to_le32(cset);
 	d->seq = cpu_to_le64(v->seq);
-	for (t = 0; t < SSDP_REC2_TAGS; t++)
+	for (t = 0; t < SSDP_REC_TAGS; t++)
 		d->tags[t] = cpu_to_le32(v->tags[t]);
 	memcpy(p, v->owners, ob);
 	memcpy(p + ob, v->dirty, ssdp_bitmap_bytes(set_blocks));
 	d->crc = cpu_to_le32(ssdp_crc32c(seed, (u8 *)rec + 4, rec_bytes - 4));
 }
 
-static int rec2_check_tags(const struct ssdp_rec2_view *v, u32 cset,
+static int rec_check_tags(const struct ssdp_rec_view *v, u32 cset,
 			   u64 nr_csets)
 {
 	u32 t, u;
 
-	for (t = 0; t < SSDP_REC2_TAGS; t++) {
-		if (v->tags[t] == SSDP_REC2_TAG_FREE)
+	for (t = 0; t < SSDP_REC_TAGS; t++) {
+		if (v->tags[t] == SSDP_REC_TAG_FREE)
 			continue;
 		if (ssdp_oset_cset(v->tags[t], nr_csets) != cset)
 			return -EUCLEAN;
@@ -332,7 +264,7 @@ static int rec2_check_tags(const struct ssdp_rec2_view *v, u32 cset,
 	return 0;
 }
 
-static int rec2_check_frames(const struct ssdp_rec2_view *v, u32 set_blocks)
+static int rec_check_frames(const struct ssdp_rec_view *v, u32 set_blocks)
 {
 	u32 blk, own;
 
@@ -342,19 +274,19 @@ static int rec2_check_frames(const struct ssdp_rec2_view *v, u32 set_blocks)
 	if (set_blocks % 8 && v->dirty[set_blocks / 8] >> (set_blocks % 8))
 		return -EUCLEAN;
 	for (blk = 0; blk < set_blocks; blk++) {
-		own = ssdp_rec2_owner(v, blk);
-		if (own == 0xf ? ssdp_rec2_dirty(v, blk) :
-		    v->tags[own] == SSDP_REC2_TAG_FREE)
+		own = ssdp_rec_owner(v, blk);
+		if (own == 0xf ? ssdp_rec_dirty(v, blk) :
+		    v->tags[own] == SSDP_REC_TAG_FREE)
 			return -EUCLEAN;
 	}
 	return 0;
 }
 
-int ssdp_rec2_decode(const void *rec, u32 rec_bytes, u32 seed, u32 cset,
-		     u32 set_blocks, u64 nr_csets, struct ssdp_rec2_view *out)
+int ssdp_rec_decode(const void *rec, u32 rec_bytes, u32 seed, u32 cset,
+		    u32 set_blocks, u64 nr_csets, struct ssdp_rec_view *out)
 {
-	const struct ssdp_disk_rec2 *d = rec;
-	const u8 *p = (const u8 *)rec + SSDP_REC2_HDR_BYTES;
+	const struct ssdp_disk_rec *d = rec;
+	const u8 *p = (const u8 *)rec + SSDP_REC_HDR_BYTES;
 	u32 ob = (set_blocks + 1) / 2, db = ssdp_bitmap_bytes(set_blocks);
 	u32 t;
 
@@ -362,32 +294,32 @@ int ssdp_rec2_decode(const void *rec, u32 rec_bytes, u32 seed, u32 cset,
 	    ssdp_crc32c(seed, (const u8 *)rec + 4, rec_bytes - 4))
 		return -EBADMSG;
 	if (le32_to_cpu(d->cset) != cset || d->zero ||
-	    set_blocks > SSDP_REC2_MAX_BLOCKS ||
-	    SSDP_REC2_HDR_BYTES + ob + db > rec_bytes ||
-	    !all_zero(p + ob + db, rec_bytes - SSDP_REC2_HDR_BYTES - ob - db))
+	    set_blocks > SSDP_REC_MAX_BLOCKS ||
+	    SSDP_REC_HDR_BYTES + ob + db > rec_bytes ||
+	    !all_zero(p + ob + db, rec_bytes - SSDP_REC_HDR_BYTES - ob - db))
 		return -EUCLEAN;
 	out->seq = le64_to_cpu(d->seq);
-	for (t = 0; t < SSDP_REC2_TAGS; t++)
+	for (t = 0; t < SSDP_REC_TAGS; t++)
 		out->tags[t] = le32_to_cpu(d->tags[t]);
 	memset(out->owners, 0xff, sizeof(out->owners));
 	memset(out->dirty, 0, sizeof(out->dirty));
 	memcpy(out->owners, p, ob);
 	memcpy(out->dirty, p + ob, db);
-	if (rec2_check_tags(out, cset, nr_csets) ||
-	    rec2_check_frames(out, set_blocks))
+	if (rec_check_tags(out, cset, nr_csets) ||
+	    rec_check_frames(out, set_blocks))
 		return -EUCLEAN;
 	return 0;
 }
 
-int ssdp_rec2_pick(const void *rec0, const void *rec1, u32 rec_bytes,
-		   u32 seed, u32 cset, u32 set_blocks, u64 nr_csets,
-		   struct ssdp_rec2_view *out, struct ssdp_rec2_view *b)
+int ssdp_rec_pick(const void *rec0, const void *rec1, u32 rec_bytes,
+		  u32 seed, u32 cset, u32 set_blocks, u64 nr_csets,
+		  struct ssdp_rec_view *out, struct ssdp_rec_view *b)
 {
 	bool ok0, ok1;
 
-	ok0 = !ssdp_rec2_decode(rec0, rec_bytes, seed, cset, set_blocks,
+	ok0 = !ssdp_rec_decode(rec0, rec_bytes, seed, cset, set_blocks,
 				nr_csets, out);
-	ok1 = !ssdp_rec2_decode(rec1, rec_bytes, seed, cset, set_blocks,
+	ok1 = !ssdp_rec_decode(rec1, rec_bytes, seed, cset, set_blocks,
 				nr_csets, b);
 	if (ok0 && (!ok1 || out->seq >= b->seq))
 		return 0;

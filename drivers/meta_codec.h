@@ -41,18 +41,15 @@ enum ssdp_sb_result {
 	SSDP_SB_BLANK,			/* all zeroes */
 	SSDP_SB_FOREIGN,		/* not our magic */
 	SSDP_SB_BAD_CRC,		/* our magic, checksum fails */
+	/*
+	 * Format version 1, which an earlier ssdprio wrote (one origin set
+	 * per cache set): its records are not read; the table says what to
+	 * do (meta.c).
+	 */
+	SSDP_SB_OLD_VERSION,
 	SSDP_SB_BAD_VERSION,		/* a format we do not know */
 	SSDP_SB_BAD_FEATURES,		/* incompat bits we do not know */
 	SSDP_SB_BAD_LAYOUT,		/* fields contradict each other */
-};
-
-/* One decoded record; the bitmaps point into the record buffer. */
-struct ssdp_rec_info {
-	u64 oset;			/* SSDP_OSET_FREE for a free set */
-	u64 seq;
-	u64 map_seq;
-	const u8 *valid;
-	const u8 *dirty;
 };
 
 /* crc32c, same value as the kernel's crc32c(seed, p, len). */
@@ -79,55 +76,30 @@ void ssdp_sb_layout(const struct ssdp_sb_info *sb, struct ssdp_layout *l);
 u32 ssdp_rec_seed(const u8 uuid[16]);
 
 /*
- * Encode cache set @cset's record into @rec (@rec_bytes long).  @valid and
- * @dirty are ssdp_bitmap_bytes(set_blocks) long; NULL for a free set.
- */
-void ssdp_rec_encode(void *rec, u32 rec_bytes, u32 seed, u32 cset,
-		     u32 set_blocks, u64 oset, u64 seq, u64 map_seq,
-		     const u8 *valid, const u8 *dirty);
-
-/*
- * Decode the record of @cset.  Returns 0, -EBADMSG when the checksum
- * fails (torn, never written, or from another format), or -EUCLEAN when
- * it checks out but contradicts itself (wrong cset, bits past the set,
- * dirty without valid).
- */
-int ssdp_rec_decode(const void *rec, u32 rec_bytes, u32 seed, u32 cset,
-		    u32 set_blocks, struct ssdp_rec_info *out);
-
-/*
- * Of the two copies of @cset's record, the one to believe: 0 or 1, or -1
- * when neither decodes (the set is free).  *@out describes it.
- */
-int ssdp_rec_pick(const void *rec0, const void *rec1, u32 rec_bytes,
-		  u32 seed, u32 cset, u32 set_blocks,
-		  struct ssdp_rec_info *out);
-
-/*
- * One format-2 record, decoded (or to encode): the persistent view of a
- * frame-map cache set.  owners: 4 bits per frame, frame 2k in the low
+ * One record, decoded (or to encode): the persistent view of a cache
+ * set.  owners: 4 bits per frame, frame 2k in the low
  * nibble of byte k, 0xf free; dirty: a bit per frame.
  */
-struct ssdp_rec2_view {
+struct ssdp_rec_view {
 	u64 seq;
-	u32 tags[SSDP_REC2_TAGS];
-	u8 owners[SSDP_REC2_MAX_BLOCKS / 2];
-	u8 dirty[SSDP_REC2_MAX_BLOCKS / 8];
+	u32 tags[SSDP_REC_TAGS];
+	u8 owners[SSDP_REC_MAX_BLOCKS / 2];
+	u8 dirty[SSDP_REC_MAX_BLOCKS / 8];
 };
 
-static inline u32 ssdp_rec2_owner(const struct ssdp_rec2_view *v, u32 blk)
+static inline u32 ssdp_rec_owner(const struct ssdp_rec_view *v, u32 blk)
 {
 	return (v->owners[blk / 2] >> (blk % 2 * 4)) & 0xf;
 }
 
-static inline bool ssdp_rec2_dirty(const struct ssdp_rec2_view *v, u32 blk)
+static inline bool ssdp_rec_dirty(const struct ssdp_rec_view *v, u32 blk)
 {
 	return (v->dirty[blk / 8] >> (blk % 8)) & 1;
 }
 
-/* Encode @v as cache set @cset's record (@rec_bytes: ssdp_rec2_bytes()). */
-void ssdp_rec2_encode(void *rec, u32 rec_bytes, u32 seed, u32 cset,
-		      u32 set_blocks, const struct ssdp_rec2_view *v);
+/* Encode @v as cache set @cset's record (@rec_bytes: ssdp_rec_bytes()). */
+void ssdp_rec_encode(void *rec, u32 rec_bytes, u32 seed, u32 cset,
+		     u32 set_blocks, const struct ssdp_rec_view *v);
 /*
  * Decode the record of @cset of a cache of @nr_csets sets.  Returns 0,
  * -EBADMSG when the checksum fails, or -EUCLEAN when it checks out but
@@ -135,11 +107,15 @@ void ssdp_rec2_encode(void *rec, u32 rec_bytes, u32 seed, u32 cset,
  * (ssdp_oset_cset()) or twice, an owner without a tag, dirty without an
  * owner, anything past the set.
  */
-int ssdp_rec2_decode(const void *rec, u32 rec_bytes, u32 seed, u32 cset,
-		     u32 set_blocks, u64 nr_csets, struct ssdp_rec2_view *out);
-/* As ssdp_rec_pick(), for format 2; @scratch: room for the other copy. */
-int ssdp_rec2_pick(const void *rec0, const void *rec1, u32 rec_bytes,
-		   u32 seed, u32 cset, u32 set_blocks, u64 nr_csets,
-		   struct ssdp_rec2_view *out, struct ssdp_rec2_view *scratch);
+int ssdp_rec_decode(const void *rec, u32 rec_bytes, u32 seed, u32 cset,
+		    u32 set_blocks, u64 nr_csets, struct ssdp_rec_view *out);
+/*
+ * Of the two copies of @cset's record, the one to believe (a good
+ * checksum, the higher seq): 0 or 1 with *@out filled, or -1 when neither
+ * decodes (the set is free).  @scratch: room for the other copy.
+ */
+int ssdp_rec_pick(const void *rec0, const void *rec1, u32 rec_bytes,
+		  u32 seed, u32 cset, u32 set_blocks, u64 nr_csets,
+		  struct ssdp_rec_view *out, struct ssdp_rec_view *scratch);
 
 #endif

@@ -19,18 +19,31 @@
  *   and set I/O line up; set n's data is at data_start + n * set_sectors.
  *
  * Record area: cache set n's record is at byte n * rec_bytes of a copy.
- * rec_bytes is a power of two <= 512, so a record never straddles a sector
- * (nor a 4 KiB metadata block):
+ * rec_bytes is a power of two dividing 4 KiB, so a record never straddles
+ * a metadata block:
  *
- *   block k of a copy:  | rec 32k | rec 32k+1 | ... | rec 32k+31 |  (128 B)
+ *   block k of a copy:  | rec 8k | rec 8k+1 | ... | rec 8k+7 |  (512 B)
  *
- *   one record:  0      4      8        16       24        32
- *                | crc  | cset | oset   | seq    | map_seq | valid bits |
- *                  dirty bits | zeroes to rec_bytes
+ * The cache is a decoupled sectored cache (drivers/frame_map.h): origin
+ * set o lives only in cache set ssdp_oset_cset(o); a cache set holds
+ * blocks of up to SSDP_REC_TAGS origin sets, block b of any of them in
+ * frame b.  One record:
  *
- * map_seq grows with every mapping of any set: when a torn commit leaves
- * two records for one origin set (one set's new mapping written, the old
- * set's "free" not), the higher map_seq is the later mapping.
+ *   0      4      8      16                 76     80
+ *   | crc  | cset | seq  | tags[15] (le32)  | zero | owners | dirty | 0...
+ *
+ *   tags[t]: the origin set of tag t, or SSDP_REC_TAG_FREE.  An origin
+ *            set number fits in 32 bits (checked against the origin size).
+ *   owners:  4 bits per frame, frame 2k in the low nibble of byte k: the
+ *            tag whose block the frame holds (valid), or 0xf (free).
+ *   dirty:   a bit per frame (bit i = byte i / 8, bit i % 8); only where
+ *            the frame has an owner.
+ *
+ * A tag's cache set is fixed by the hash, so an origin set has at most one
+ * record: a torn commit across two sets cannot leave two answers for it.
+ *
+ * Format version 1 (one origin set per cache set) is recognised and
+ * refused: see SSDP_SB_OLD_VERSION in meta_codec.h.
  *
  * Each metadata block is written whole, alternately to copy 0 and copy 1,
  * so the other copy always holds the block's previous committed state: a
@@ -55,14 +68,13 @@
 #define SSDP_SECTOR_SHIFT	9
 #define SSDP_SECTOR_BYTES	512U
 #define SSDP_SB_SECTORS		8ULL	/* 4 KiB superblock area */
-#define SSDP_REC_HDR_BYTES	32U	/* crc, cset, oset, seq, map_seq */
 #define SSDP_DATA_ALIGN		2048ULL	/* 1 MiB in sectors */
 #define SSDP_META_COPIES	2U
 #define SSDP_META_BLOCK_BYTES	4096U	/* unit of metadata I/O */
 #define SSDP_META_BLOCK_SECTORS	8U
 
 #define SSDP_SB_MAGIC		0x314f495250445353ULL	/* "SSDPRIO1" */
-#define SSDP_FORMAT_VERSION	1U
+#define SSDP_FORMAT_VERSION	2U
 
 /* Superblock flags; every writer rewrites them all (unknown ones drop). */
 #define SSDP_SB_CLEAN		0x1U	/* written at clean shutdown */
@@ -116,8 +128,10 @@
 #define SSDP_SB_INCOMPAT_BYPASSED	0x1U
 #define SSDP_SB_INCOMPAT_KNOWN		SSDP_SB_INCOMPAT_BYPASSED
 
-/* Record oset of a free cache set. */
-#define SSDP_OSET_FREE		(~0ULL)
+#define SSDP_REC_TAGS		15U
+#define SSDP_REC_TAG_FREE	0xffffffffU
+#define SSDP_REC_HDR_BYTES	80U
+#define SSDP_REC_MAX_BLOCKS	1024U
 
 /* Superblock: sector 0 of the cache device, crc32c over bytes 0..507. */
 struct ssdp_disk_sb {
@@ -149,13 +163,13 @@ struct ssdp_disk_sb {
 _Static_assert(sizeof(struct ssdp_disk_sb) == SSDP_SECTOR_BYTES,
 	       "superblock is one sector");
 
-/* Record header; the bitmaps follow it (bit i = byte i / 8, bit i % 8). */
+/* Record header; owners and dirty bits follow it (see the top). */
 struct ssdp_disk_rec {
 	__le32 crc;			/* crc32c(uuid seed, bytes 4..end) */
 	__le32 cset;			/* its own index: catches misplaced writes */
-	__le64 oset;			/* origin set, or SSDP_OSET_FREE */
 	__le64 seq;			/* commit that wrote it */
-	__le64 map_seq;			/* when this set got this origin set */
+	__le32 tags[SSDP_REC_TAGS];	/* origin sets, SSDP_REC_TAG_FREE */
+	__le32 zero;
 };
 
 _Static_assert(sizeof(struct ssdp_disk_rec) == SSDP_REC_HDR_BYTES,
@@ -175,46 +189,9 @@ static inline uint32_t ssdp_bitmap_bytes(uint32_t set_blocks)
 	return (set_blocks + 7) / 8;
 }
 
-/*
- * Format version 2: the frame map (drivers/frame_map.h).  Origin set o
- * lives only in cache set ssdp_oset_cset(o); a cache set holds blocks of
- * up to SSDP_REC2_TAGS origin sets, block b of any of them in frame b.
- * Its record:
- *
- *   0      4      8      16                 76     80
- *   | crc  | cset | seq  | tags[15] (le32)  | zero | owners | dirty | 0...
- *
- *   tags[t]: the origin set of tag t, or SSDP_REC2_TAG_FREE.  An origin
- *            set number fits in 32 bits (checked against the origin size).
- *   owners:  4 bits per frame, frame 2k in the low nibble of byte k: the
- *            tag whose block the frame holds, or 0xf (free, not valid).
- *   dirty:   a bit per frame (bit i = byte i / 8, bit i % 8); only where
- *            the frame has an owner.
- *
- * rec2_bytes is a power of two dividing 4 KiB, so a record never
- * straddles a metadata block.  A tag's set is fixed by the hash, so one
- * origin set has at most one record and a torn commit across two sets
- * cannot leave two answers for it; no map_seq is needed.
- */
-#define SSDP_REC2_TAGS		15U
-#define SSDP_REC2_TAG_FREE	0xffffffffU
-#define SSDP_REC2_HDR_BYTES	80U
-#define SSDP_REC2_MAX_BLOCKS	1024U
-
-struct ssdp_disk_rec2 {
-	__le32 crc;			/* crc32c(uuid seed, bytes 4..end) */
-	__le32 cset;			/* its own index: catches misplaced writes */
-	__le64 seq;			/* commit that wrote it */
-	__le32 tags[SSDP_REC2_TAGS];	/* origin sets, SSDP_REC2_TAG_FREE */
-	__le32 zero;
-};
-
-_Static_assert(sizeof(struct ssdp_disk_rec2) == SSDP_REC2_HDR_BYTES,
-	       "record v2 header size");
-
-static inline uint64_t ssdp_rec2_bytes(uint32_t set_blocks)
+static inline uint64_t ssdp_rec_bytes(uint32_t set_blocks)
 {
-	uint64_t need = SSDP_REC2_HDR_BYTES + (set_blocks + 1) / 2 +
+	uint64_t need = SSDP_REC_HDR_BYTES + (set_blocks + 1) / 2 +
 			ssdp_bitmap_bytes(set_blocks);
 	uint64_t r = 64;
 
@@ -233,16 +210,6 @@ static inline uint32_t ssdp_oset_cset(uint64_t oset, uint64_t nr_csets)
 	uint64_t h = (oset * 0x61c8864680b583ebULL) >> 32;
 
 	return (uint32_t)((h * nr_csets) >> 32);
-}
-
-static inline uint64_t ssdp_rec_bytes(uint32_t set_blocks)
-{
-	uint64_t need = SSDP_REC_HDR_BYTES + 2 * ssdp_bitmap_bytes(set_blocks);
-	uint64_t r = 64;
-
-	while (r < need)
-		r <<= 1;
-	return r;
 }
 
 /* First sector of metadata block @k (0-based) of copy @copy. */

@@ -120,10 +120,10 @@ TEST(fmap_tags_fill_then_evict_lru_clean_tag)
 	ASSERT_EQ(line, lines[2]);
 	ASSERT_FALSE(repl);
 	/* User writes in flight: no tag is evicted. */
-	ssdp_fmap_set_writing(&fm, 3, true);
+	ssdp_fmap_set_no_replace(&fm, 3, true);
 	ASSERT_EQ(ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 3, 22), &repl),
 		  SSDP_NONE);
-	ssdp_fmap_set_writing(&fm, 3, false);
+	ssdp_fmap_set_no_replace(&fm, 3, false);
 	check_ok(&fm);
 	ssdp_fmap_destroy(&fm);
 }
@@ -159,9 +159,9 @@ TEST(fmap_claim_rules)
 	ASSERT_TRUE(ssdp_fmap_all_claimed(&fm, b, 6, 10));
 	ssdp_fmap_set_valid(&fm, b, 6, 10);
 	/* Writes in flight: a may not take b's clean blocks. */
-	ssdp_fmap_set_writing(&fm, 1, true);
+	ssdp_fmap_set_no_replace(&fm, 1, true);
 	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 6, 1, false, &repl), 0);
-	ssdp_fmap_set_writing(&fm, 1, false);
+	ssdp_fmap_set_no_replace(&fm, 1, false);
 	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 6, 1, false, &repl), 1);
 	ASSERT_TRUE(repl);
 	check_ok(&fm);
@@ -278,7 +278,7 @@ TEST(fmap_drop_clean_pinned_stays_claimed_until_unpin)
 TEST(fmap_dropped_dirty_block_waits_in_limbo_for_its_commit)
 {
 	struct ssdp_fmap fm;
-	struct ssdp_rec2_view v;
+	struct ssdp_rec_view v;
 	u32 a, b;
 	bool repl;
 
@@ -305,9 +305,9 @@ TEST(fmap_dropped_dirty_block_waits_in_limbo_for_its_commit)
 	ssdp_fmap_unpin(&fm, 1);
 	/* A tag with a limbo frame is not evicted. */
 	ssdp_fmap_encode_set(&fm, 1, &v);
-	ASSERT_EQ(ssdp_rec2_owner(&v, 0), SSDP_FMAP_FREE);
-	ASSERT_EQ(ssdp_rec2_owner(&v, 1), ssdp_line_tag(a));
-	ASSERT_TRUE(ssdp_rec2_dirty(&v, 1));
+	ASSERT_EQ(ssdp_rec_owner(&v, 0), SSDP_FMAP_FREE);
+	ASSERT_EQ(ssdp_rec_owner(&v, 1), ssdp_line_tag(a));
+	ASSERT_TRUE(ssdp_rec_dirty(&v, 1));
 	/* Another drop after that encode: it waits for the next commit. */
 	ssdp_fmap_drop(&fm, a, 1, 1);
 	ssdp_fmap_commit_done(&fm, 1);
@@ -326,7 +326,7 @@ TEST(fmap_dropped_dirty_block_waits_in_limbo_for_its_commit)
 TEST(fmap_failed_commit_keeps_limbo)
 {
 	struct ssdp_fmap fm;
-	struct ssdp_rec2_view v;
+	struct ssdp_rec_view v;
 	u32 a;
 	bool repl;
 
@@ -369,8 +369,8 @@ static void fill_two_tags(struct ssdp_fmap *fm, u32 *a, u32 *b)
 TEST(fmap_record_roundtrip_clean_and_crash_loads)
 {
 	struct ssdp_fmap fm, back;
-	struct ssdp_rec2_view v, w, scratch;
-	u32 a, b, rb = ssdp_rec2_bytes(16);
+	struct ssdp_rec_view v, w, scratch;
+	u32 a, b, rb = ssdp_rec_bytes(16);
 	u8 rec[128], rec1[128];
 
 	ASSERT_EQ(rb, 128);
@@ -380,22 +380,22 @@ TEST(fmap_record_roundtrip_clean_and_crash_loads)
 	ssdp_fmap_encode_set(&fm, 0, &v);
 	ASSERT_EQ(ssdp_fmap_next_changed(&fm, 0), SSDP_NONE);
 	v.seq = 7;
-	ssdp_rec2_encode(rec, rb, 0x1234, 0, 16, &v);
-	ASSERT_EQ(ssdp_rec2_decode(rec, rb, 0x1234, 0, 16, 3, &w), 0);
+	ssdp_rec_encode(rec, rb, 0x1234, 0, 16, &v);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, 0x1234, 0, 16, 3, &w), 0);
 	ASSERT_EQ(w.seq, 7);
 	ASSERT_EQ(memcmp(w.tags, v.tags, sizeof(v.tags)), 0);
 	ASSERT_EQ(memcmp(w.owners, v.owners, 8), 0);
 	ASSERT_EQ(memcmp(w.dirty, v.dirty, 2), 0);
-	ASSERT_EQ(ssdp_rec2_decode(rec, rb, 0x1235, 0, 16, 3, &w), -EBADMSG);
-	ASSERT_EQ(ssdp_rec2_decode(rec, rb, 0x1234, 1, 16, 3, &w), -EUCLEAN);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, 0x1235, 0, 16, 3, &w), -EBADMSG);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, 0x1234, 1, 16, 3, &w), -EUCLEAN);
 	/* The other copy is older: pick the newer, or the one that checks. */
 	v.seq = 6;
-	ssdp_rec2_encode(rec1, rb, 0x1234, 0, 16, &v);
-	ASSERT_EQ(ssdp_rec2_pick(rec1, rec, rb, 0x1234, 0, 16, 3, &w,
+	ssdp_rec_encode(rec1, rb, 0x1234, 0, 16, &v);
+	ASSERT_EQ(ssdp_rec_pick(rec1, rec, rb, 0x1234, 0, 16, 3, &w,
 				 &scratch), 1);
 	ASSERT_EQ(w.seq, 7);
 	rec[40] ^= 1;
-	ASSERT_EQ(ssdp_rec2_pick(rec1, rec, rb, 0x1234, 0, 16, 3, &w,
+	ASSERT_EQ(ssdp_rec_pick(rec1, rec, rb, 0x1234, 0, 16, 3, &w,
 				 &scratch), 0);
 	ASSERT_EQ(w.seq, 6);
 
@@ -425,8 +425,8 @@ TEST(fmap_record_roundtrip_clean_and_crash_loads)
 TEST(fmap_records_that_contradict_themselves_are_refused)
 {
 	struct ssdp_fmap fm;
-	struct ssdp_rec2_view v, bad, w;
-	u32 a, b, rb = ssdp_rec2_bytes(16);
+	struct ssdp_rec_view v, bad, w;
+	u32 a, b, rb = ssdp_rec_bytes(16);
 	u8 rec[128];
 
 	ASSERT_EQ(ssdp_fmap_init(&fm, 3, 16), 0);
@@ -436,20 +436,20 @@ TEST(fmap_records_that_contradict_themselves_are_refused)
 
 	bad = v;			/* a tag placed in another set */
 	bad.tags[5] = (u32)oset_in(&fm, 1, 0);
-	ssdp_rec2_encode(rec, rb, 1, 0, 16, &bad);
-	ASSERT_EQ(ssdp_rec2_decode(rec, rb, 1, 0, 16, 3, &w), -EUCLEAN);
+	ssdp_rec_encode(rec, rb, 1, 0, 16, &bad);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, 1, 0, 16, 3, &w), -EUCLEAN);
 	bad = v;			/* one origin set twice */
 	bad.tags[ssdp_line_tag(b)] = bad.tags[ssdp_line_tag(a)];
-	ssdp_rec2_encode(rec, rb, 1, 0, 16, &bad);
-	ASSERT_EQ(ssdp_rec2_decode(rec, rb, 1, 0, 16, 3, &w), -EUCLEAN);
+	ssdp_rec_encode(rec, rb, 1, 0, 16, &bad);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, 1, 0, 16, 3, &w), -EUCLEAN);
 	bad = v;			/* a frame owned by a free tag */
 	bad.owners[7] = 0x9f;
-	ssdp_rec2_encode(rec, rb, 1, 0, 16, &bad);
-	ASSERT_EQ(ssdp_rec2_decode(rec, rb, 1, 0, 16, 3, &w), -EUCLEAN);
+	ssdp_rec_encode(rec, rb, 1, 0, 16, &bad);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, 1, 0, 16, 3, &w), -EUCLEAN);
 	bad = v;			/* dirty on a free frame */
 	bad.dirty[1] |= 0x80;
-	ssdp_rec2_encode(rec, rb, 1, 0, 16, &bad);
-	ASSERT_EQ(ssdp_rec2_decode(rec, rb, 1, 0, 16, 3, &w), -EUCLEAN);
+	ssdp_rec_encode(rec, rb, 1, 0, 16, &bad);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, 1, 0, 16, 3, &w), -EUCLEAN);
 
 	/* The frame map refuses them too, leaving the set empty. */
 	{
@@ -502,7 +502,7 @@ struct model {
 	u64 frame[M_CSETS][M_BLOCKS];	/* the stamp each SSD frame holds */
 	u32 stamp_oset[M_STEPS + 1];
 	u8 stamp_blk[M_STEPS + 1];
-	struct ssdp_rec2_view rec[M_CSETS];	/* last durable records */
+	struct ssdp_rec_view rec[M_CSETS];	/* last durable records */
 	u32 writers[M_CSETS];
 	struct m_io io[M_INFLIGHT];
 	u64 next_stamp;
@@ -547,7 +547,7 @@ static void m_complete(struct model *m, struct m_io *io)
 		if (io->stamp > m->acked[io->oset][io->blk])
 			m->acked[io->oset][io->blk] = io->stamp;
 		if (!--m->writers[c])
-			ssdp_fmap_set_writing(&m->fm, c, false);
+			ssdp_fmap_set_no_replace(&m->fm, c, false);
 	} else if (m->fm.replaced == io->replaced) {
 		m_check_data(m, m->frame[c][io->blk], io->oset, io->blk,
 			     io->stamp);
@@ -598,7 +598,7 @@ static void m_start(struct model *m, struct m_io *io, u32 r)
 			    ssdp_fmap_block(&m->fm, line, blk) ==
 			    SSDP_FMAP_DIRTY;
 		if (!m->writers[c]++)
-			ssdp_fmap_set_writing(&m->fm, c, true);
+			ssdp_fmap_set_no_replace(&m->fm, c, true);
 	}
 	ssdp_fmap_touch(&m->fm, line);
 	ssdp_fmap_pin(&m->fm, c);
