@@ -272,33 +272,42 @@ u32 ssdp_fmap_tag_alloc(struct ssdp_fmap *fm, u64 oset, bool *replaced)
 	return ssdp_line(cset, t);
 }
 
+/* May tag @t of @cset claim frame @f?  *take: it is another's clean block. */
+static bool claimable(const struct ssdp_fmap *fm, u32 cset, u32 t, size_t f,
+		      bool own_only, bool *take)
+{
+	u32 o = owner_get(fm, f);
+	bool valid = test_bit(f, fm->valid), dirty = test_bit(f, fm->dirty);
+
+	*take = false;
+	if (o == t)
+		return valid || !dirty;		/* not limbo */
+	if (own_only)
+		return false;
+	if (o == SSDP_FMAP_FREE)
+		return true;
+	/* Another tag's clean block, if replacing is allowed. */
+	*take = valid && !dirty && !(fm->flags[cset] & SSDP_FM_NO_REPLACE);
+	return *take;
+}
+
 u32 ssdp_fmap_claim(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr,
 		    bool own_only, bool *replaced)
 {
 	u32 cset = ssdp_line_cset(line), t = ssdp_line_tag(line), n;
-	bool no_replace;
+	bool take;
 
 	*replaced = false;
 	if (WARN_ON_ONCE(!line_ok(fm, line, first, nr)))
 		return 0;
-	no_replace = fm->flags[cset] & SSDP_FM_NO_REPLACE;
 	for (n = 0; n < nr; n++) {
 		size_t f = frame_of(fm, cset, first + n);
-		u32 o = owner_get(fm, f);
-		bool valid = test_bit(f, fm->valid);
-		bool dirty = test_bit(f, fm->dirty);
 
-		if (o == t) {
-			if (!valid && dirty)	/* limbo */
-				break;
-			continue;
-		}
-		if (own_only)
+		if (!claimable(fm, cset, t, f, own_only, &take))
 			break;
-		if (o != SSDP_FMAP_FREE) {
-			/* Another tag's clean block, if replacing is allowed. */
-			if (!valid || dirty || no_replace)
-				break;
+		if (owner_get(fm, f) == t)
+			continue;
+		if (take) {
 			__clear_bit(f, fm->valid);
 			fm->nr_valid[cset]--;
 			fm->total_valid--;
@@ -309,6 +318,21 @@ u32 ssdp_fmap_claim(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr,
 		owner_put(fm, f, t);
 		fm->flags[cset] |= SSDP_FM_CLAIMS;
 	}
+	return n;
+}
+
+u32 ssdp_fmap_unclaimable_run(const struct ssdp_fmap *fm, u32 line,
+			      u32 first, u32 nr, bool own_only)
+{
+	u32 cset = ssdp_line_cset(line), n;
+	bool take;
+
+	if (WARN_ON_ONCE(!line_ok(fm, line, first, nr)))
+		return nr;
+	for (n = 0; n < nr; n++)
+		if (claimable(fm, cset, ssdp_line_tag(line),
+			      frame_of(fm, cset, first + n), own_only, &take))
+			break;
 	return n;
 }
 
@@ -619,11 +643,15 @@ void ssdp_fmap_commit_done(struct ssdp_fmap *fm, u32 cset)
 	/* Limbo frames made since the encode wait for the next commit. */
 	if (fl & SSDP_FM_LIMBO_NEW)
 		return;
+	/* A reader of the block may still be in flight: claimed till unpin. */
 	for (; f < end; f++) {
 		if (test_bit(f, fm->valid) || !test_bit(f, fm->dirty))
 			continue;
 		__clear_bit(f, fm->dirty);
-		owner_put(fm, f, SSDP_FMAP_FREE);
+		if (fm->pins[cset])
+			fm->flags[cset] |= SSDP_FM_CLAIMS;
+		else
+			owner_put(fm, f, SSDP_FMAP_FREE);
 	}
 	fm->total_limbo -= fm->nr_limbo[cset];
 	if (fm->nr_limbo[cset])

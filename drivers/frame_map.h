@@ -159,6 +159,13 @@ bool ssdp_fmap_tag_used(const struct ssdp_fmap *fm, u32 line);
 u32 ssdp_fmap_claim(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr,
 		    bool own_only, bool *replaced);
 
+/*
+ * How many blocks from @first (at most @nr) ssdp_fmap_claim() would not
+ * take: none of them is a valid block of @line.
+ */
+u32 ssdp_fmap_unclaimable_run(const struct ssdp_fmap *fm, u32 line,
+			      u32 first, u32 nr, bool own_only);
+
 /* Block state, as a read sees it. */
 enum ssdp_fmap_hit ssdp_fmap_block(const struct ssdp_fmap *fm, u32 line,
 				   u32 blk);

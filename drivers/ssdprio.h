@@ -27,7 +27,7 @@
 #include <linux/wait.h>
 
 #include "config.h"
-#include "cache_map.h"
+#include "frame_map.h"
 #include "evict_sm.h"
 #include "sched_policy.h"
 #include "seq_detect.h"
@@ -63,6 +63,7 @@ enum ssdp_stat {
 	SSDP_ST_ORIGIN_WRITE_ERRORS,
 	SSDP_ST_READ_FALLBACKS,
 	SSDP_ST_WRITEBACK_ERRORS,
+	SSDP_ST_READS_REDONE,
 	SSDP_ST_NR,
 };
 
@@ -108,8 +109,8 @@ struct ssdp_bio {
 	struct bvec_iter saved_iter;	/* for the promotion copy */
 	u64 oset;
 	u64 gen;			/* promo_gen when the miss was issued */
-	u32 incarnation;		/* of @cset when the miss was issued */
-	u32 cset;
+	u32 replaced;			/* set_io.replaced when issued */
+	u32 line;			/* frame map line (cset << 4 | tag) */
 	u16 first;			/* first block in the set */
 	u16 nr;				/* whole blocks covered */
 	u8 kind;			/* enum ssdp_bio_kind */
@@ -120,15 +121,30 @@ struct ssdp_bio {
 	bool origin;			/* counted in the scheduler's leg */
 	bool commit;			/* FUA: complete after a commit */
 	bool ssd_failed;		/* writethrough: the SSD copy failed */
+	/* A read hit: all its blocks clean, so the origin has them too. */
+	bool clean;
+	/*
+	 * An origin write over blocks the cache holds (it could not take
+	 * them): it holds the set like a cache write, and its completion
+	 * drops the cache's copies, which are older then.
+	 */
+	bool drop;
 };
 
 /* Per cache set I/O holds, beside the pure map (cache_lock). */
 struct ssdp_set_io {
 	u16 readers;			/* user reads in flight on the SSD */
-	u16 writers;			/* user writes in flight on the SSD */
+	u16 writers;			/* user writes in flight (cache or drop) */
+	u16 dirty_readers;		/* of @readers, reads of dirty blocks */
 	bool excl;			/* promotion or writeback: no writes */
 	bool wb_failed;			/* writeback failed: pinned until retry */
-	u32 incarnation;		/* bumped at every unmap */
+	/*
+	 * Bumped whenever a clean block of the set was taken by another
+	 * origin set (or its tag evicted): a clean read in flight since then
+	 * may have read the newcomer's data and is read again from the
+	 * origin; a promotion prepared since then is dropped.
+	 */
+	u32 replaced;
 };
 
 /* The origin leg's scheduler (sched.c). */
@@ -213,12 +229,12 @@ struct ssdprio {
 	bool bypass_check_at_resume;
 
 	/*
-	 * cache_lock protects: cmap, evict, set_io, deferred, promo_gen,
+	 * cache_lock protects: fmap, evict, set_io, deferred, promo_gen,
 	 * origin_writes, origin_unflushed, ssd_unflushed, commit_bios, seq.
 	 * Taken with irqsave: end_io may run in hard irq.
 	 */
 	spinlock_t cache_lock;
-	struct ssdp_cmap cmap;
+	struct ssdp_fmap fmap;
 	struct ssdp_evict_sm evict;
 	struct ssdp_set_io *set_io;
 	struct bio_list deferred;	/* writes waiting for an excl set */
@@ -335,6 +351,13 @@ static inline sector_t ssdp_cset_sector(struct ssdprio *sp, u32 cset,
 	       ((sector_t)blk << sp->block_shift);
 }
 
+/* SSD sector of block @blk of a line: the frame of its cache set. */
+static inline sector_t ssdp_line_sector(struct ssdprio *sp, u32 line,
+					u32 blk)
+{
+	return ssdp_cset_sector(sp, ssdp_line_cset(line), blk);
+}
+
 static inline const char *ssdp_name(struct ssdprio *sp)
 {
 	return dm_device_name(dm_table_get_md(sp->ti->table));
@@ -357,10 +380,14 @@ static inline void ssdp_degrade_locked(struct ssdprio *sp, const char *why)
 	      ssdp_name(sp), why);
 }
 
-/* Free sets, counting those about to be freed (limbo); cache_lock held. */
-static inline u32 ssdp_nr_free_soon(struct ssdprio *sp)
+/*
+ * Room for new blocks in sets' worth: frames neither dirty nor in limbo
+ * (free or clean ones, which a new block may take); cache_lock held.
+ * What eviction keeps above its free floor.
+ */
+static inline u32 ssdp_room_sets(struct ssdprio *sp)
 {
-	return ssdp_cmap_nr_free(&sp->cmap) + ssdp_cmap_nr_limbo(&sp->cmap);
+	return div_u64(ssdp_fmap_room(&sp->fmap), sp->fmap.set_blocks);
 }
 
 /* meta.c */

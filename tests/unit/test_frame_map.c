@@ -151,6 +151,9 @@ TEST(fmap_claim_rules)
 	ASSERT_EQ(ssdp_fmap_block(&fm, a, 1), SSDP_FMAP_CLEAN);
 	/* ... and stops at a's claim. */
 	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 5, 1, false, &repl), 0);
+	ASSERT_EQ(ssdp_fmap_unclaimable_run(&fm, b, 4, 12, false), 2);
+	ASSERT_EQ(ssdp_fmap_unclaimable_run(&fm, b, 2, 12, false), 0);
+	ASSERT_EQ(ssdp_fmap_unclaimable_run(&fm, b, 6, 10, true), 10);
 	/* Own frames and free ones. */
 	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 0, 2, true, &repl), 2);
 	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 6, 2, true, &repl), 0);
@@ -319,6 +322,34 @@ TEST(fmap_dropped_dirty_block_waits_in_limbo_for_its_commit)
 	ssdp_fmap_pin(&fm, 1);
 	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 0, 2, false, &repl), 2);
 	ssdp_fmap_unpin(&fm, 1);
+	check_ok(&fm);
+	ssdp_fmap_destroy(&fm);
+}
+
+/* A reader of a dirty block may be in flight when its limbo ends. */
+TEST(fmap_limbo_ends_as_a_claim_in_a_pinned_set)
+{
+	struct ssdp_fmap fm;
+	struct ssdp_rec_view v;
+	u32 a, b;
+	bool repl;
+
+	ASSERT_EQ(ssdp_fmap_init(&fm, 1, 4), 0);
+	a = ssdp_fmap_tag_alloc(&fm, 0, &repl);
+	b = ssdp_fmap_tag_alloc(&fm, 1, &repl);
+	ssdp_fmap_pin(&fm, 0);
+	ssdp_fmap_claim(&fm, a, 0, 1, false, &repl);
+	ssdp_fmap_set_valid(&fm, a, 0, 1);
+	ssdp_fmap_set_dirty(&fm, a, 0, 1);
+	ssdp_fmap_drop(&fm, a, 0, 1);
+	ssdp_fmap_encode_set(&fm, 0, &v);
+	ssdp_fmap_commit_done(&fm, 0);
+	ASSERT_EQ(fm.total_limbo, 0);
+	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 0, 1, false, &repl), 0);
+	ssdp_fmap_unpin(&fm, 0);
+	ssdp_fmap_pin(&fm, 0);
+	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 0, 1, false, &repl), 1);
+	ssdp_fmap_unpin(&fm, 0);
 	check_ok(&fm);
 	ssdp_fmap_destroy(&fm);
 }
@@ -504,6 +535,7 @@ struct model {
 	u8 stamp_blk[M_STEPS + 1];
 	struct ssdp_rec_view rec[M_CSETS];	/* last durable records */
 	u32 writers[M_CSETS];
+	u32 busy[M_CSETS];		/* writers and dirty readers */
 	struct m_io io[M_INFLIGHT];
 	u64 next_stamp;
 	u64 violations;		/* data a user would call wrong */
@@ -546,12 +578,14 @@ static void m_complete(struct model *m, struct m_io *io)
 			ssdp_fmap_set_dirty(&m->fm, io->line, io->blk, 1);
 		if (io->stamp > m->acked[io->oset][io->blk])
 			m->acked[io->oset][io->blk] = io->stamp;
-		if (!--m->writers[c])
-			ssdp_fmap_set_no_replace(&m->fm, c, false);
-	} else if (m->fm.replaced == io->replaced) {
+		m->writers[c]--;
+	} else if (io->dirty || m->fm.replaced == io->replaced) {
+		/* A clean read after a replacement is read again. */
 		m_check_data(m, m->frame[c][io->blk], io->oset, io->blk,
 			     io->stamp);
 	}
+	if ((io->write || io->dirty) && !--m->busy[c])
+		ssdp_fmap_set_no_replace(&m->fm, c, false);
 	ssdp_fmap_unpin(&m->fm, c);
 	io->busy = false;
 }
@@ -578,6 +612,8 @@ static void m_start(struct model *m, struct m_io *io, u32 r)
 			return;		/* a miss: the origin serves it */
 		c = ssdp_line_cset(line);
 		io->stamp = m->acked[oset][blk];
+		io->dirty = ssdp_fmap_block(&m->fm, line, blk) ==
+			    SSDP_FMAP_DIRTY;
 	} else {
 		if (line == SSDP_NONE)
 			line = ssdp_fmap_tag_alloc(&m->fm, oset, &repl);
@@ -597,9 +633,10 @@ static void m_start(struct model *m, struct m_io *io, u32 r)
 		io->dirty = (r >> 14) & 1 ||
 			    ssdp_fmap_block(&m->fm, line, blk) ==
 			    SSDP_FMAP_DIRTY;
-		if (!m->writers[c]++)
-			ssdp_fmap_set_no_replace(&m->fm, c, true);
+		m->writers[c]++;
 	}
+	if ((io->write || io->dirty) && !m->busy[c]++)
+		ssdp_fmap_set_no_replace(&m->fm, c, true);
 	ssdp_fmap_touch(&m->fm, line);
 	ssdp_fmap_pin(&m->fm, c);
 	io->busy = true;
@@ -620,13 +657,25 @@ static void m_commit(struct model *m)
 		ssdp_fmap_commit_done(&m->fm, c);
 }
 
+/* The oldest dirty set without writers: readers go on under writeback. */
+static u32 m_wb_victim(struct model *m)
+{
+	u32 c;
+
+	for (c = ssdp_fmap_oldest_dirty(&m->fm); c != SSDP_NONE;
+	     c = ssdp_fmap_next_dirty_set(&m->fm, c))
+		if (!m->writers[c])
+			return c;
+	return SSDP_NONE;
+}
+
 /*
- * Write back the oldest unpinned dirty set; the engine commits before it
- * lets anyone reuse the frames it cleaned.
+ * Write back the oldest dirty set; the engine commits before it lets
+ * anyone reuse the frames it cleaned.
  */
 static void m_writeback(struct model *m)
 {
-	u32 c = ssdp_fmap_oldest_dirty_unpinned(&m->fm, M_CSETS);
+	u32 c = m_wb_victim(m);
 	u32 lines[SSDP_FMAP_TAGS], n, i, first, nr;
 
 	if (c == SSDP_NONE)
@@ -713,8 +762,7 @@ static u64 m_run(u32 seed, bool writeback_commits)
 				m_writeback(&m);
 			} else {
 				/* The bug: clean, and no commit before reuse. */
-				u32 c = ssdp_fmap_oldest_dirty_unpinned(&m.fm,
-								M_CSETS);
+				u32 c = m_wb_victim(&m);
 				u32 lines[SSDP_FMAP_TAGS], n, k, f, nr;
 
 				if (c == SSDP_NONE)
