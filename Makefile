@@ -31,7 +31,7 @@
 #                   completion and udev rule (make uninstall removes them)
 
 # The engine units, one concern each.
-SSDP_ENGINE_SRCS := drivers/config.c drivers/cache_map.c drivers/frame_map.c drivers/evict_sm.c drivers/seq_detect.c \
+SSDP_ENGINE_SRCS := drivers/config.c drivers/frame_map.c drivers/evict_sm.c drivers/seq_detect.c \
 	drivers/sched_policy.c drivers/classify.c drivers/sched.c drivers/cache.c \
 	drivers/evict.c drivers/promote.c drivers/io.c \
 	drivers/meta_codec.c drivers/meta.c

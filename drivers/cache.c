@@ -15,11 +15,15 @@
  *    policy: the rest of that block exists nowhere else.
  *  - Promotion and writeback take a set exclusively (set_io.excl): user
  *    writes and discards to that set are deferred until they finish, reads
- *    go on.  Any user I/O on the SSD pins its set, so it is never evicted
- *    under a reader or writer.
+ *    go on.  Any user I/O on the SSD pins its set (frame_map.h says what
+ *    a pin keeps from other origin sets).
+ *  - A cache set holds blocks of several origin sets (frame_map.h): a
+ *    write may take a frame holding another origin set's clean block,
+ *    never while writes or dirty reads are in flight in the set; a clean
+ *    read in flight then is read again from the origin (set_io.replaced).
  *  - A promotion copies the data of a read miss; it is dropped if an
  *    origin write completed (promo_gen moved), one is still in flight,
- *    or the set was unmapped meanwhile (its incarnation moved), so an
+ *    or a block of the set was replaced meanwhile (set_io.replaced), so an
  *    older origin copy never wins.
  */
 #include <linux/blkdev.h>
@@ -39,12 +43,18 @@ enum ssdp_dest {
 	SSDP_DONE,		/* nothing to do: complete it */
 };
 
-static u32 ssdp_auto_free_floor(u32 nr_csets)
+/*
+ * Eviction keeps this much room (frames neither dirty nor in limbo, in
+ * sets' worth): it writes back under load once dirty data passes twice
+ * the cleaning target (at least 20% of the cache), so cleaning in quiet
+ * windows does the work where there are any.
+ */
+static u32 ssdp_auto_free_floor(u32 nr_csets, u32 dirty_target_pct)
 {
-	u32 floor = max_t(u32, nr_csets / 100, 8);
+	u32 dirty_pct = clamp_t(u32, 2 * dirty_target_pct, 20, 90);
+	u32 floor = nr_csets - div_u64((u64)nr_csets * dirty_pct, 100);
 
-	/* A small cache still needs sets to map into. */
-	return min_t(u32, floor, max_t(u32, nr_csets / 4, 1));
+	return clamp_t(u32, floor, 1, max_t(u32, nr_csets - 1, 1));
 }
 
 /* Knobs the eviction machine keeps in its own units; cache_lock held. */
@@ -54,7 +64,8 @@ static void ssdp_evict_knobs_locked(struct ssdprio *sp)
 	u64 blocks;
 
 	if (!floor)
-		floor = ssdp_auto_free_floor(sp->layout.nr_csets);
+		floor = ssdp_auto_free_floor(sp->layout.nr_csets,
+					     READ_ONCE(sp->cfg.dirty_target_pct));
 	blocks = (u64)sp->layout.nr_csets * sp->cfg.set_blocks;
 	ssdp_evict_set_knobs(&sp->evict, min_t(u32, floor,
 					       sp->layout.nr_csets),
@@ -123,12 +134,17 @@ int ssdp_cache_ctr(struct ssdprio *sp, char **error)
 		*error = "Cache device too small for block_size and set_size";
 		return -EINVAL;
 	}
-	if (sp->layout.nr_csets >= SSDP_NONE) {
+	if (sp->layout.nr_csets > SSDP_FMAP_MAX_CSETS) {
 		*error = "Too many cache sets: raise set_size";
 		return -EINVAL;
 	}
 	sp->block_shift = ilog2(sp->cfg.block_sectors);
 	sp->set_shift = ilog2(sp->layout.set_sectors);
+	/* A record names an origin set in 32 bits. */
+	if (ssdp_nr_osets(sp) >= SSDP_REC_TAG_FREE) {
+		*error = "Origin too large for set_size: raise set_size";
+		return -EINVAL;
+	}
 
 	r = bioset_init(&sp->bs, 64, 0, BIOSET_NEED_BVECS);
 	if (r) {
@@ -150,13 +166,13 @@ int ssdp_cache_ctr(struct ssdprio *sp, char **error)
 	if (r)
 		goto bad_meta;
 
-	r = ssdp_cmap_init(&sp->cmap, sp->layout.nr_csets, sp->cfg.set_blocks);
+	r = ssdp_fmap_init(&sp->fmap, sp->layout.nr_csets, sp->cfg.set_blocks);
 	if (r) {
 		*error = "Cannot allocate the cache map";
 		goto bad_meta;
 	}
 	/* Dirty blocks loaded at resume count as dirty since then. */
-	sp->cmap.clock = ktime_get_seconds();
+	sp->fmap.clock = ktime_get_seconds();
 	sp->set_io = kvcalloc(sp->layout.nr_csets, sizeof(*sp->set_io),
 			      GFP_KERNEL);
 	if (!sp->set_io) {
@@ -178,7 +194,7 @@ bad_setio:
 	kvfree(sp->set_io);
 	sp->set_io = NULL;
 bad_map:
-	ssdp_cmap_destroy(&sp->cmap);
+	ssdp_fmap_destroy(&sp->fmap);
 bad_meta:
 	ssdp_meta_dtr(sp);
 	destroy_workqueue(sp->wq);
@@ -216,32 +232,51 @@ void ssdp_cache_dtr(struct ssdprio *sp)
 	destroy_workqueue(sp->wq);
 	bioset_exit(&sp->bs);
 	kvfree(sp->set_io);
-	ssdp_cmap_destroy(&sp->cmap);
+	ssdp_fmap_destroy(&sp->fmap);
+}
+
+/* Writes and dirty reads in flight keep other origin sets out. */
+static void ssdp_set_no_replace_locked(struct ssdprio *sp, u32 cset)
+{
+	struct ssdp_set_io *sio = &sp->set_io[cset];
+
+	ssdp_fmap_set_no_replace(&sp->fmap, cset,
+				 sio->writers || sio->dirty_readers);
 }
 
 /* Take a user I/O hold on @cset; cache_lock held. */
-static void ssdp_hold(struct ssdprio *sp, u32 cset, bool writer)
+static void ssdp_hold(struct ssdprio *sp, u32 cset, bool writer,
+		      bool dirty_read)
 {
 	struct ssdp_set_io *sio = &sp->set_io[cset];
 
+	lockdep_assert_held(&sp->cache_lock);
 	if (!sio->readers && !sio->writers)
-		ssdp_cmap_pin(&sp->cmap, cset);
-	if (writer)
+		ssdp_fmap_pin(&sp->fmap, cset);
+	if (writer) {
 		sio->writers++;
-	else
+	} else {
 		sio->readers++;
+		sio->dirty_readers += dirty_read;
+	}
+	ssdp_set_no_replace_locked(sp, cset);
 }
 
-static void ssdp_release_locked(struct ssdprio *sp, u32 cset, bool writer)
+static void ssdp_release_locked(struct ssdprio *sp, u32 cset, bool writer,
+				bool dirty_read)
 {
 	struct ssdp_set_io *sio = &sp->set_io[cset];
 
-	if (writer)
+	lockdep_assert_held(&sp->cache_lock);
+	if (writer) {
 		sio->writers--;
-	else
+	} else {
 		sio->readers--;
+		sio->dirty_readers -= dirty_read;
+	}
+	ssdp_set_no_replace_locked(sp, cset);
 	if (!sio->readers && !sio->writers) {
-		ssdp_cmap_unpin(&sp->cmap, cset);
+		ssdp_fmap_unpin(&sp->fmap, cset);
 		ssdp_evict_unpinned_locked(sp);
 	}
 }
@@ -252,74 +287,70 @@ void ssdp_cache_kick_deferred(struct ssdprio *sp)
 		queue_work(sp->wq, &sp->deferred_work);
 }
 
-/* Map @oset to a free set, for a write or a read miss; cache_lock held. */
-static u32 ssdp_alloc_set(struct ssdprio *sp, u64 oset)
+/* A clean block of @cset went to another origin set; cache_lock held. */
+static void ssdp_note_replaced_locked(struct ssdprio *sp, u32 cset,
+				      bool replaced)
 {
-	u32 cset = ssdp_cmap_map(&sp->cmap, oset);
+	if (replaced)
+		sp->set_io[cset].replaced++;
+}
 
-	if (cset != SSDP_NONE) {
-		ssdp_evict_kick(&sp->evict);
-		if (ssdp_evict_needs_run(&sp->evict, ssdp_nr_free_soon(sp),
-					 ssdp_cmap_total_dirty(&sp->cmap)))
-			ssdp_evict_kick_locked(sp);
-	}
-	return cset;
+/* A line for @oset, for a write or a read miss; cache_lock held. */
+static u32 ssdp_alloc_line(struct ssdprio *sp, u64 oset)
+{
+	bool replaced;
+	u32 line = ssdp_fmap_tag_alloc(&sp->fmap, oset, &replaced);
+
+	if (line != SSDP_NONE)
+		ssdp_note_replaced_locked(sp, ssdp_line_cset(line), replaced);
+	return line;
 }
 
 /*
- * Is block @blk to be read from the SSD?  Degraded, only where the SSD
- * holds the one copy: a clean block is read from the origin instead.
+ * What a read finds in blocks [first, first + nr) of @line, as a run of
+ * one kind; degraded, a clean block is read from the origin instead.
  */
-static bool ssdp_read_from_ssd(struct ssdprio *sp, u32 cset, u32 blk)
+static u32 ssdp_hit_run(struct ssdprio *sp, u32 line, u32 first, u32 nr,
+			enum ssdp_fmap_hit *hit)
 {
-	if (sp->degraded)
-		return ssdp_cmap_block_dirty(&sp->cmap, cset, blk);
-	return ssdp_cmap_block_valid(&sp->cmap, cset, blk);
-}
+	u32 n = ssdp_fmap_hit_run(&sp->fmap, line, first, nr, hit);
 
-/*
- * Count the blocks from @first on (at most @nr) that are read from where
- * @first is, so a read is served from one place.
- */
-static u32 ssdp_valid_run(struct ssdprio *sp, u32 cset, u32 first, u32 nr,
-			  bool *valid)
-{
-	u32 n;
-
-	*valid = ssdp_read_from_ssd(sp, cset, first);
-	for (n = 1; n < nr; n++)
-		if (ssdp_read_from_ssd(sp, cset, first + n) != *valid)
-			break;
+	if (sp->degraded && *hit == SSDP_FMAP_CLEAN)
+		*hit = SSDP_FMAP_MISS;
 	return n;
 }
 
 static enum ssdp_dest ssdp_route_read(struct ssdprio *sp, struct bio *bio,
 				      struct ssdp_bio *pb, bool may_split)
 {
-	u32 cset = ssdp_cmap_lookup(&sp->cmap, pb->oset);
+	u32 line = ssdp_fmap_lookup(&sp->fmap, pb->oset);
 	u32 cutoff = READ_ONCE(sp->cfg.seq_cutoff_kib);
-	bool valid = false;
+	enum ssdp_fmap_hit hit = SSDP_FMAP_MISS;
 	u64 stream;
+	u32 cset;
 
-	if (cset != SSDP_NONE) {
-		u32 run = ssdp_valid_run(sp, cset, pb->first, pb->nr, &valid);
+	if (line != SSDP_NONE) {
+		u32 run = ssdp_hit_run(sp, line, pb->first, pb->nr, &hit);
 
 		if (run < pb->nr) {
 			/* Reads are never deferred, so this is .map. */
 			if (WARN_ON_ONCE(!may_split))
-				valid = false, run = pb->nr;
+				hit = SSDP_FMAP_MISS, run = pb->nr;
 			else
 				dm_accept_partial_bio(bio, run << sp->block_shift);
 			pb->nr = run;
 		}
-		ssdp_cmap_touch(&sp->cmap, cset);
+		ssdp_fmap_touch(&sp->fmap, line);
 	}
 	/* After the split: the rest comes back as the stream's next bio. */
 	stream = ssdp_seq_note(&sp->seq, bio->bi_iter.bi_sector,
 			       bio_sectors(bio));
-	if (valid) {
-		ssdp_hold(sp, cset, false);
-		pb->cset = cset;
+	if (hit != SSDP_FMAP_MISS) {
+		cset = ssdp_line_cset(line);
+		pb->line = line;
+		pb->clean = hit == SSDP_FMAP_CLEAN;
+		pb->replaced = sp->set_io[cset].replaced;
+		ssdp_hold(sp, cset, false, !pb->clean);
 		pb->kind = SSDP_BK_SSD_READ;
 		/* Kept to read a clean block again from the origin. */
 		pb->saved_iter = bio->bi_iter;
@@ -338,17 +369,17 @@ static enum ssdp_dest ssdp_route_read(struct ssdprio *sp, struct bio *bio,
 		ssdp_count(sp, SSDP_ST_SEQ_SKIPPED);
 		return SSDP_TO_ORIGIN;
 	}
-	if (cset == SSDP_NONE) {
-		cset = ssdp_alloc_set(sp, pb->oset);
-		if (cset == SSDP_NONE) {
+	if (line == SSDP_NONE) {
+		line = ssdp_alloc_line(sp, pb->oset);
+		if (line == SSDP_NONE) {
 			ssdp_count(sp, SSDP_ST_BYPASSED);
 			return SSDP_TO_ORIGIN;
 		}
 	}
 	pb->promote = true;
-	pb->cset = cset;
+	pb->line = line;
 	pb->gen = sp->promo_gen;
-	pb->incarnation = sp->set_io[cset].incarnation;
+	pb->replaced = sp->set_io[ssdp_line_cset(line)].replaced;
 	pb->saved_iter = bio->bi_iter;
 	return SSDP_TO_ORIGIN;
 }
@@ -361,75 +392,139 @@ static enum ssdp_dest ssdp_origin_write(struct ssdprio *sp,
 	return SSDP_TO_ORIGIN;
 }
 
-static enum ssdp_dest ssdp_route_write(struct ssdprio *sp,
-				       struct ssdp_bio *pb)
+/*
+ * The cache's copy of the written blocks goes when the origin write
+ * completes: it holds the set as a writer meanwhile (no frame of it
+ * changes hands under it).
+ */
+static enum ssdp_dest ssdp_origin_write_drop(struct ssdprio *sp,
+					     struct ssdp_bio *pb, u32 line)
+{
+	pb->line = line;
+	pb->drop = true;
+	ssdp_hold(sp, ssdp_line_cset(line), true, false);
+	return ssdp_origin_write(sp, pb);
+}
+
+/* A partial write: one block, to its SSD copy if it has one. */
+static enum ssdp_dest ssdp_route_write_partial(struct ssdprio *sp,
+					       struct ssdp_bio *pb, u32 line,
+					       u32 policy)
+{
+	enum ssdp_fmap_hit hit = SSDP_FMAP_MISS;
+
+	if (line != SSDP_NONE)
+		hit = ssdp_fmap_block(&sp->fmap, line, pb->first);
+	if (hit == SSDP_FMAP_MISS) {
+		ssdp_count(sp, SSDP_ST_WRITE_MISSES);
+		return ssdp_origin_write(sp, pb);
+	}
+	ssdp_count(sp, SSDP_ST_WRITE_HITS);
+	if (hit == SSDP_FMAP_CLEAN && policy == SSDP_WP_WRITEAROUND) {
+		ssdp_fmap_drop(&sp->fmap, line, pb->first, 1);
+		return ssdp_origin_write(sp, pb);
+	}
+	pb->line = line;
+	ssdp_hold(sp, ssdp_line_cset(line), true, false);
+	ssdp_fmap_touch(&sp->fmap, line);
+	if (hit == SSDP_FMAP_DIRTY || policy == SSDP_WP_WRITEBACK) {
+		pb->kind = SSDP_BK_SSD_WRITE;
+		return SSDP_TO_SSD;
+	}
+	sp->origin_writes++;
+	pb->kind = SSDP_BK_BOTH_WRITE;
+	return SSDP_TO_BOTH;
+}
+
+/*
+ * Whole blocks the cache cannot take all of (frames holding another
+ * origin set's dirty blocks, or in use).  In .map the bio is cut to what
+ * can be done one way: false, the claimed head goes on to the cache.  A
+ * deferred bio, which cannot be cut, goes to the origin whole and drops
+ * the cache's copies when it is done.  True: *dest is decided.
+ */
+static bool ssdp_route_write_conflict(struct ssdprio *sp, struct bio *bio,
+				      struct ssdp_bio *pb, u32 line,
+				      u32 claimed, bool may_split,
+				      enum ssdp_dest *dest)
+{
+	u32 run;
+
+	if (!may_split) {
+		*dest = ssdp_origin_write_drop(sp, pb, line);
+		return true;
+	}
+	if (claimed) {
+		dm_accept_partial_bio(bio, claimed << sp->block_shift);
+		pb->nr = claimed;
+		return false;
+	}
+	run = ssdp_fmap_unclaimable_run(&sp->fmap, line, pb->first, pb->nr,
+					sp->degraded);
+	if (run < pb->nr) {
+		dm_accept_partial_bio(bio, run << sp->block_shift);
+		pb->nr = run;
+	}
+	/* None of them is a valid block of this origin set. */
+	ssdp_count(sp, SSDP_ST_BYPASSED);
+	*dest = ssdp_origin_write(sp, pb);
+	return true;
+}
+
+static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
+				       struct ssdp_bio *pb, bool may_split)
 {
 	u32 policy = READ_ONCE(sp->cfg.write_policy);
-	u32 cset = ssdp_cmap_lookup(&sp->cmap, pb->oset);
+	u32 line = ssdp_fmap_lookup(&sp->fmap, pb->oset);
+	enum ssdp_dest dest;
+	bool replaced;
+	u32 cset, n;
 
-	if (cset != SSDP_NONE && sp->set_io[cset].excl)
+	if (line != SSDP_NONE && sp->set_io[ssdp_line_cset(line)].excl)
 		return SSDP_DEFERRED;
 	/* Around a failing SSD, except where it holds the only copy. */
 	if (sp->degraded)
 		policy = SSDP_WP_WRITEAROUND;
-
-	if (pb->partial) {
-		bool dirty;
-
-		if (cset == SSDP_NONE ||
-		    !ssdp_cmap_block_valid(&sp->cmap, cset, pb->first)) {
-			ssdp_count(sp, SSDP_ST_WRITE_MISSES);
-			return ssdp_origin_write(sp, pb);
-		}
-		ssdp_count(sp, SSDP_ST_WRITE_HITS);
-		dirty = ssdp_cmap_block_dirty(&sp->cmap, cset, pb->first);
-		if (!dirty && policy == SSDP_WP_WRITEAROUND) {
-			ssdp_cmap_clear_valid(&sp->cmap, cset, pb->first, 1);
-			return ssdp_origin_write(sp, pb);
-		}
-		pb->cset = cset;
-		ssdp_hold(sp, cset, true);
-		ssdp_cmap_touch(&sp->cmap, cset);
-		if (dirty || policy == SSDP_WP_WRITEBACK) {
-			pb->kind = SSDP_BK_SSD_WRITE;
-			return SSDP_TO_SSD;
-		}
-		sp->origin_writes++;
-		pb->kind = SSDP_BK_BOTH_WRITE;
-		return SSDP_TO_BOTH;
-	}
+	if (pb->partial)
+		return ssdp_route_write_partial(sp, pb, line, policy);
 
 	/*
 	 * A dirty block's data exists only in the cache: a write to it stays
 	 * there whatever the policy, or a crash could leave a durable
 	 * "invalid" before the origin has the new data.
 	 */
-	if (policy == SSDP_WP_WRITEAROUND && cset != SSDP_NONE &&
-	    ssdp_cmap_any_dirty(&sp->cmap, cset, pb->first, pb->nr))
+	if (policy == SSDP_WP_WRITEAROUND && line != SSDP_NONE &&
+	    ssdp_fmap_any_dirty(&sp->fmap, line, pb->first, pb->nr))
 		policy = SSDP_WP_WRITEBACK;
 	if (policy == SSDP_WP_WRITEAROUND) {
-		if (cset != SSDP_NONE) {
+		if (line != SSDP_NONE) {
 			ssdp_count(sp, SSDP_ST_WRITE_HITS);
-			ssdp_cmap_clear_valid(&sp->cmap, cset, pb->first,
-					      pb->nr);
+			ssdp_fmap_drop(&sp->fmap, line, pb->first, pb->nr);
 		} else {
 			ssdp_count(sp, SSDP_ST_WRITE_MISSES);
 		}
 		return ssdp_origin_write(sp, pb);
 	}
-	if (cset == SSDP_NONE) {
+	if (line == SSDP_NONE) {
 		ssdp_count(sp, SSDP_ST_WRITE_MISSES);
-		cset = ssdp_alloc_set(sp, pb->oset);
-		if (cset == SSDP_NONE) {
+		line = ssdp_alloc_line(sp, pb->oset);
+		if (line == SSDP_NONE) {
 			ssdp_count(sp, SSDP_ST_BYPASSED);
 			return ssdp_origin_write(sp, pb);
 		}
 	} else {
 		ssdp_count(sp, SSDP_ST_WRITE_HITS);
 	}
-	pb->cset = cset;
-	ssdp_hold(sp, cset, true);
-	ssdp_cmap_touch(&sp->cmap, cset);
+	cset = ssdp_line_cset(line);
+	n = ssdp_fmap_claim(&sp->fmap, line, pb->first, pb->nr, sp->degraded,
+			    &replaced);
+	ssdp_note_replaced_locked(sp, cset, replaced);
+	if (n < pb->nr && ssdp_route_write_conflict(sp, bio, pb, line, n,
+						    may_split, &dest))
+		return dest;
+	pb->line = line;
+	ssdp_hold(sp, cset, true, false);
+	ssdp_fmap_touch(&sp->fmap, line);
 	if (policy == SSDP_WP_WRITEBACK) {
 		pb->kind = SSDP_BK_SSD_WRITE;
 		return SSDP_TO_SSD;
@@ -442,40 +537,47 @@ static enum ssdp_dest ssdp_route_write(struct ssdprio *sp,
 static enum ssdp_dest ssdp_route_discard(struct ssdprio *sp,
 					 struct ssdp_bio *pb)
 {
-	u32 cset = ssdp_cmap_lookup(&sp->cmap, pb->oset);
+	u32 line = ssdp_fmap_lookup(&sp->fmap, pb->oset);
+	enum ssdp_fmap_hit hit;
+	u32 cset;
 
-	if (cset == SSDP_NONE)
+	if (line == SSDP_NONE)
 		goto origin;
+	cset = ssdp_line_cset(line);
 	if (sp->set_io[cset].excl)
 		return SSDP_DEFERRED;
+	/*
+	 * A discard must not leave two answers for its sectors: the
+	 * origin's (maybe zeroes) and an SSD copy.  A write in flight to the
+	 * set may be about to fill (or dirty) its blocks, and with
+	 * writethrough its origin half may land before or after the
+	 * discard; the rest of a partly discarded dirty block exists only
+	 * here, and its writeback rewrites the whole block.  There the
+	 * discard is dropped, which it allows: its sectors keep their data
+	 * everywhere.
+	 */
+	if (sp->set_io[cset].writers)
+		goto done;
 	if (pb->partial) {
-		/*
-		 * A partial discard must not leave two answers for its
-		 * sectors: the origin's (maybe zeroes) and an SSD copy.  The
-		 * rest of a dirty block exists only here, and its writeback
-		 * rewrites the whole block on the origin, where a discard
-		 * could even land after it; a write in flight to the set may
-		 * be about to fill the block.  There the discard is dropped,
-		 * which it allows: its sectors keep their data everywhere.
-		 */
-		if (sp->set_io[cset].writers ||
-		    ssdp_cmap_block_dirty(&sp->cmap, cset, pb->first)) {
-			pb->kind = SSDP_BK_NONE;
-			return SSDP_DONE;
-		}
+		hit = ssdp_fmap_block(&sp->fmap, line, pb->first);
+		if (hit == SSDP_FMAP_DIRTY)
+			goto done;
 		/* Clean: the origin has the rest of it, the SSD copy goes. */
-		if (!ssdp_cmap_block_valid(&sp->cmap, cset, pb->first))
+		if (hit == SSDP_FMAP_MISS)
 			goto origin;
 	}
 	/* Dirty too: the data is being thrown away. */
-	ssdp_cmap_clear_valid(&sp->cmap, cset, pb->first, pb->nr);
+	ssdp_fmap_drop(&sp->fmap, line, pb->first, pb->nr);
 	/* Nothing left that could fail to be written back. */
-	if (!ssdp_cmap_nr_dirty(&sp->cmap, cset))
+	if (!ssdp_fmap_nr_dirty(&sp->fmap, cset))
 		ssdp_wb_unfail_locked(sp, cset);
 origin:
 	sp->origin_writes++;
 	pb->kind = SSDP_BK_DISCARD;
 	return SSDP_TO_ORIGIN;
+done:
+	pb->kind = SSDP_BK_NONE;
+	return SSDP_DONE;
 }
 
 static void ssdp_both_ssd_endio(struct bio *clone)
@@ -506,7 +608,7 @@ static int ssdp_dispatch(struct ssdprio *sp, struct bio *bio,
 		return DM_MAPIO_SUBMITTED;
 	case SSDP_TO_SSD:
 		bio_set_dev(bio, sp->cache->bdev);
-		bio->bi_iter.bi_sector = ssdp_cset_sector(sp, pb->cset, 0) +
+		bio->bi_iter.bi_sector = ssdp_line_sector(sp, pb->line, 0) +
 					 in_set;
 		return DM_MAPIO_REMAPPED;
 	case SSDP_TO_BOTH:
@@ -517,7 +619,7 @@ static int ssdp_dispatch(struct ssdprio *sp, struct bio *bio,
 		 */
 		clone = bio_alloc_clone(sp->cache->bdev, bio, GFP_NOIO,
 					&sp->bs);
-		clone->bi_iter.bi_sector = ssdp_cset_sector(sp, pb->cset, 0) +
+		clone->bi_iter.bi_sector = ssdp_line_sector(sp, pb->line, 0) +
 					   in_set;
 		/* bio_chain(), telling end_io which leg failed. */
 		clone->bi_private = bio;
@@ -543,7 +645,7 @@ static int ssdp_route(struct ssdprio *sp, struct bio *bio, bool may_split)
 	if (bio_op(bio) == REQ_OP_DISCARD)
 		dest = ssdp_route_discard(sp, pb);
 	else if (bio_data_dir(bio) == WRITE)
-		dest = ssdp_route_write(sp, pb);
+		dest = ssdp_route_write(sp, bio, pb, may_split);
 	else
 		dest = ssdp_route_read(sp, bio, pb, may_split);
 	if (dest == SSDP_DEFERRED) {
@@ -638,11 +740,12 @@ static bool ssdp_ssd_read_failed_locked(struct ssdprio *sp,
 	if (atomic64_read(&sp->stats[SSDP_ST_SSD_READ_ERRORS]) >=
 	    SSDP_SSD_READ_ERRORS_DEGRADE)
 		ssdp_degrade_locked(sp, "SSD read errors");
-	if (ssdp_cmap_any_dirty(&sp->cmap, pb->cset, pb->first, pb->nr))
+	if (!pb->clean)
 		return false;
 	/* A writer in flight may be about to make them dirty: leave them. */
-	if (!sp->set_io[pb->cset].writers)
-		ssdp_cmap_clear_valid(&sp->cmap, pb->cset, pb->first, pb->nr);
+	if (!sp->set_io[ssdp_line_cset(pb->line)].writers)
+		ssdp_fmap_drop(&sp->fmap, pb->line, pb->first, pb->nr);
+	ssdp_count(sp, SSDP_ST_READ_FALLBACKS);
 	return true;
 }
 
@@ -661,8 +764,9 @@ static void ssdp_write_failed_locked(struct ssdprio *sp,
 
 	lockdep_assert_held(&sp->cache_lock);
 	for (blk = pb->first; blk < pb->first + pb->nr; blk++)
-		if (!ssdp_cmap_block_dirty(&sp->cmap, pb->cset, blk))
-			ssdp_cmap_clear_valid(&sp->cmap, pb->cset, blk, 1);
+		if (ssdp_fmap_block(&sp->fmap, pb->line, blk) !=
+		    SSDP_FMAP_DIRTY)
+			ssdp_fmap_drop(&sp->fmap, pb->line, blk, 1);
 	sp->promo_gen++;
 	if (ssd_failed) {
 		ssdp_count(sp, SSDP_ST_SSD_WRITE_ERRORS);
@@ -676,7 +780,10 @@ static void ssdp_count_origin_error(struct ssdprio *sp, struct bio *bio)
 						   SSDP_ST_ORIGIN_READ_ERRORS);
 }
 
-/* Read failed clean hits again from the origin, in process context. */
+/*
+ * Read clean hits again from the origin, in process context: those that
+ * failed on the SSD, and those whose frames changed hands under them.
+ */
 static void ssdp_retry_work_fn(struct work_struct *work)
 {
 	struct ssdprio *sp = container_of(work, struct ssdprio, retry_work);
@@ -694,7 +801,6 @@ static void ssdp_retry_work_fn(struct work_struct *work)
 		bio_clear_flag(bio, BIO_QOS_THROTTLED);
 		bio_clear_flag(bio, BIO_QOS_MERGED);
 		bio_set_dev(bio, sp->origin->bdev);
-		ssdp_count(sp, SSDP_ST_READ_FALLBACKS);
 		if (ssdp_sched_map(sp, bio, pb->idle) == DM_MAPIO_REMAPPED)
 			dm_submit_bio_remap(bio, NULL);
 	}
@@ -706,6 +812,7 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 	struct ssdp_bio *pb = ssdp_pb(bio);
 	bool ok = !*error, retry = false;
 	unsigned long flags;
+	u32 cset;
 
 	if (pb->origin) {
 		ssdp_sched_end_io(sp, bio);
@@ -727,11 +834,18 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 	}
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
+	cset = ssdp_line_cset(pb->line);
 	switch (pb->kind) {
 	case SSDP_BK_SSD_READ:
-		if (!ok)
+		if (!ok) {
 			retry = ssdp_ssd_read_failed_locked(sp, pb);
-		ssdp_release_locked(sp, pb->cset, false);
+		} else if (pb->clean &&
+			   sp->set_io[cset].replaced != pb->replaced) {
+			/* Its frames may hold another origin set's data now. */
+			ssdp_count(sp, SSDP_ST_READS_REDONE);
+			retry = true;
+		}
+		ssdp_release_locked(sp, cset, false, !pb->clean);
 		if (retry) {
 			bio_list_add(&sp->retry, bio);
 			queue_work(sp->wq, &sp->retry_work);
@@ -740,14 +854,17 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 	case SSDP_BK_SSD_WRITE:
 		if (ok) {
 			/* Stamps a set's first dirty block, for its age. */
-			sp->cmap.clock = ktime_get_seconds();
-			ssdp_cmap_set_dirty(&sp->cmap, pb->cset, pb->first,
+			sp->fmap.clock = ktime_get_seconds();
+			ssdp_fmap_set_valid(&sp->fmap, pb->line, pb->first,
+					    pb->nr);
+			ssdp_fmap_set_dirty(&sp->fmap, pb->line, pb->first,
 					    pb->nr);
 			sp->ssd_unflushed++;
+			ssdp_evict_unpinned_locked(sp);
 		} else {
 			ssdp_write_failed_locked(sp, pb, true);
 		}
-		ssdp_release_locked(sp, pb->cset, true);
+		ssdp_release_locked(sp, cset, true, false);
 		break;
 	case SSDP_BK_BOTH_WRITE:
 		if (ok) {
@@ -755,19 +872,26 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 			 * A block dirty before stays dirty: clean needs an
 			 * origin flush first (writeback does one).
 			 */
-			ssdp_cmap_set_valid(&sp->cmap, pb->cset, pb->first,
+			ssdp_fmap_set_valid(&sp->fmap, pb->line, pb->first,
 					    pb->nr);
 			sp->ssd_unflushed++;
 			sp->origin_unflushed++;
 		} else {
 			ssdp_write_failed_locked(sp, pb, pb->ssd_failed);
 		}
-		ssdp_release_locked(sp, pb->cset, true);
+		ssdp_release_locked(sp, cset, true, false);
 		sp->origin_writes--;
 		sp->promo_gen++;
 		break;
 	case SSDP_BK_ORIGIN_WRITE:
 	case SSDP_BK_DISCARD:
+		if (pb->drop) {
+			/* The origin has newer data than the cache's copy. */
+			if (ok)
+				ssdp_fmap_drop(&sp->fmap, pb->line, pb->first,
+					       pb->nr);
+			ssdp_release_locked(sp, cset, true, false);
+		}
 		sp->origin_writes--;
 		sp->promo_gen++;
 		sp->origin_unflushed++;
@@ -875,10 +999,10 @@ int ssdp_cache_flush_dirty(struct ssdprio *sp, bool drain)
 unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 			       unsigned int maxlen, unsigned int sz)
 {
-	struct ssdp_cmap *cm = &sp->cmap;
+	struct ssdp_fmap *fm = &sp->fmap;
 	unsigned long flags;
-	u64 valid, dirty, evicted, mem, cleaned, pressed, age = 0;
-	u32 mapped, free, limbo, total, state, deferred, wb, failed;
+	u64 valid, dirty, evicted, mem, cleaned, pressed, replaced, age = 0;
+	u32 mapped, limbo, total, tags, state, deferred, wb, failed, old;
 	const char *flush, *why;
 	bool degraded, draining;
 
@@ -887,12 +1011,13 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 		return sz;
 	}
 	spin_lock_irqsave(&sp->cache_lock, flags);
-	valid = ssdp_cmap_total_valid(cm);
-	dirty = ssdp_cmap_total_dirty(cm);
-	mapped = ssdp_cmap_nr_mapped(cm);
-	free = ssdp_cmap_nr_free(cm);
-	limbo = ssdp_cmap_nr_limbo(cm);
-	total = ssdp_cmap_nr_csets(cm);
+	valid = fm->total_valid;
+	dirty = fm->total_dirty;
+	mapped = fm->nr_mapped_sets;
+	limbo = fm->nr_limbo_sets;
+	tags = fm->nr_tags_used;
+	replaced = fm->replaced;
+	total = fm->nr_csets;
 	state = ssdp_evict_state(&sp->evict);
 	wb = ssdp_evict_inflight(&sp->evict);
 	evicted = sp->evict.sets_evicted;
@@ -905,17 +1030,19 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 	cleaned = sp->evict.clean_started;
 	pressed = sp->evict.pressure_started;
 	why = ssdp_evict_why(&sp->evict);
-	if (ssdp_cmap_oldest_dirty(cm) != SSDP_NONE)
-		age = (u32)ktime_get_seconds() -
-		      ssdp_cmap_dirty_since(cm, ssdp_cmap_oldest_dirty(cm));
+	old = ssdp_fmap_oldest_dirty(fm);
+	if (old != SSDP_NONE)
+		age = (u32)ktime_get_seconds() - ssdp_fmap_dirty_since(fm, old);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
-	mem = ssdp_cmap_mem_bytes(cm) + total * sizeof(*sp->set_io) +
+	mem = ssdp_fmap_mem_bytes(fm) + total * sizeof(*sp->set_io) +
 	      2 * BITS_TO_LONGS(ssdp_meta_blocks(&sp->layout)) * sizeof(long);
 
 	DMEMIT(" cache on cache_mode %s valid_blocks %llu dirty_blocks %llu",
 	       degraded ? "degraded" : "normal", valid, dirty);
 	DMEMIT(" mapped_sets %u free_sets %u limbo_sets %u total_sets %u",
-	       mapped, free, limbo, total);
+	       mapped, total - mapped, limbo, total);
+	DMEMIT(" tags_used %u tags_total %u blocks_replaced %llu", tags,
+	       total * SSDP_FMAP_TAGS, replaced);
 	DMEMIT(" evict_state %s writeback_sets %u sets_evicted %llu deferred_now %u",
 	       ssdp_evict_state_name(state), wb, evicted, deferred);
 	DMEMIT(" failed_sets %u flush_state %s draining %u", failed, flush,

@@ -3,12 +3,18 @@
  * dm-ssdprio deferred eviction: the worker that carries out what the
  * eviction state machine (evict_sm.c) decides, and the writeback jobs.
  *
- * A writeback job owns its set exclusively (set_io.excl + a pin): user
- * writes to the set wait in the deferred list, reads go on.  It copies
- * each dirty run SSD -> origin at idle priority (the origin write waits
- * for a quiet window in the scheduler), flushes the origin, and only then
- * marks the blocks clean, so a clean block always has a durable origin
- * copy.
+ * A writeback job owns its cache set exclusively (set_io.excl + a pin):
+ * user writes to the set wait in the deferred list, reads go on.  It
+ * copies each dirty run SSD -> origin at idle priority (the origin write
+ * waits for a quiet window in the scheduler), origin set by origin set in
+ * disk order, flushes the origin, and only then marks the blocks clean, so
+ * a clean block always has a durable origin copy.  Then it commits the
+ * metadata before it lets go of the set: a clean frame may be given to
+ * another origin set, and a record still calling it dirty would bring the
+ * newcomer's data back as this block's after a crash.
+ *
+ * Written-back blocks stay cached, clean: eviction is writeback, and the
+ * clean frames are taken by new blocks when they need them (frame_map.h).
  *
  * A writeback that fails (origin write error, unreadable SSD block, no
  * memory) changes nothing: the blocks stay dirty.  The set is held aside
@@ -62,8 +68,8 @@ void ssdp_evict_kick_locked(struct ssdprio *sp)
 void ssdp_evict_unpinned_locked(struct ssdprio *sp)
 {
 	lockdep_assert_held(&sp->cache_lock);
-	if (ssdp_evict_needs_run(&sp->evict, ssdp_nr_free_soon(sp),
-				 ssdp_cmap_total_dirty(&sp->cmap))) {
+	if (ssdp_evict_needs_run(&sp->evict, ssdp_room_sets(sp),
+				 sp->fmap.total_dirty)) {
 		ssdp_evict_kick(&sp->evict);
 		ssdp_evict_kick_locked(sp);
 	}
@@ -81,53 +87,73 @@ void ssdp_evict_timer_fn(struct work_struct *work)
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 }
 
+/* The origin writes' class, per piece: a drain meanwhile speeds it up. */
+static enum ssdp_bg_class ssdp_wb_class(struct ssdprio *sp,
+					const struct ssdp_wb_job *job)
+{
+	if (job->kind != SSDP_WB_EVICT && READ_ONCE(sp->draining))
+		return SSDP_BG_NORMAL;
+	return job->pressure ? SSDP_BG_PRESSURE : SSDP_BG_IDLE;
+}
+
+/* Copy the dirty blocks of @line to the origin; *written counts them. */
+static int ssdp_writeback_line(struct ssdprio *sp,
+			       const struct ssdp_wb_job *job, u32 line,
+			       struct ssdp_buf *buf, u32 *written)
+{
+	u32 block_bytes = sp->cfg.block_sectors << SECTOR_SHIFT;
+	u32 buf_blocks = (buf->nr_pages << PAGE_SHIFT) / block_bytes;
+	u32 from = 0, first, nr;
+	sector_t origin_sector;
+	unsigned long flags;
+	bool more;
+	u64 oset;
+	int r;
+
+	for (;;) {
+		spin_lock_irqsave(&sp->cache_lock, flags);
+		more = ssdp_fmap_next_dirty_run(&sp->fmap, line, from, &first,
+						&nr);
+		oset = ssdp_fmap_oset_of(&sp->fmap, line);
+		spin_unlock_irqrestore(&sp->cache_lock, flags);
+		if (!more)
+			return 0;
+		nr = min(nr, buf_blocks);
+
+		r = ssdp_io_ssd_sync(sp, buf, ssdp_line_sector(sp, line, first),
+				     nr * block_bytes, REQ_OP_READ);
+		if (r)
+			return r;
+		origin_sector = (oset << sp->set_shift) +
+				((sector_t)first << sp->block_shift);
+		r = ssdp_io_origin_sync(sp, buf, origin_sector,
+					nr * block_bytes, REQ_OP_WRITE,
+					ssdp_wb_class(sp, job));
+		if (r)
+			return r;
+		*written += nr;
+		from = first + nr;
+	}
+}
+
 /*
- * Write the dirty blocks of @cset back and mark them clean.  The caller
- * holds the set exclusively, so its dirty bits change only here.
+ * Write the dirty blocks of @cset back, mark them clean and commit.  The
+ * caller holds the set exclusively, so its dirty bits change only here.
  */
 static int ssdp_writeback_set(struct ssdprio *sp,
 			      const struct ssdp_wb_job *job,
 			      struct ssdp_buf *buf)
 {
+	u32 lines[SSDP_FMAP_TAGS], nr_lines, i, written = 0;
 	u32 cset = job->cset;
-	u32 block_bytes = sp->cfg.block_sectors << SECTOR_SHIFT;
-	u32 buf_blocks = (buf->nr_pages << PAGE_SHIFT) / block_bytes;
-	u32 from = 0, first, nr, written = 0;
-	sector_t origin_sector;
 	unsigned long flags;
-	enum ssdp_bg_class class;
-	bool more;
-	u64 oset;
 	int r = 0;
 
-	for (;;) {
-		spin_lock_irqsave(&sp->cache_lock, flags);
-		more = ssdp_cmap_next_dirty_run(&sp->cmap, cset, from, &first,
-						&nr);
-		oset = ssdp_cmap_oset_of(&sp->cmap, cset);
-		/* Per piece: a drain asked for meanwhile speeds this one up. */
-		if (job->kind != SSDP_WB_EVICT && sp->draining)
-			class = SSDP_BG_NORMAL;
-		else
-			class = job->pressure ? SSDP_BG_PRESSURE : SSDP_BG_IDLE;
-		spin_unlock_irqrestore(&sp->cache_lock, flags);
-		if (!more)
-			break;
-		nr = min(nr, buf_blocks);
-
-		r = ssdp_io_ssd_sync(sp, buf, ssdp_cset_sector(sp, cset, first),
-				     nr * block_bytes, REQ_OP_READ);
-		if (r)
-			break;
-		origin_sector = (oset << sp->set_shift) +
-				((sector_t)first << sp->block_shift);
-		r = ssdp_io_origin_sync(sp, buf, origin_sector,
-					nr * block_bytes, REQ_OP_WRITE, class);
-		if (r)
-			break;
-		written += nr;
-		from = first + nr;
-	}
+	spin_lock_irqsave(&sp->cache_lock, flags);
+	nr_lines = ssdp_fmap_dirty_lines(&sp->fmap, cset, lines);
+	spin_unlock_irqrestore(&sp->cache_lock, flags);
+	for (i = 0; i < nr_lines && !r; i++)
+		r = ssdp_writeback_line(sp, job, lines[i], buf, &written);
 	if (!r && written)
 		r = ssdp_io_flush_sync(sp, sp->origin->bdev);
 	if (r) {
@@ -136,13 +162,16 @@ static int ssdp_writeback_set(struct ssdprio *sp,
 	}
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
-	/*
-	 * The blocks stay valid, so no promotion can land on them; if the
-	 * set is unmapped later, its incarnation moves.
-	 */
-	ssdp_cmap_clear_dirty(&sp->cmap, cset, 0, sp->cfg.set_blocks);
+	for (i = 0; i < nr_lines; i++)
+		ssdp_fmap_clear_dirty(&sp->fmap, lines[i], 0,
+				      sp->cfg.set_blocks);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 	ssdp_count_n(sp, SSDP_ST_BLOCKS_WRITTEN_BACK, written);
+	/*
+	 * Durable "clean" before the frames can change hands.  If it fails
+	 * the cache is degraded (meta.c), and no frame changes hands then.
+	 */
+	ssdp_meta_commit(sp);
 	return 0;
 }
 
@@ -150,7 +179,7 @@ static int ssdp_writeback_set(struct ssdprio *sp,
 static void ssdp_excl_end_locked(struct ssdprio *sp, u32 cset)
 {
 	sp->set_io[cset].excl = false;
-	ssdp_cmap_unpin(&sp->cmap, cset);
+	ssdp_fmap_unpin(&sp->fmap, cset);
 	ssdp_cache_kick_deferred(sp);
 }
 
@@ -161,7 +190,7 @@ static void ssdp_wb_fail_locked(struct ssdprio *sp, u32 cset)
 	ssdp_count(sp, SSDP_ST_WRITEBACK_ERRORS);
 	if (!sp->set_io[cset].wb_failed) {
 		sp->set_io[cset].wb_failed = true;
-		ssdp_cmap_pin(&sp->cmap, cset);
+		ssdp_fmap_pin(&sp->fmap, cset);
 		sp->nr_wb_failed++;
 	}
 	if (!sp->wb_backoff_ms)
@@ -179,7 +208,7 @@ void ssdp_wb_unfail_locked(struct ssdprio *sp, u32 cset)
 	if (!sp->set_io[cset].wb_failed)
 		return;
 	sp->set_io[cset].wb_failed = false;
-	ssdp_cmap_unpin(&sp->cmap, cset);
+	ssdp_fmap_unpin(&sp->fmap, cset);
 	sp->nr_wb_failed--;
 }
 
@@ -248,13 +277,6 @@ static void ssdp_wb_job_fn(struct work_struct *work)
 		/* Others held aside may work now too. */
 		if (sp->nr_wb_failed && !sp->suspended)
 			mod_delayed_work(sp->wq, &sp->wb_retry, 0);
-		/* A reader may still hold the set: it stays mapped, clean. */
-		if (job->kind == SSDP_WB_EVICT &&
-		    !ssdp_cmap_pinned(&sp->cmap, job->cset) &&
-		    !ssdp_cmap_unmap_deferred(&sp->cmap, job->cset)) {
-			sp->set_io[job->cset].incarnation++;
-			ssdp_meta_commit_async(sp);
-		}
 		ssdp_evict_wb_done(&sp->evict, job->kind);
 	}
 	ssdp_evict_kick_locked(sp);
@@ -271,7 +293,7 @@ static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset,
 {
 	struct ssdp_wb_job *job;
 
-	if (cset == SSDP_NONE || !ssdp_cmap_nr_dirty(&sp->cmap, cset))
+	if (cset == SSDP_NONE || !ssdp_fmap_nr_dirty(&sp->fmap, cset))
 		return false;
 	job = kzalloc(sizeof(*job), GFP_NOWAIT | __GFP_NOWARN);
 	if (!job)
@@ -282,45 +304,61 @@ static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset,
 	job->pressure = pressure;
 	INIT_WORK(&job->work, ssdp_wb_job_fn);
 	sp->set_io[cset].excl = true;
-	ssdp_cmap_pin(&sp->cmap, cset);
+	ssdp_fmap_pin(&sp->fmap, cset);
 	atomic_inc(&sp->bg_jobs);
 	queue_work(sp->wq, &job->work);
 	return true;
 }
 
 /*
- * Eviction drops a clean set among this many of the coldest rather than
- * wait to write back a dirty LRU head: no I/O, and still a cold set.
+ * Eviction and cleaning take the oldest dirty set that no write holds,
+ * among this many (sets held aside after failed writebacks are skipped:
+ * with a dead origin they could be all of them, and this runs on every
+ * event).  Reads may go on under a writeback: a hot set always has some.
  */
-#define SSDP_CLEAN_VICTIM_SCAN	64U
+#define SSDP_DIRTY_SCAN		64U
 
-static enum ssdp_evict_head ssdp_head_locked(struct ssdprio *sp)
+static u32 ssdp_wb_victim_locked(struct ssdprio *sp, u32 max_scan)
 {
-	if (ssdp_cmap_clean_victim(&sp->cmap, SSDP_CLEAN_VICTIM_SCAN) !=
-	    SSDP_NONE)
-		return SSDP_HEAD_CLEAN;
-	if (ssdp_cmap_lru_first_unpinned(&sp->cmap) == SSDP_NONE)
-		return SSDP_HEAD_NONE;
-	return SSDP_HEAD_DIRTY;
+	u32 c = ssdp_fmap_oldest_dirty(&sp->fmap);
+
+	lockdep_assert_held(&sp->cache_lock);
+	for (; c != SSDP_NONE && max_scan; max_scan--,
+	     c = ssdp_fmap_next_dirty_set(&sp->fmap, c)) {
+		const struct ssdp_set_io *sio = &sp->set_io[c];
+
+		if (!sio->writers && !sio->excl && !sio->wb_failed)
+			return c;
+	}
+	return SSDP_NONE;
+}
+
+static u32 ssdp_oldest_dirty_locked(struct ssdprio *sp)
+{
+	return ssdp_wb_victim_locked(sp, SSDP_DIRTY_SCAN);
 }
 
 /*
- * What cleaning would take: the oldest dirty set not in use, among the
- * oldest few (sets held aside after failed writebacks are pinned: with a
- * dead origin they could be all of them, and this runs on every event).
+ * Clean blocks are taken in place by new ones, so what eviction can do
+ * is write a dirty set back: there is one to take, or there is not.
  */
+static enum ssdp_evict_head ssdp_head_locked(struct ssdprio *sp)
+{
+	return ssdp_oldest_dirty_locked(sp) != SSDP_NONE ? SSDP_HEAD_DIRTY :
+							   SSDP_HEAD_NONE;
+}
+
 static void ssdp_clean_view_locked(struct ssdprio *sp, u64 now_s,
 				   struct ssdp_evict_view *v)
 {
-	u32 old = ssdp_cmap_oldest_dirty_unpinned(&sp->cmap,
-						  SSDP_CLEAN_VICTIM_SCAN);
+	u32 old = ssdp_oldest_dirty_locked(sp);
 	u32 since;
 
-	v->dirty_blocks = ssdp_cmap_total_dirty(&sp->cmap);
+	v->dirty_blocks = sp->fmap.total_dirty;
 	v->cleanable = old != SSDP_NONE;
 	v->oldest_age = 0;
 	if (v->cleanable) {
-		since = ssdp_cmap_dirty_since(&sp->cmap, old);
+		since = ssdp_fmap_dirty_since(&sp->fmap, old);
 		if ((u32)now_s > since)
 			v->oldest_age = (u64)((u32)now_s - since) *
 					NSEC_PER_SEC;
@@ -333,7 +371,7 @@ void ssdp_evict_work_fn(struct work_struct *work)
 	struct ssdp_evict_action act;
 	struct ssdp_evict_view view;
 	unsigned long flags;
-	bool freed = false, flushing;
+	bool flushing;
 	u64 now;
 	u32 cset;
 
@@ -341,9 +379,9 @@ void ssdp_evict_work_fn(struct work_struct *work)
 	flushing = sp->evict.flushing;
 	for (;;) {
 		now = ktime_get_ns();
-		view.nr_free = ssdp_nr_free_soon(sp);
+		view.nr_free = ssdp_room_sets(sp);
 		/* Every set held aside is dirty (see ssdp_wb_unfail_locked). */
-		view.nr_dirty_sets = ssdp_cmap_nr_dirty_sets(&sp->cmap);
+		view.nr_dirty_sets = sp->fmap.nr_dirty_sets;
 		if (!WARN_ON_ONCE(view.nr_dirty_sets < sp->nr_wb_failed))
 			view.nr_dirty_sets -= sp->nr_wb_failed;
 		view.head = ssdp_head_locked(sp);
@@ -352,35 +390,23 @@ void ssdp_evict_work_fn(struct work_struct *work)
 
 		switch (act.type) {
 		case SSDP_EVICT_ACT_FREE_CLEAN_HEAD:
-			cset = ssdp_cmap_clean_victim(&sp->cmap,
-						      SSDP_CLEAN_VICTIM_SCAN);
-			/* Reusable once its "free" record is durable. */
-			if (cset == SSDP_NONE ||
-			    ssdp_cmap_unmap_deferred(&sp->cmap, cset)) {
-				ssdp_evict_action_failed(&sp->evict, act.type);
-			} else {
-				sp->set_io[cset].incarnation++;
-				freed = true;
-			}
+			/* Never asked for: the head is never clean. */
+			ssdp_evict_action_failed(&sp->evict, act.type);
 			continue;
 		case SSDP_EVICT_ACT_START_WRITEBACK:
-			cset = ssdp_cmap_lru_first_unpinned(&sp->cmap);
+			cset = ssdp_oldest_dirty_locked(sp);
 			if (!ssdp_wb_start_locked(sp, cset, SSDP_WB_EVICT,
 						  act.pressure))
 				ssdp_evict_action_failed(&sp->evict, act.type);
 			continue;
 		case SSDP_EVICT_ACT_START_FLUSH:
-			cset = ssdp_cmap_next_dirty_set(&sp->cmap,
-							sp->flush_cursor);
+			cset = ssdp_wb_victim_locked(sp, U32_MAX);
 			if (!ssdp_wb_start_locked(sp, cset, SSDP_WB_FLUSH,
 						  false))
 				ssdp_evict_action_failed(&sp->evict, act.type);
-			else
-				sp->flush_cursor = cset + 1;
 			continue;
 		case SSDP_EVICT_ACT_START_CLEAN:
-			cset = ssdp_cmap_oldest_dirty_unpinned(&sp->cmap,
-								SSDP_CLEAN_VICTIM_SCAN);
+			cset = ssdp_oldest_dirty_locked(sp);
 			if (!ssdp_wb_start_locked(sp, cset, SSDP_WB_CLEAN,
 						  false))
 				ssdp_evict_action_failed(&sp->evict, act.type);
@@ -407,6 +433,4 @@ void ssdp_evict_work_fn(struct work_struct *work)
 		sp->draining = false;
 	}
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
-	if (freed)
-		ssdp_meta_commit_async(sp);
 }

@@ -609,6 +609,11 @@ u32 ssdp_fmap_next_changed(const struct ssdp_fmap *fm, u32 from)
 	return c >= fm->nr_csets ? SSDP_NONE : (u32)c;
 }
 
+void ssdp_fmap_mark_changed(struct ssdp_fmap *fm, u32 cset)
+{
+	mark_changed(fm, cset);
+}
+
 void ssdp_fmap_encode_set(struct ssdp_fmap *fm, u32 cset,
 			  struct ssdp_rec_view *v)
 {

@@ -239,6 +239,8 @@ static inline u32 ssdp_fmap_nr_valid(const struct ssdp_fmap *fm, u32 cset)
  * encode.  Claims and limbo frames encode as free.
  */
 u32 ssdp_fmap_next_changed(const struct ssdp_fmap *fm, u32 from);
+/* Its record must be written again (an unreadable copy, a fixup). */
+void ssdp_fmap_mark_changed(struct ssdp_fmap *fm, u32 cset);
 void ssdp_fmap_encode_set(struct ssdp_fmap *fm, u32 cset,
 			  struct ssdp_rec_view *v);
 /* The commit that encoded the set is durable: its limbo frames go free. */

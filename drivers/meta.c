@@ -5,16 +5,17 @@
  *
  * Commit protocol (one commit serves every flush and FUA write that
  * arrived before it started):
- *   1. take the sets whose persistent state changed (cmap "changed"
- *      bits) and note how many sets wait in limbo;
- *   2. per chunk of metadata blocks: encode them from the cache map, THEN
+ *   1. take the sets whose persistent state changed (frame map "changed"
+ *      bits);
+ *   2. per chunk of metadata blocks: encode them from the frame map, THEN
  *      flush the origin (if user writes reached it) and the SSD, so every
  *      block a record calls valid has its data durable before the record
  *      is written;
  *   3. write each metadata block to its other copy with FUA, and only then
  *      call that copy the newest;
- *   4. release the limbo sets counted in 1: their "free" records are now
- *      durable, so their blocks may be reused for another origin set.
+ *   4. tell the frame map those sets' records are durable: frames of
+ *      dropped dirty blocks (limbo) that the records call free may now
+ *      hold another origin set's blocks.
  * Cost per flush in steady state: one SSD flush (plus one origin flush
  * when writes went to the origin) and one FUA write per run of changed
  * metadata blocks; no metadata I/O per data write.
@@ -23,9 +24,11 @@
  * to a dirty block never invalidates it (cache.c), so a durable record
  * never calls a block clean or invalid while the origin lacks its data.
  *
- * After an unclean shutdown every valid block is loaded as dirty: a clean
- * block may have been overwritten in place after its last commit, and
- * writing it back keeps the origin from later serving the older copy.
+ * After an unclean shutdown only dirty blocks are loaded: a frame a record
+ * calls clean may have been given to another origin set since the last
+ * commit (frame_map.h).  A frame a record calls dirty has not: a dirty
+ * block's frame changes hands only after a commit said it is clean or
+ * free (writeback and limbo).
  *
  * Metadata I/O happens only between preresume and postsuspend, never in
  * ctr or dtr: on a table reload the new table's ctr runs while the old
@@ -129,7 +132,7 @@ static int ssdp_meta_write_sb(struct ssdprio *sp, bool clean)
 	sp->sb.flags = clean ? SSDP_SB_CLEAN : 0;
 	if (clean) {
 		spin_lock_irqsave(&sp->cache_lock, flags);
-		dirty = ssdp_cmap_total_dirty(&sp->cmap);
+		dirty = sp->fmap.total_dirty;
 		spin_unlock_irqrestore(&sp->cache_lock, flags);
 		/* What a later "cache off" table checks (ssdp_meta_ctr_bypass). */
 		if (!dirty)
@@ -345,6 +348,25 @@ static int ssdp_meta_check(struct ssdprio *sp, char **error)
 	case SSDP_SB_BAD_CRC:
 		*error = "Cache superblock checksum mismatch: refusing the cache device (ssdprio-tool wipe to start over)";
 		return r;
+	case SSDP_SB_OLD_VERSION:
+		/*
+		 * Nothing of value in it: start it afresh in this format if
+		 * the table says so.  Dirty blocks are data the origin lacks.
+		 */
+		if (sp->format &&
+		    ((sb->flags & (SSDP_SB_CLEAN | SSDP_SB_NO_DIRTY)) ==
+		     (SSDP_SB_CLEAN | SSDP_SB_NO_DIRTY) ||
+		     (sb->incompat & SSDP_SB_INCOMPAT_BYPASSED))) {
+			if (!again)
+				DMWARN("cache has format version 1 and no dirty blocks: formatting it afresh in version %u",
+				       SSDP_FORMAT_VERSION);
+			sp->meta_must_format = true;
+			return 0;
+		}
+		*error = sb->flags & SSDP_SB_NO_DIRTY ?
+			"Cache has format version 1 (an earlier ssdprio) and no dirty blocks: add the feature flag 'format' to start it afresh in this version" :
+			"Cache has format version 1 (an earlier ssdprio) and may hold dirty blocks this module cannot read: write them back with the earlier module (message flush_dirty, then remove the device cleanly) before loading this one";
+		return r;
 	case SSDP_SB_BAD_VERSION:
 		*error = "Cache superblock has an unknown format version";
 		return r;
@@ -415,7 +437,9 @@ int ssdp_meta_ctr(struct ssdprio *sp, char **error)
 			   GFP_KERNEL);
 	sp->meta_list = kcalloc(SSDP_META_CHUNK_BLOCKS,
 				sizeof(*sp->meta_list), GFP_KERNEL);
-	if (r || !sp->meta_list) {
+	/* Two: a load compares both copies of a record. */
+	sp->meta_view = kmalloc_array(2, sizeof(*sp->meta_view), GFP_KERNEL);
+	if (r || !sp->meta_list || !sp->meta_view) {
 		*error = "Cannot allocate the metadata buffer";
 		return -ENOMEM;
 	}
@@ -641,6 +665,7 @@ void ssdp_meta_dtr(struct ssdprio *sp)
 	kvfree(sp->meta_copy);
 	kvfree(sp->meta_todo);
 	kfree(sp->meta_list);
+	kfree(sp->meta_view);
 	ssdp_buf_free(&sp->meta_buf);
 }
 
@@ -672,58 +697,44 @@ static int ssdp_meta_format(struct ssdprio *sp)
 }
 
 /*
- * One record read back at load: restore it into the cache map.  A record
- * that is not restored (past the end, lost to a newer one) is marked
- * changed and counted in meta_fixups: its durable record must be
- * rewritten as free before the device serves I/O (ssdp_meta_preresume),
- * or a later crash could find it alone and believe it.
+ * One record read back at load: restore it into the frame map.  A tag past
+ * the end of the table without dirty blocks is dropped, its record marked
+ * changed and counted in meta_fixups: it must be rewritten before the
+ * device serves I/O (ssdp_meta_preresume), or a later shorter or longer
+ * table could find it again.  Dirty blocks past the end: refused.
  */
 static int ssdp_meta_restore(struct ssdprio *sp, u32 cset,
-			     const struct ssdp_rec_info *ri, u64 *seqs,
-			     bool recovering)
+			     struct ssdp_rec_view *v, bool recovering)
 {
-	struct ssdp_cmap *cm = &sp->cmap;
-	u32 other;
+	u32 set_blocks = sp->cfg.set_blocks, t, b;
+	bool fixed = false;
 	int r;
 
-	if (ri->oset >= ssdp_nr_osets(sp)) {
-		const u8 *bits = recovering ? ri->valid : ri->dirty;
-
-		/* Dirty data the table cannot reach: refuse (preresume). */
-		if (memchr_inv(bits, 0, ssdp_bitmap_bytes(cm->set_blocks))) {
-			DMERR("%s: cache set %u holds dirty blocks of origin set %llu, past the end of the table",
-			      ssdp_name(sp), cset, ri->oset);
-			return -ERANGE;
+	for (t = 0; t < SSDP_REC_TAGS; t++) {
+		if (v->tags[t] == SSDP_REC_TAG_FREE ||
+		    v->tags[t] < ssdp_nr_osets(sp))
+			continue;
+		for (b = 0; b < set_blocks; b++) {
+			if (ssdp_rec_owner(v, b) != t)
+				continue;
+			if (ssdp_rec_dirty(v, b)) {
+				DMERR("%s: cache set %u holds dirty blocks of origin set %u, past the end of the table",
+				      ssdp_name(sp), cset, v->tags[t]);
+				return -ERANGE;
+			}
+			v->owners[b / 2] |= 0xf << (b % 2 * 4);
 		}
-		DMWARN("%s: cache set %u maps origin set %llu past the end; dropped (clean)",
-		       ssdp_name(sp), cset, ri->oset);
-		ssdp_cmap_mark_changed(cm, cset);
-		sp->meta_fixups++;
-		return 0;
+		DMWARN("%s: cache set %u holds origin set %u past the end; dropped (clean)",
+		       ssdp_name(sp), cset, v->tags[t]);
+		v->tags[t] = SSDP_REC_TAG_FREE;
+		fixed = true;
 	}
-	other = ssdp_cmap_lookup(cm, ri->oset);
-	if (other != SSDP_NONE) {
-		/*
-		 * Two records for one origin set: a torn commit left the
-		 * old one.  The later mapping wins; the older set was clean
-		 * when it was unmapped (only clean sets are unmapped).
-		 */
+	r = ssdp_fmap_load_set(&sp->fmap, cset, v, !recovering);
+	if (!r && fixed) {
+		ssdp_fmap_mark_changed(&sp->fmap, cset);
 		sp->meta_fixups++;
-		if (seqs[other] >= ri->map_seq) {
-			ssdp_cmap_mark_changed(cm, cset);
-			return 0;
-		}
-		ssdp_cmap_clear_dirty(cm, other, 0, cm->set_blocks);
-		ssdp_cmap_unmap(cm, other);
-		ssdp_cmap_mark_changed(cm, other);
 	}
-	r = ssdp_cmap_map_restore(cm, cset, ri->oset, ri->map_seq);
-	if (r)
-		return r;
-	seqs[cset] = ri->map_seq;
-	/* Unclean: every valid block is treated as dirty (see the top). */
-	return ssdp_cmap_put_bits(cm, cset, ri->valid,
-				  recovering ? ri->valid : ri->dirty);
+	return r;
 }
 
 /*
@@ -771,14 +782,10 @@ static int ssdp_meta_load(struct ssdprio *sp)
 	DECLARE_BITMAP(bad[SSDP_META_COPIES], SSDP_LOAD_CHUNK_BLOCKS);
 	unsigned long flags;
 	u64 k, max_seq = sp->sb.seq, loaded = 0;
-	u64 *seqs;
 	u64 t0 = ktime_get_ns();
 	int r = -ENOMEM, c;
 
 	sp->rec_seed = ssdp_rec_seed(sp->sb.uuid);
-	seqs = kvcalloc(l->nr_csets, sizeof(*seqs), GFP_KERNEL);
-	if (!seqs)
-		return r;
 	for (c = 0; c < SSDP_META_COPIES; c++)
 		if (ssdp_buf_alloc(&bufs[c], SSDP_LOAD_CHUNK_BLOCKS *
 				   SSDP_META_BLOCK_BYTES, GFP_KERNEL))
@@ -808,42 +815,32 @@ static int ssdp_meta_load(struct ssdprio *sp)
 			for (j = 0; j < rpb && first + j < l->nr_csets && !r;
 			     j++) {
 				size_t off = ((size_t)s << SSDP_MB_SHIFT) + j * rb;
-				struct ssdp_rec_info ri;
+				struct ssdp_rec_view *v = sp->meta_view;
 				int pick;
 
 				pick = ssdp_rec_pick(ssdp_buf_addr(&bufs[0], off),
 						     ssdp_buf_addr(&bufs[1], off),
 						     rb, sp->rec_seed,
 						     first + j, set_blocks,
-						     &ri);
+						     l->nr_csets, v, v + 1);
 				if (j == 0)
 					block_pick = pick;
 				if (pick < 0)
 					continue;
-				max_seq = max(max_seq, ri.seq);
-				if (ri.oset == SSDP_OSET_FREE)
-					continue;
-				r = ssdp_meta_restore(sp, first + j, &ri, seqs,
+				max_seq = max(max_seq, v->seq);
+				r = ssdp_meta_restore(sp, first + j, v,
 						      recovering);
-				loaded++;
+				loaded += !!sp->fmap.nr_tags[first + j];
 			}
 			/*
-			 * What was loaded is what is on the SSD, unless
-			 * recovering (every valid block became dirty).  A
-			 * block with an unreadable copy is rewritten at the
+			 * A block with an unreadable copy is rewritten at the
 			 * next commit, so that the unreadable copy (which may
 			 * have been the newer) is replaced by what we serve.
 			 */
-			for (j = 0; j < rpb && first + j < l->nr_csets; j++) {
+			for (j = 0; j < rpb && first + j < l->nr_csets; j++)
 				if (test_bit(s, bad[0]) || test_bit(s, bad[1]))
-					ssdp_cmap_mark_changed(&sp->cmap,
+					ssdp_fmap_mark_changed(&sp->fmap,
 							       first + j);
-				else if (!recovering &&
-					 ssdp_cmap_is_mapped(&sp->cmap,
-							     first + j))
-					ssdp_cmap_clear_changed(&sp->cmap,
-								first + j);
-			}
 			spin_unlock_irqrestore(&sp->cache_lock, flags);
 			/* The next write of this block goes to the other copy. */
 			if (block_pick == 1)
@@ -862,14 +859,14 @@ static int ssdp_meta_load(struct ssdprio *sp)
 	sp->meta_seq = max_seq;
 	sp->load_ms = div_u64(ktime_get_ns() - t0, NSEC_PER_MSEC);
 	DMINFO("%s: loaded %llu mapped sets (%llu valid, %llu dirty blocks) after a%s shutdown in %u ms",
-	       ssdp_name(sp), loaded, ssdp_cmap_total_valid(&sp->cmap),
-	       ssdp_cmap_total_dirty(&sp->cmap),
-	       recovering ? "n unclean" : " clean", sp->load_ms);
+	       ssdp_name(sp), loaded, sp->fmap.total_valid,
+	       sp->fmap.total_dirty,
+	       recovering ? "n unclean (clean blocks dropped)" : " clean",
+	       sp->load_ms);
 	r = 0;
 out:
 	for (c = 0; c < SSDP_META_COPIES; c++)
 		ssdp_buf_free(&bufs[c]);
-	kvfree(seqs);
 	return r;
 }
 
@@ -924,11 +921,9 @@ int ssdp_meta_preresume(struct ssdprio *sp)
 	r = ssdp_meta_write_sb(sp, false);
 	if (!r && sp->meta_fixups) {
 		/*
-		 * Records the load did not restore (lost to a newer record
-		 * of their origin set, or clean past the end): write them
-		 * free now.  Left on the SSD, a crash after the winner was
-		 * written back and evicted would find the loser alone and
-		 * write its old blocks over newer origin data.
+		 * Records of clean blocks past the end of the table: write
+		 * them without those now, before a table of another length
+		 * could find them again.
 		 */
 		DMINFO("%s: %u stale metadata records rewritten as free",
 		       ssdp_name(sp), sp->meta_fixups);
@@ -969,34 +964,44 @@ static u32 ssdp_meta_gather(struct ssdprio *sp, u64 *k, u32 *list, u32 max)
 	return n;
 }
 
-/* Encode metadata block @s into @dst from the cache map; cache_lock held. */
+/*
+ * Encode metadata block @s into @dst from the frame map; cache_lock held.
+ * Its sets' changed bits are cleared (frame_map.h: encode, then done).
+ */
 static void ssdp_meta_encode_block(struct ssdprio *sp, u64 s, u8 *dst)
 {
-	struct ssdp_cmap *cm = &sp->cmap;
 	u32 rpb = ssdp_recs_per_block(sp), rb = sp->layout.rec_bytes;
-	u8 valid[SSDP_MAX_SET_BLOCKS / 8], dirty[SSDP_MAX_SET_BLOCKS / 8];
+	struct ssdp_rec_view *v = sp->meta_view;
 	u32 j;
 
+	lockdep_assert_held(&sp->cache_lock);
 	memset(dst, 0, SSDP_META_BLOCK_BYTES);
 	for (j = 0; j < rpb; j++) {
 		u64 cset = s * rpb + j;
 
 		if (cset >= sp->layout.nr_csets)
 			break;
-		if (ssdp_cmap_is_mapped(cm, cset)) {
-			ssdp_cmap_get_bits(cm, cset, valid, dirty);
-			ssdp_rec_encode(dst + j * rb, rb, sp->rec_seed, cset,
-					sp->cfg.set_blocks,
-					ssdp_cmap_oset_of(cm, cset),
-					sp->meta_seq,
-					ssdp_cmap_map_seq(cm, cset), valid,
-					dirty);
-		} else {
-			ssdp_rec_encode(dst + j * rb, rb, sp->rec_seed, cset,
-					sp->cfg.set_blocks, SSDP_OSET_FREE,
-					sp->meta_seq, 0, NULL, NULL);
-		}
+		ssdp_fmap_encode_set(&sp->fmap, cset, v);
+		v->seq = sp->meta_seq;
+		ssdp_rec_encode(dst + j * rb, rb, sp->rec_seed, cset,
+				sp->cfg.set_blocks, v);
 	}
+}
+
+/* The records of metadata block @s are durable (@ok) or not. */
+static void ssdp_meta_block_done(struct ssdprio *sp, u64 s, bool ok)
+{
+	u32 rpb = ssdp_recs_per_block(sp), j;
+	unsigned long flags;
+
+	spin_lock_irqsave(&sp->cache_lock, flags);
+	for (j = 0; j < rpb && s * rpb + j < sp->layout.nr_csets; j++) {
+		if (ok)
+			ssdp_fmap_commit_done(&sp->fmap, s * rpb + j);
+		else
+			ssdp_fmap_commit_failed(&sp->fmap, s * rpb + j);
+	}
+	spin_unlock_irqrestore(&sp->cache_lock, flags);
 }
 
 /* Write the gathered blocks, runs of neighbours in one bio each. */
@@ -1038,7 +1043,7 @@ static int ssdp_meta_write_list(struct ssdprio *sp, const u32 *list, u32 n)
 static int ssdp_meta_commit_locked(struct ssdprio *sp)
 {
 	u32 *list = sp->meta_list;
-	u32 rpb, limbo, origin_dirty, ssd_dirty, n, i;
+	u32 rpb, origin_dirty, ssd_dirty, n, i;
 	unsigned long flags;
 	u64 k = 0;
 	u32 cset;
@@ -1052,12 +1057,9 @@ static int ssdp_meta_commit_locked(struct ssdprio *sp)
 	rpb = ssdp_recs_per_block(sp);
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
-	for (cset = ssdp_cmap_next_changed(&sp->cmap, 0); cset != SSDP_NONE;
-	     cset = ssdp_cmap_next_changed(&sp->cmap, cset + 1)) {
-		ssdp_cmap_clear_changed(&sp->cmap, cset);
+	for (cset = ssdp_fmap_next_changed(&sp->fmap, 0); cset != SSDP_NONE;
+	     cset = ssdp_fmap_next_changed(&sp->fmap, cset + 1))
 		__set_bit(cset / rpb, sp->meta_todo);
-	}
-	limbo = ssdp_cmap_nr_limbo(&sp->cmap);
 	origin_dirty = sp->origin_unflushed;
 	ssd_dirty = sp->ssd_unflushed;
 	sp->origin_unflushed = 0;
@@ -1087,6 +1089,8 @@ static int ssdp_meta_commit_locked(struct ssdprio *sp)
 			break;
 		ssd_dirty = 0;
 		r = ssdp_meta_write_list(sp, list, n);
+		for (i = 0; i < n; i++)
+			ssdp_meta_block_done(sp, list[i], !r);
 		if (r)
 			break;
 	}
@@ -1102,9 +1106,6 @@ static int ssdp_meta_commit_locked(struct ssdprio *sp)
 		return r;
 	}
 	sp->meta_commits++;
-	spin_lock_irqsave(&sp->cache_lock, flags);
-	ssdp_cmap_release_limbo(&sp->cmap, limbo);
-	spin_unlock_irqrestore(&sp->cache_lock, flags);
 	return 0;
 }
 

@@ -11,7 +11,9 @@
  * idle priority.  The copy is
  * committed only if nothing could have made it older than the origin: no
  * origin write completed since the miss was issued (promo_gen), none is in
- * flight, the blocks are still invalid and no user write holds the set.
+ * flight, no block of the set changed hands meanwhile (a block written
+ * since could have been written back and replaced: set_io.replaced), the
+ * blocks are still invalid and no user write holds the set.
  */
 #include <linux/slab.h>
 
@@ -25,8 +27,8 @@ struct ssdp_promo {
 	struct ssdp_buf buf;
 	u64 oset;
 	u64 gen;
-	u32 incarnation;
-	u32 cset;
+	u32 replaced;
+	u32 line;
 	u16 first;
 	u16 nr;
 	unsigned int bytes;
@@ -96,8 +98,8 @@ static void ssdp_promote_capture(struct ssdprio *sp, struct bio *bio,
 	ssdp_buf_copy_from_bio(&p->buf, bio, pb->saved_iter);
 	p->oset = pb->oset;
 	p->gen = pb->gen;
-	p->incarnation = pb->incarnation;
-	p->cset = pb->cset;
+	p->replaced = pb->replaced;
+	p->line = pb->line;
 	p->first = pb->first;
 	p->nr = pb->nr;
 	p->bytes = bytes;
@@ -131,26 +133,42 @@ void ssdp_capture_work_fn(struct work_struct *work)
 	}
 }
 
-/* May the copy go in?  Takes the set exclusively if so; cache_lock held. */
+/*
+ * May the copy go in?  Takes the set exclusively and claims the frames
+ * if so; cache_lock held.
+ */
 static bool ssdp_promote_begin_locked(struct ssdprio *sp,
 				      struct ssdp_promo *p)
 {
-	struct ssdp_set_io *sio = &sp->set_io[p->cset];
+	u32 cset = ssdp_line_cset(p->line);
+	struct ssdp_set_io *sio = &sp->set_io[cset];
+	enum ssdp_fmap_hit hit;
+	bool replaced;
 
+	lockdep_assert_held(&sp->cache_lock);
 	if (sp->suspended || sp->degraded || p->gen != sp->promo_gen ||
 	    sp->origin_writes ||
-	    ssdp_cmap_lookup(&sp->cmap, p->oset) != p->cset ||
-	    sio->incarnation != p->incarnation ||
-	    sio->excl || sio->writers ||
-	    ssdp_cmap_any_valid(&sp->cmap, p->cset, p->first, p->nr))
+	    ssdp_fmap_lookup(&sp->fmap, p->oset) != p->line ||
+	    sio->replaced != p->replaced || sio->excl || sio->writers ||
+	    ssdp_fmap_hit_run(&sp->fmap, p->line, p->first, p->nr, &hit) !=
+	    p->nr || hit != SSDP_FMAP_MISS)
 		return false;
+	/* Pinned first: claims exist only under a pin. */
+	ssdp_fmap_pin(&sp->fmap, cset);
+	if (ssdp_fmap_claim(&sp->fmap, p->line, p->first, p->nr, false,
+			    &replaced) != p->nr) {
+		ssdp_fmap_unpin(&sp->fmap, cset);
+		return false;
+	}
+	if (replaced)
+		sio->replaced++;
 	sio->excl = true;
-	ssdp_cmap_pin(&sp->cmap, p->cset);
 	return true;
 }
 
 static void ssdp_promote_one(struct ssdprio *sp, struct ssdp_promo *p)
 {
+	u32 cset = ssdp_line_cset(p->line);
 	unsigned long flags;
 	bool go;
 	int r;
@@ -163,15 +181,15 @@ static void ssdp_promote_one(struct ssdprio *sp, struct ssdp_promo *p)
 		return;
 	}
 
-	r = ssdp_io_ssd_sync(sp, &p->buf, ssdp_cset_sector(sp, p->cset,
+	r = ssdp_io_ssd_sync(sp, &p->buf, ssdp_line_sector(sp, p->line,
 							   p->first),
 			     p->bytes, REQ_OP_WRITE);
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	if (!r)
-		ssdp_cmap_set_valid(&sp->cmap, p->cset, p->first, p->nr);
-	sp->set_io[p->cset].excl = false;
-	ssdp_cmap_unpin(&sp->cmap, p->cset);
+		ssdp_fmap_set_valid(&sp->fmap, p->line, p->first, p->nr);
+	sp->set_io[cset].excl = false;
+	ssdp_fmap_unpin(&sp->fmap, cset);
 	ssdp_evict_unpinned_locked(sp);
 	ssdp_cache_kick_deferred(sp);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);

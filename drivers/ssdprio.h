@@ -272,8 +272,8 @@ struct ssdprio {
 	/*
 	 * promo_gen moves whenever a user write or discard to the origin
 	 * completes; origin_writes counts those in flight.  Together with
-	 * the set's incarnation they tell a promotion whether its data may
-	 * be older than the origin's.
+	 * the set's set_io.replaced they tell a promotion whether its data
+	 * may be older than the origin's or the cache's.
 	 */
 	u64 promo_gen;
 	u32 origin_writes;
@@ -284,7 +284,6 @@ struct ssdprio {
 
 	struct workqueue_struct *wq;	/* eviction, promotion, deferred */
 	struct work_struct evict_work;
-	u32 flush_cursor;		/* cache_lock; flush_dirty's scan */
 	struct delayed_work evict_timer;
 	struct work_struct deferred_work;
 	struct list_head promotions;	/* cache_lock; copies for the worker */
@@ -311,6 +310,7 @@ struct ssdprio {
 	unsigned long *meta_copy;	/* per metadata block: newest copy */
 	unsigned long *meta_todo;	/* metadata blocks of this commit */
 	u32 *meta_list;
+	struct ssdp_rec_view *meta_view;	/* two, see ssdp_meta_ctr() */
 	struct ssdp_buf meta_buf;
 	bool meta_must_format;		/* blank cache + format, or bypassed */
 	bool meta_loaded;		/* format or load done: the map is real */
