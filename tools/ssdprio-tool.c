@@ -512,7 +512,7 @@ static void show_text(const char *path, const struct ssdp_scan *s, bool live,
 				printf(" %u:%u %u/%u%s", tg, ss->tags[tg],
 				       ss->tag_valid[tg], ss->tag_dirty[tg],
 				       ss->past_origin & (1U << tg) ?
-				       "(past the origin)" : "");
+				       " (past the origin)" : "");
 		putchar('\n');
 	}
 }
