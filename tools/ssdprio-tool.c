@@ -1464,7 +1464,7 @@ static int activate_one(const struct tab_entry *e, const char *tab,
 	}
 	notice("%s: activated: %s over %s, %llu sets mapped, %llu dirty blocks%s",
 	       e->name, e->cache, e->origin,
-	       (unsigned long long)s.mapped_sets,
+	       (unsigned long long)s.load_mapped_sets,
 	       (unsigned long long)s.load_dirty_blocks,
 	       s.clean ? "" : " (after an unclean shutdown)");
 	r = EXIT_OK;
