@@ -20,15 +20,11 @@ static const struct {
 	[SCAN_TRUNCATED] = { "truncated",
 		"device is smaller than when it was formatted (the kernel refuses it)" },
 	[SCAN_INCONSISTENT] = { "inconsistent",
-		"record copies with a good checksum that contradict themselves (wrong set index, bits past the set, dirty without valid, unknown flags)" },
+		"record copies with a good checksum that contradict themselves (wrong set index, a tag not placed in this set or twice, an owner without a tag, dirty without an owner, bits past the set; treated as a bad copy)" },
 	[SCAN_STRAY] = { "stray",
 		"records of this cache past its last cache set" },
 	[SCAN_PAST_ORIGIN] = { "past_origin",
-		"records mapping an origin set past the end of the origin (dropped at load)" },
-	[SCAN_DUP_AMBIGUOUS] = { "duplicate_same_seq",
-		"origin sets mapped by two cache sets with the same map_seq (corruption: load keeps the lower cache set)" },
-	[SCAN_DUP] = { "duplicate",
-		"origin sets mapped by two cache sets (a torn commit: load keeps the newer record)" },
+		"tags naming an origin set past the end of the origin (clean ones are dropped at load; with dirty blocks the kernel refuses the cache)" },
 	[SCAN_NEWER_THAN_SB] = { "newer_than_superblock",
 		"records newer than the clean superblock" },
 	[SCAN_UNREADABLE] = { "unreadable",
@@ -82,14 +78,9 @@ enum scan_severity scan_severity(const struct ssdp_scan *s, enum scan_kind k)
 		return SCAN_INFO;
 	case SCAN_UNREADABLE:
 		return SCAN_WARN;
-	case SCAN_DUP:
-	case SCAN_DUP_AMBIGUOUS:
-		/*
-		 * Only a commit cut short leaves two records of one origin
-		 * set (the later mapping, higher map_seq, wins); after a
-		 * clean shutdown every commit completed.
-		 */
-		return s->clean ? SCAN_ERROR : SCAN_WARN;
+	case SCAN_PAST_ORIGIN:
+		/* Clean blocks past the origin are dropped, dirty refuse. */
+		return s->past_origin_dirty ? SCAN_ERROR : SCAN_WARN;
 	default:
 		return SCAN_ERROR;
 	}
@@ -123,18 +114,6 @@ static bool all_zero(const void *p, size_t len)
 		if (*b++)
 			return false;
 	return true;
-}
-
-static u32 popcount_bits(const u8 *bits, u32 nbits)
-{
-	u32 i, n = 0;
-
-	for (i = 0; i < nbits / 8; i++)
-		n += __builtin_popcount(bits[i]);
-	if (nbits % 8)
-		n += __builtin_popcount(bits[nbits / 8] &
-					((1U << (nbits % 8)) - 1));
-	return n;
 }
 
 int scan_read(int fd, u64 off, void *buf, size_t len)
@@ -193,26 +172,95 @@ static int add_set(struct ssdp_scan *s, u64 *cap, const struct scan_set *ss)
 	return 0;
 }
 
+/* Fill @ss's counts from @v; false if no tag is in use. */
+static bool scan_tags(struct ssdp_scan *s, struct scan_set *ss,
+		      const struct ssdp_rec_view *v)
+{
+	u32 set_blocks = s->sb.set_blocks, t, blk;
+
+	for (t = 0; t < SSDP_REC_TAGS; t++) {
+		ss->tags[t] = v->tags[t];
+		if (v->tags[t] == SSDP_REC_TAG_FREE)
+			continue;
+		ss->nr_tags++;
+		if (v->tags[t] >= s->nr_osets)
+			ss->past_origin |= 1U << t;
+	}
+	for (blk = 0; blk < set_blocks; blk++) {
+		u32 own = ssdp_rec_owner(v, blk);
+		bool dirty = ssdp_rec_dirty(v, blk);
+
+		if (own == 0xf)
+			continue;
+		ss->tag_valid[own]++;
+		ss->tag_dirty[own] += dirty;
+		if (ss->past_origin & (1U << own))
+			continue;
+		ss->valid++;
+		ss->dirty += dirty;
+	}
+	return ss->nr_tags;
+}
+
+/* Add @ss (a set with tags) to the counts of the scan. */
+static void scan_count(struct ssdp_scan *s, const struct scan_set *ss)
+{
+	u32 t, in = 0, kept = 0;
+
+	for (t = 0; t < SSDP_REC_TAGS; t++) {
+		if (ss->tags[t] == SSDP_REC_TAG_FREE)
+			continue;
+		if (ss->past_origin & (1U << t)) {
+			note(s, SCAN_PAST_ORIGIN, ss->cset);
+			if (ss->tag_dirty[t])
+				s->past_origin_dirty++;
+			continue;
+		}
+		in++;
+		if (ss->tag_dirty[t])
+			kept++;
+	}
+	if (!in)
+		return;
+	s->mapped_sets++;
+	s->tags_used += in;
+	s->valid_blocks += ss->valid;
+	s->dirty_blocks += ss->dirty;
+	/* After an unclean shutdown the load keeps only dirty blocks. */
+	if (s->clean) {
+		s->load_mapped_sets++;
+		s->load_valid_blocks += ss->valid;
+	} else {
+		s->load_mapped_sets += !!kept;
+		s->load_valid_blocks += ss->dirty;
+	}
+	s->load_dirty_blocks += ss->dirty;
+}
+
 /* One cache set's two record copies. */
 static int scan_record(struct ssdp_scan *s, u64 *cap, u32 seed, u32 cset,
-		       const u8 *rec0, const u8 *rec1)
+		       const u8 *rec0, const u8 *rec1,
+		       struct ssdp_rec_view *views)
 {
 	u32 rb = s->layout.rec_bytes, set_blocks = s->sb.set_blocks;
+	u32 ob = (set_blocks + 1) / 2, db = ssdp_bitmap_bytes(set_blocks);
 	const u8 *recs[SSDP_META_COPIES] = { rec0, rec1 };
-	struct ssdp_rec_info ri, dec[SSDP_META_COPIES];
+	u64 nc = s->sb.nr_csets;
 	int err[SSDP_META_COPIES], pick, c;
 	bool zero[SSDP_META_COPIES];
+	struct ssdp_rec_view *v = &views[0];
 	struct scan_set ss;
 
 	for (c = 0; c < (int)SSDP_META_COPIES; c++) {
 		err[c] = ssdp_rec_decode(recs[c], rb, seed, cset, set_blocks,
-					 &dec[c]);
+					 nc, &views[c]);
 		zero[c] = all_zero(recs[c], rb);
 		if (err[c] == -EUCLEAN)
 			note(s, SCAN_INCONSISTENT, cset);
 	}
 	/* Exactly the kernel's choice. */
-	pick = ssdp_rec_pick(rec0, rec1, rb, seed, cset, set_blocks, &ri);
+	pick = ssdp_rec_pick(rec0, rec1, rb, seed, cset, set_blocks, nc, v,
+			     &views[1]);
 	if (pick < 0) {
 		if (zero[0] && zero[1])
 			s->unwritten++;
@@ -223,99 +271,47 @@ static int scan_record(struct ssdp_scan *s, u64 *cap, u32 seed, u32 cset,
 	s->from_copy[pick]++;
 	if (err[!pick] == -EBADMSG && !zero[!pick])
 		note(s, SCAN_TORN, cset);
-	if (ri.seq > s->max_rec_seq)
-		s->max_rec_seq = ri.seq;
-	if (s->clean && ri.seq > s->sb.seq)
+	if (v->seq > s->max_rec_seq)
+		s->max_rec_seq = v->seq;
+	if (s->clean && v->seq > s->sb.seq)
 		note(s, SCAN_NEWER_THAN_SB, cset);
-	if (ri.oset == SSDP_OSET_FREE)
-		return 0;
-	if (ri.oset >= s->nr_osets) {
-		note(s, SCAN_PAST_ORIGIN, cset);
-		return 0;
-	}
 	memset(&ss, 0, sizeof(ss));
-	ss.oset = ri.oset;
-	ss.seq = ri.seq;
-	ss.map_seq = ri.map_seq;
+	ss.seq = v->seq;
 	ss.cset = cset;
-	ss.valid = popcount_bits(ri.valid, set_blocks);
-	ss.dirty = popcount_bits(ri.dirty, set_blocks);
 	ss.copy = (u8)pick;
-	ss.dirty_map = malloc(DIV_ROUND_UP(set_blocks, 8));
-	if (!ss.dirty_map)
-		return -ENOMEM;
-	memcpy(ss.dirty_map, ri.dirty, DIV_ROUND_UP(set_blocks, 8));
+	if (!scan_tags(s, &ss, v))
+		return 0;
 	ss.other = zero[!pick] ? SCAN_OTHER_BLANK :
 		   !err[!pick] ? SCAN_OTHER_GOOD :
 		   err[!pick] == -EBADMSG ? SCAN_OTHER_BAD :
 		   SCAN_OTHER_INCONSISTENT;
-	ss.other_oset = ss.other == SCAN_OTHER_GOOD ? dec[!pick].oset :
-			SSDP_OSET_FREE;
+	ss.owners = malloc(ob + db);
+	if (!ss.owners)
+		return -ENOMEM;
+	memcpy(ss.owners, v->owners, ob);
+	ss.dirty_map = ss.owners + ob;
+	memcpy(ss.dirty_map, v->dirty, db);
 	if (add_set(s, cap, &ss)) {
-		free(ss.dirty_map);
+		free(ss.owners);
 		return -ENOMEM;
 	}
-	return 0;
-}
-
-static int by_oset_cset(const void *a, const void *b)
-{
-	const struct scan_set *x = *(const struct scan_set * const *)a;
-	const struct scan_set *y = *(const struct scan_set * const *)b;
-
-	if (x->oset != y->oset)
-		return x->oset < y->oset ? -1 : 1;
-	return x->cset < y->cset ? -1 : x->cset > y->cset;
-}
-
-/*
- * Two records for one origin set: as ssdp_meta_restore(), walking the
- * cache sets in order, a later record replaces the one in place only when
- * its map_seq is higher; so the first record with the highest map_seq
- * (the latest mapping) wins.
- */
-static int scan_resolve(struct ssdp_scan *s)
-{
-	struct scan_set **idx;
-	u64 i, j;
-
-	if (!s->nr_sets)
-		return 0;
-	idx = malloc(s->nr_sets * sizeof(*idx));
-	if (!idx)
-		return -ENOMEM;
-	for (i = 0; i < s->nr_sets; i++)
-		idx[i] = &s->sets[i];
-	qsort(idx, s->nr_sets, sizeof(*idx), by_oset_cset);
-	for (i = 0; i < s->nr_sets; i = j) {
-		struct scan_set *win = idx[i];
-
-		for (j = i + 1; j < s->nr_sets && idx[j]->oset == win->oset;
-		     j++)
-			if (idx[j]->map_seq > win->map_seq)
-				win = idx[j];
-		for (; i < j; i++) {
-			if (idx[i] == win)
-				continue;
-			idx[i]->lost = 1;
-			note(s, idx[i]->map_seq == win->map_seq ?
-			     SCAN_DUP_AMBIGUOUS :
-			     SCAN_DUP, idx[i]->cset);
-		}
-	}
-	free(idx);
+	scan_count(s, &ss);
 	return 0;
 }
 
 static int scan_records(int fd, struct ssdp_scan *s)
 {
 	const struct ssdp_layout *l = &s->layout;
-	u32 rb = l->rec_bytes, rps = SSDP_SECTOR_BYTES / rb;
+	u32 rb = l->rec_bytes, set_blocks = s->sb.set_blocks;
 	u32 seed = ssdp_rec_seed(s->sb.uuid);
 	u8 *bufs[SSDP_META_COPIES] = { NULL, NULL };
-	u64 k, i, cap = 0;
+	struct ssdp_rec_view *views;
+	u64 k, cap = 0;
 	int r = -ENOMEM, c;
 
+	views = malloc(SSDP_META_COPIES * sizeof(*views));
+	if (!views)
+		return -ENOMEM;
 	for (c = 0; c < (int)SSDP_META_COPIES; c++) {
 		bufs[c] = malloc((size_t)SCAN_CHUNK_SECTORS << SSDP_SECTOR_SHIFT);
 		if (!bufs[c])
@@ -324,59 +320,42 @@ static int scan_records(int fd, struct ssdp_scan *s)
 	r = 0;
 	for (k = 0; k < l->rec_sectors && !r; k += SCAN_CHUNK_SECTORS) {
 		u64 n = l->rec_sectors - k;
-		u64 sct;
+		u64 first = (k << SSDP_SECTOR_SHIFT) / rb;
+		u64 j, nrec;
 
 		if (n > SCAN_CHUNK_SECTORS)
 			n = SCAN_CHUNK_SECTORS;
+		nrec = (n << SSDP_SECTOR_SHIFT) / rb;
 		for (c = 0; c < (int)SSDP_META_COPIES && !r; c++)
 			r = scan_read(fd, (SSDP_SB_SECTORS + c * l->rec_sectors +
 				       k) << SSDP_SECTOR_SHIFT, bufs[c],
 				      n << SSDP_SECTOR_SHIFT);
-		for (sct = 0; sct < n && !r; sct++) {
-			u64 first = (k + sct) * rps;
-			u32 j;
+		for (j = 0; j < nrec && !r; j++) {
+			size_t off = j * rb;
+			u64 cset = first + j;
 
-			for (j = 0; j < rps && !r; j++) {
-				size_t off = (sct << SSDP_SECTOR_SHIFT) + j * rb;
-				struct ssdp_rec_info tmp;
-				u64 cset = first + j;
-
-				if (cset < l->nr_csets) {
-					r = scan_record(s, &cap, seed, cset,
-							bufs[0] + off,
-							bufs[1] + off);
-					continue;
-				}
-				/* Past the last set: the kernel writes zeroes. */
-				for (c = 0; c < (int)SSDP_META_COPIES; c++)
-					if (ssdp_rec_decode(bufs[c] + off, rb, seed,
-							    cset, s->sb.set_blocks,
-							    &tmp) != -EBADMSG) {
-						note(s, SCAN_STRAY, cset);
-						break;
-					}
+			if (cset < l->nr_csets) {
+				r = scan_record(s, &cap, seed, cset,
+						bufs[0] + off, bufs[1] + off,
+						views);
+				continue;
 			}
+			/* Past the last set: the kernel writes zeroes. */
+			for (c = 0; c < (int)SSDP_META_COPIES; c++)
+				if (ssdp_rec_decode(bufs[c] + off, rb, seed,
+						    cset, set_blocks,
+						    l->nr_csets,
+						    &views[0]) != -EBADMSG) {
+					note(s, SCAN_STRAY, cset);
+					break;
+				}
 		}
 	}
-	if (!r)
-		r = scan_resolve(s);
-	if (r)
-		goto out;
-	for (i = 0; i < s->nr_sets; i++) {
-		const struct scan_set *ss = &s->sets[i];
-
-		if (ss->lost)
-			continue;
-		s->mapped_sets++;
-		s->valid_blocks += ss->valid;
-		s->dirty_blocks += ss->dirty;
-	}
 	s->free_sets = l->nr_csets - s->mapped_sets;
-	/* After an unclean shutdown the load treats every valid block as dirty. */
-	s->load_dirty_blocks = s->clean ? s->dirty_blocks : s->valid_blocks;
 out:
 	for (c = 0; c < (int)SSDP_META_COPIES; c++)
 		free(bufs[c]);
+	free(views);
 	return r;
 }
 
@@ -394,6 +373,8 @@ int scan_cache(int fd, u64 dev_sectors, struct ssdp_scan *s)
 	if (!r)
 		s->sb_res = ssdp_sb_decode(sector, &s->sb);
 	free(sector);
+	if (!r && s->sb_res == SSDP_SB_OLD_VERSION)
+		s->clean = s->sb.flags & SSDP_SB_CLEAN;
 	if (r || s->sb_res != SSDP_SB_OK)
 		return r;
 
@@ -411,7 +392,7 @@ void scan_free(struct ssdp_scan *s)
 	u64 i;
 
 	for (i = 0; i < s->nr_sets; i++)
-		free(s->sets[i].dirty_map);
+		free(s->sets[i].owners);
 	free(s->sets);
 	s->sets = NULL;
 	s->nr_sets = 0;

@@ -3,8 +3,8 @@
  * ssdprio-tool: read a cache device's superblock and both record copies
  * and work out what the kernel's load (drivers/meta.c) would make of them:
  * the same codec (drivers/meta_codec.c), the same per-record pick
- * (ssdp_rec_pick), the same resolution of an origin set claimed twice.
- * Also counts what a consistency check wants to know.  No writes.
+ * (ssdp_rec_pick).  Also counts what a consistency check wants to know.
+ * No writes.
  */
 #ifndef SSDP_CACHE_SCAN_H
 #define SSDP_CACHE_SCAN_H
@@ -18,9 +18,7 @@ enum scan_kind {
 	SCAN_TRUNCATED,		/* device smaller than at format */
 	SCAN_INCONSISTENT,	/* a copy checks out but contradicts itself */
 	SCAN_STRAY,		/* a record of this cache past the last set */
-	SCAN_PAST_ORIGIN,	/* maps an origin set past the origin */
-	SCAN_DUP_AMBIGUOUS,	/* origin set mapped twice, same seq */
-	SCAN_DUP,		/* origin set mapped twice, newer one wins */
+	SCAN_PAST_ORIGIN,	/* a tag names an origin set past the origin */
 	SCAN_NEWER_THAN_SB,	/* record newer than a clean superblock */
 	SCAN_UNREADABLE,	/* no good copy, not blank: treated as free */
 	SCAN_TORN,		/* one copy fails its checksum, other used */
@@ -42,43 +40,79 @@ enum scan_other {
 	SCAN_OTHER_INCONSISTENT,
 };
 
-/* A mapped set as the load would restore it. */
+/*
+ * A cache set whose believed record has at least one tag.  Tags past
+ * the origin are listed (past_origin) but not counted in valid/dirty.
+ */
 struct scan_set {
-	u64 oset;
 	u64 seq;		/* commit that wrote the record */
-	u64 map_seq;		/* mapping generation: decides duplicates */
-	u64 other_oset;		/* when other == SCAN_OTHER_GOOD */
 	u32 cset;
-	u32 valid;		/* blocks */
-	u32 dirty;		/* blocks, as recorded */
+	u32 valid;		/* blocks of its tags within the origin */
+	u32 dirty;		/* of those, dirty */
+	u32 tags[SSDP_REC_TAGS];	/* origin sets, SSDP_REC_TAG_FREE */
+	u16 tag_valid[SSDP_REC_TAGS];	/* frames each tag owns */
+	u16 tag_dirty[SSDP_REC_TAGS];	/* of them, dirty */
+	u16 past_origin;	/* bit t: tags[t] is past the origin */
+	u8 nr_tags;		/* tags in use (past the origin too) */
 	u8 copy;		/* record copy it came from */
 	u8 other;		/* enum scan_other: the other copy */
-	u8 lost;		/* another record of its origin set won */
-	/* The record's dirty blocks (a load after a crash takes all valid). */
-	u8 *dirty_map;		/* set_blocks bits, bit i = [i / 8] >> i % 8 */
+	/*
+	 * The record's frames: owners (4 bits per frame, frame 2k in the
+	 * low nibble of byte k, 0xf free), then dirty (a bit per frame,
+	 * bit i = [i / 8] >> i % 8) at owners + (set_blocks + 1) / 2.
+	 */
+	u8 *owners;
+	u8 *dirty_map;
 };
+
+static inline u32 scan_set_owner(const struct scan_set *ss, u32 blk)
+{
+	return (ss->owners[blk / 2] >> (blk % 2 * 4)) & 0xf;
+}
+
+static inline bool scan_set_dirty(const struct scan_set *ss, u32 blk)
+{
+	return (ss->dirty_map[blk / 8] >> (blk % 8)) & 1;
+}
 
 struct ssdp_scan {
 	u64 dev_sectors;		/* device size now */
 	enum ssdp_sb_result sb_res;
-	struct ssdp_sb_info sb;		/* valid when sb_res == SSDP_SB_OK */
+	/*
+	 * Valid when sb_res is SSDP_SB_OK (and, as far as a version-1
+	 * superblock goes, SSDP_SB_OLD_VERSION: version, uuid, sizes).
+	 */
+	struct ssdp_sb_info sb;
 	struct ssdp_layout layout;
 	u64 nr_osets;			/* origin sets of sb.origin_sectors */
 	bool clean;			/* superblock carries SSDP_SB_CLEAN */
 
-	/* The rest only when sb_res == SSDP_SB_OK. */
-	u64 mapped_sets;		/* what the load maps */
+	/*
+	 * The rest only when sb_res == SSDP_SB_OK.  Counts leave out tags
+	 * past the origin (the load drops them, or refuses the cache when
+	 * they have dirty blocks).
+	 */
+	u64 mapped_sets;		/* sets with a tag within the origin */
 	u64 free_sets;			/* nr_csets - mapped_sets */
-	u64 valid_blocks;		/* of the mapped sets */
-	u64 dirty_blocks;		/* as recorded */
-	u64 load_dirty_blocks;		/* as loaded: valid if not clean */
+	u64 tags_used;			/* tags within the origin */
+	u64 valid_blocks;		/* frames with an owner */
+	u64 dirty_blocks;		/* of them, dirty */
+	/*
+	 * What a load would keep: after a clean shutdown every valid block
+	 * (and every tag); after an unclean one only the dirty blocks (and
+	 * the tags and sets that have some): clean ones are dropped.
+	 */
+	u64 load_mapped_sets;
+	u64 load_valid_blocks;
+	u64 load_dirty_blocks;
+	u64 past_origin_dirty;		/* such tags with dirty blocks */
 	u64 from_copy[SSDP_META_COPIES];	/* records believed, per copy */
 	u64 unwritten;			/* both copies all zero */
 	u64 max_rec_seq;
 	struct scan_finding found[SCAN_NR_KINDS];
 
-	struct scan_set *sets;		/* every mapped record, cset order */
-	u64 nr_sets;			/* including those that lost */
+	struct scan_set *sets;		/* every set with a tag, cset order */
+	u64 nr_sets;
 };
 
 /*

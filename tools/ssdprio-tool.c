@@ -357,6 +357,16 @@ static void json_str(const char *s)
 	putchar('"');
 }
 
+static const char old_version_text[] =
+	"format version 1, written by an earlier ssdprio: this module refuses it (its data is not read: flush it with the earlier module, or wipe it and format anew)";
+
+/* What a superblock's state means, for messages. */
+static const char *sb_res_text(enum ssdp_sb_result r)
+{
+	return r == SSDP_SB_OLD_VERSION ? old_version_text :
+	       ssdp_sb_result_name(r);
+}
+
 static u64 blocks_bytes(const struct ssdp_scan *s, u64 blocks)
 {
 	return blocks * s->sb.block_sectors << SSDP_SECTOR_SHIFT;
@@ -375,6 +385,8 @@ static const char *sb_state_key(enum ssdp_sb_result r)
 		return "foreign";
 	case SSDP_SB_BAD_CRC:
 		return "bad_checksum";
+	case SSDP_SB_OLD_VERSION:
+		return "old_version";
 	case SSDP_SB_BAD_VERSION:
 		return "bad_version";
 	case SSDP_SB_BAD_FEATURES:
@@ -440,7 +452,7 @@ static void show_text(const char *path, const struct ssdp_scan *s, bool live,
 		       sb->origin_uid_type,
 		       (unsigned long long)sb->origin_start);
 	printf("  shutdown:      %s\n", !s->clean ?
-	       "not clean (live, or not shut down cleanly: the next load treats every valid block as dirty)" :
+	       "not clean (live, or not shut down cleanly: the next load keeps only the dirty blocks, clean ones are dropped)" :
 	       sb->flags & SSDP_SB_NO_DIRTY ? "clean, no dirty blocks" :
 	       "clean");
 	if (sb->incompat & SSDP_SB_INCOMPAT_BYPASSED)
@@ -453,20 +465,22 @@ static void show_text(const char *path, const struct ssdp_scan *s, bool live,
 	       (unsigned long long)s->from_copy[0],
 	       (unsigned long long)s->from_copy[1],
 	       (unsigned long long)s->unwritten);
-	printf("  mapped sets:   %llu of %llu (%llu free)\n",
+	printf("  mapped sets:   %llu of %llu (%llu free); tags used: %llu of %llu\n",
 	       (unsigned long long)s->mapped_sets,
 	       (unsigned long long)sb->nr_csets,
-	       (unsigned long long)s->free_sets);
-	printf("  valid blocks:  %llu (%s)\n",
+	       (unsigned long long)s->free_sets,
+	       (unsigned long long)s->tags_used,
+	       (unsigned long long)sb->nr_csets * SSDP_REC_TAGS);
+	printf("  valid blocks:  %llu (%s)",
 	       (unsigned long long)s->valid_blocks,
 	       human(blocks_bytes(s, s->valid_blocks), b1));
-	printf("  dirty blocks:  %llu (%s)",
+	if (!s->clean)
+		printf("; %llu once loaded (unclean: only dirty blocks are kept)",
+		       (unsigned long long)s->load_valid_blocks);
+	putchar('\n');
+	printf("  dirty blocks:  %llu (%s)\n",
 	       (unsigned long long)s->dirty_blocks,
 	       human(blocks_bytes(s, s->dirty_blocks), b2));
-	if (!s->clean)
-		printf("; %llu once loaded (unclean)",
-		       (unsigned long long)s->load_dirty_blocks);
-	putchar('\n');
 	printf("  torn records:  %llu\n",
 	       (unsigned long long)s->found[SCAN_TORN].count);
 	for (k = 0; k < SCAN_NR_KINDS; k++) {
@@ -484,16 +498,22 @@ static void show_text(const char *path, const struct ssdp_scan *s, bool live,
 		printf("  note: the device is held (a live table?): this is its last committed state\n");
 	if (!sets)
 		return;
-	printf("  %10s %12s %12s %4s %6s %6s %s\n", "cset", "oset", "seq", "copy",
-	       "valid", "dirty", "other copy");
+	printf("  %10s %12s %4s %6s %6s %-12s %s\n", "cset", "seq", "copy",
+	       "valid", "dirty", "other copy", "tags (tag:oset valid/dirty)");
 	for (i = 0; i < s->nr_sets; i++) {
 		const struct scan_set *ss = &s->sets[i];
+		unsigned int tg;
 
-		printf("  %10u %12llu %12llu %4u %6u %6u %s%s\n", ss->cset,
-		       (unsigned long long)ss->oset,
+		printf("  %10u %12llu %4u %6u %6u %-12s", ss->cset,
 		       (unsigned long long)ss->seq, ss->copy, ss->valid,
-		       ss->dirty, scan_other_name(ss->other),
-		       ss->lost ? "  (lost to a newer record)" : "");
+		       ss->dirty, scan_other_name(ss->other));
+		for (tg = 0; tg < SSDP_REC_TAGS; tg++)
+			if (ss->tags[tg] != SSDP_REC_TAG_FREE)
+				printf(" %u:%u %u/%u%s", tg, ss->tags[tg],
+				       ss->tag_valid[tg], ss->tag_dirty[tg],
+				       ss->past_origin & (1U << tg) ?
+				       " (past the origin)" : "");
+		putchar('\n');
 	}
 }
 
@@ -513,12 +533,19 @@ static void show_json(const char *path, const struct ssdp_scan *s, bool live,
 	printf(",\n  \"superblock\": \"%s\"", sb_state_key(s->sb_res));
 	JU("device_sectors", s->dev_sectors);
 	printf(",\n  \"in_use\": %s", live ? "true" : "false");
+	if (s->sb_res == SSDP_SB_OLD_VERSION) {
+		JU("version", sb->version);
+		printf(",\n  \"old_version\": true");
+		printf(",\n  \"uuid\": \"%s\"", uuid_str(sb->uuid, u));
+		printf(",\n  \"clean\": %s", s->clean ? "true" : "false");
+	}
 	if (s->sb_res != SSDP_SB_OK) {
 		printf(",\n  \"message\": ");
-		json_str(ssdp_sb_result_name(s->sb_res));
+		json_str(sb_res_text(s->sb_res));
 		printf("\n}\n");
 		return;
 	}
+	printf(",\n  \"old_version\": false");
 	JU("version", sb->version);
 	printf(",\n  \"uuid\": \"%s\"", uuid_str(sb->uuid, u));
 	if (id_set(sb->origin_id))
@@ -560,8 +587,12 @@ static void show_json(const char *path, const struct ssdp_scan *s, bool live,
 	printf(",\n  \"format_time_utc\": \"%s\"", time_str(sb->format_time, t));
 	JU("mapped_sets", s->mapped_sets);
 	JU("free_sets", s->free_sets);
+	JU("tags_used", s->tags_used);
 	JU("valid_blocks", s->valid_blocks);
 	JU("dirty_blocks", s->dirty_blocks);
+	/* After an unclean shutdown the load keeps only dirty blocks. */
+	JU("load_mapped_sets", s->load_mapped_sets);
+	JU("load_valid_blocks", s->load_valid_blocks);
 	JU("load_dirty_blocks", s->load_dirty_blocks);
 	printf(",\n  \"from_copy\": [%llu, %llu]",
 	       (unsigned long long)s->from_copy[0],
@@ -589,20 +620,25 @@ static void show_json(const char *path, const struct ssdp_scan *s, bool live,
 		printf(",\n  \"sets\": [");
 		for (i = 0; i < s->nr_sets; i++) {
 			const struct scan_set *ss = &s->sets[i];
+			bool tfirst = true;
+			unsigned int tg;
 
-			printf("%s\n    {\"cset\": %u, \"oset\": %llu, \"seq\": %llu, \"copy\": %u, \"other\": \"%s\", ",
+			printf("%s\n    {\"cset\": %u, \"seq\": %llu, \"copy\": %u, \"other\": \"%s\", \"valid\": %u, \"dirty\": %u, \"tags\": [",
 			       i ? "," : "", ss->cset,
-			       (unsigned long long)ss->oset,
 			       (unsigned long long)ss->seq, ss->copy,
-			       scan_other_name(ss->other));
-			if (ss->other_oset == SSDP_OSET_FREE)
-				printf("\"other_oset\": null, ");
-			else
-				printf("\"other_oset\": %llu, ",
-				       (unsigned long long)ss->other_oset);
-			printf("\"valid\": %u, \"dirty\": %u, \"lost\": %s}",
-			       ss->valid, ss->dirty,
-			       ss->lost ? "true" : "false");
+			       scan_other_name(ss->other), ss->valid,
+			       ss->dirty);
+			for (tg = 0; tg < SSDP_REC_TAGS; tg++) {
+				if (ss->tags[tg] == SSDP_REC_TAG_FREE)
+					continue;
+				printf("%s{\"tag\": %u, \"oset\": %u, \"valid\": %u, \"dirty\": %u, \"past_origin\": %s}",
+				       tfirst ? "" : ", ", tg, ss->tags[tg],
+				       ss->tag_valid[tg], ss->tag_dirty[tg],
+				       ss->past_origin & (1U << tg) ?
+				       "true" : "false");
+				tfirst = false;
+			}
+			printf("]}");
 		}
 		printf("%s]", s->nr_sets ? "\n  " : "");
 	}
@@ -620,6 +656,7 @@ static int cmd_show(int argc, char **argv)
 	};
 	struct ssdp_scan s;
 	struct dev d;
+	char u[37];
 	int c;
 
 	while ((c = sub_getopt(argc, argv, opts)) != -1) {
@@ -637,10 +674,13 @@ static int cmd_show(int argc, char **argv)
 	dev_close(&d);
 	if (json) {
 		show_json(path, &s, live, sets);
+	} else if (s.sb_res == SSDP_SB_OLD_VERSION) {
+		printf("%s: ssdprio cache %s: %s\n", path,
+		       uuid_str(s.sb.uuid, u), old_version_text);
 	} else if (s.sb_res != SSDP_SB_OK) {
 		printf("%s: %s\n", path, s.sb_res == SSDP_SB_BLANK ?
 		       "blank (no ssdprio superblock; a table with 'format' initialises it)" :
-		       ssdp_sb_result_name(s.sb_res));
+		       sb_res_text(s.sb_res));
 	} else {
 		show_text(path, &s, live, sets);
 	}
@@ -666,9 +706,16 @@ static int one_arg(int argc, char **argv)
 
 /* ---- dirty ---------------------------------------------------------- */
 
+/* One tag of a set, for listing dirty blocks in origin order. */
+struct dirty_line {
+	u32 oset;
+	u32 tag;
+	const struct scan_set *ss;
+};
+
 static int by_oset(const void *a, const void *b)
 {
-	const struct scan_set *x = a, *y = b;
+	const struct dirty_line *x = a, *y = b;
 
 	return x->oset < y->oset ? -1 : x->oset > y->oset;
 }
@@ -683,8 +730,11 @@ static int by_oset(const void *a, const void *b)
 static int cmd_dirty(int argc, char **argv)
 {
 	u64 i, b, start = 0, len = 0, total = 0, block_sectors, set_blocks;
+	struct dirty_line *lines = NULL;
+	u64 nr_lines = 0;
 	struct ssdp_scan s;
 	struct dev d;
+	u32 t;
 
 	if (one_arg(argc, argv))
 		return print_usage();
@@ -692,7 +742,7 @@ static int cmd_dirty(int argc, char **argv)
 		return EXIT_FAIL;
 	dev_close(&d);
 	if (s.sb_res != SSDP_SB_OK) {
-		err("%s: %s", argv[1], ssdp_sb_result_name(s.sb_res));
+		err("%s: %s", argv[1], sb_res_text(s.sb_res));
 		scan_free(&s);
 		return EXIT_NOSB;
 	}
@@ -701,16 +751,35 @@ static int cmd_dirty(int argc, char **argv)
 		     argv[1]);
 	block_sectors = s.sb.block_sectors;
 	set_blocks = s.sb.set_blocks;
-	qsort(s.sets, s.nr_sets, sizeof(*s.sets), by_oset);
-	for (i = 0; i < s.nr_sets; i++) {
-		const struct scan_set *ss = &s.sets[i];
+	/* Tags with dirty blocks, within the origin (the kernel refuses others). */
+	if (s.nr_sets) {
+		lines = calloc(s.nr_sets * SSDP_REC_TAGS, sizeof(*lines));
+		if (!lines) {
+			err("out of memory");
+			scan_free(&s);
+			return EXIT_FAIL;
+		}
+	}
+	for (i = 0; i < s.nr_sets; i++)
+		for (t = 0; t < SSDP_REC_TAGS; t++)
+			if (s.sets[i].tags[t] != SSDP_REC_TAG_FREE &&
+			    s.sets[i].tag_dirty[t] &&
+			    !(s.sets[i].past_origin & (1U << t))) {
+				lines[nr_lines].oset = s.sets[i].tags[t];
+				lines[nr_lines].tag = t;
+				lines[nr_lines++].ss = &s.sets[i];
+			}
+	if (nr_lines)
+		qsort(lines, nr_lines, sizeof(*lines), by_oset);
+	for (i = 0; i < nr_lines; i++) {
+		const struct scan_set *ss = lines[i].ss;
 
-		if (ss->lost)
-			continue;
 		for (b = 0; b < set_blocks; b++) {
-			u64 sec = (ss->oset * set_blocks + b) * block_sectors;
+			u64 sec = ((u64)lines[i].oset * set_blocks + b) *
+				  block_sectors;
 
-			if (!(ss->dirty_map[b / 8] >> (b % 8) & 1))
+			if (scan_set_owner(ss, b) != lines[i].tag ||
+			    !scan_set_dirty(ss, b))
 				continue;
 			total += block_sectors;
 			if (len && start + len == sec) {
@@ -729,6 +798,7 @@ static int cmd_dirty(int argc, char **argv)
 		       (unsigned long long)len);
 	fprintf(stderr, "%s: %llu dirty sectors (%s shutdown)\n", argv[1],
 		(unsigned long long)total, s.clean ? "clean" : "unclean");
+	free(lines);
 	scan_free(&s);
 	return EXIT_OK;
 }
@@ -749,7 +819,7 @@ static int cmd_check(int argc, char **argv)
 		return EXIT_FAIL;
 	dev_close(&d);
 	if (s.sb_res != SSDP_SB_OK) {
-		printf("%s: %s\n", argv[1], ssdp_sb_result_name(s.sb_res));
+		printf("%s: %s\n", argv[1], sb_res_text(s.sb_res));
 		return EXIT_NOSB;
 	}
 	for (k = 0; k < SCAN_NR_KINDS; k++) {
@@ -768,12 +838,13 @@ static int cmd_check(int argc, char **argv)
 		       errors > 1 ? "s" : "");
 	else
 		printf("%s: consistent: %llu of %llu sets mapped, %llu valid blocks, %llu dirty (%s)%s\n",
-		       argv[1], (unsigned long long)s.mapped_sets,
+		       argv[1], (unsigned long long)s.load_mapped_sets,
 		       (unsigned long long)s.sb.nr_csets,
-		       (unsigned long long)s.valid_blocks,
+		       (unsigned long long)s.load_valid_blocks,
 		       (unsigned long long)s.load_dirty_blocks,
 		       human(blocks_bytes(&s, s.load_dirty_blocks), b),
-		       s.clean ? "" : ", not shut down cleanly");
+		       s.clean ? "" :
+		       ", not shut down cleanly: only the dirty blocks are kept");
 	scan_free(&s);
 	return errors ? EXIT_BAD : EXIT_OK;
 }
@@ -825,7 +896,7 @@ static int build_table(const char *origin, const char *cache, int nfeat,
 			notice("%s: cache is blank: format it once with a table carrying 'format'",
 			       cache);
 		else
-			err("%s: %s", cache, ssdp_sb_result_name(s.sb_res));
+			err("%s: %s", cache, sb_res_text(s.sb_res));
 		r = EXIT_NOSB;
 		goto out;
 	}
@@ -1055,27 +1126,30 @@ static int cmd_wipe(int argc, char **argv)
 		break;
 	case SSDP_SB_OK:
 		break;
+	case SSDP_SB_OLD_VERSION:
+		if (!force) {
+			err("%s: %s; whatever dirty data it holds is lost with it: refusing to wipe (--force to wipe anyway)",
+			    path, old_version_text);
+			r = EXIT_NOSB;
+			goto out;
+		}
+		break;
 	default:
 		if (!force) {
 			err("%s: %s: refusing to wipe a damaged superblock: whatever dirty data the cache holds is lost with it (--force to wipe anyway)",
-			    path, ssdp_sb_result_name(s.sb_res));
+			    path, sb_res_text(s.sb_res));
 			r = EXIT_NOSB;
 			goto out;
 		}
 		break;
 	}
 	if (s.sb_res == SSDP_SB_OK) {
-		/* Unclean: the load would write every valid block back. */
-		at_risk = s.clean ? s.dirty_blocks : s.valid_blocks;
+		at_risk = s.dirty_blocks;
 		if (at_risk && !force) {
-			if (s.clean)
-				err("%s: the cache holds %llu dirty blocks (%s) that the origin lacks: wiping would lose them",
-				    path, (unsigned long long)at_risk,
-				    human(blocks_bytes(&s, at_risk), b));
-			else
-				err("%s: the cache was not shut down cleanly: its %llu valid blocks (%s) count as dirty (the origin may lack them): wiping would lose them",
-				    path, (unsigned long long)at_risk,
-				    human(blocks_bytes(&s, at_risk), b));
+			err("%s: the cache holds %llu dirty blocks (%s) that the origin lacks%s: wiping would lose them",
+			    path, (unsigned long long)at_risk,
+			    human(blocks_bytes(&s, at_risk), b),
+			    s.clean ? "" : " (not shut down cleanly)");
 			err("load it, 'dmsetup message <dev> 0 flush_dirty', remove it, then wipe; or wipe --force");
 			r = EXIT_BAD;
 			goto out;
@@ -1390,7 +1464,7 @@ static int activate_one(const struct tab_entry *e, const char *tab,
 	}
 	notice("%s: activated: %s over %s, %llu sets mapped, %llu dirty blocks%s",
 	       e->name, e->cache, e->origin,
-	       (unsigned long long)s.mapped_sets,
+	       (unsigned long long)s.load_mapped_sets,
 	       (unsigned long long)s.load_dirty_blocks,
 	       s.clean ? "" : " (after an unclean shutdown)");
 	r = EXIT_OK;
@@ -1680,71 +1754,130 @@ static int write_block(int fd, u64 off, const void *buf)
 }
 
 /*
- * debug-record <cache_dev> <cset> <oset|free> <map_seq> <valid> <dirty>
+ * debug-record [--allow-misplaced] <cache_dev> <cset> <tag> <oset|free>
+ *		<first> <nr_valid> <nr_dirty>
  *
- * Crafts a metadata state the kernel must cope with, for tests: writes
- * cache set <cset>'s record (the first <valid> blocks valid, the first
- * <dirty> of them dirty) into both record copies with the real codec and a
- * seq newer than anything on the device, and marks the superblock unclean,
- * as a crash in the middle of a commit leaves it.  Never on a live cache.
+ * Crafts a metadata state the kernel must cope with, for tests: a
+ * read-modify-write of cache set <cset>'s believed record (an empty one if
+ * neither copy decodes).  Tag <tag> (0..14) becomes origin set <oset>,
+ * which must be placed in <cset> (ssdp_oset_cset()) unless
+ * --allow-misplaced, or free, and then its frames are freed too; else
+ * frames [first, first + nr_valid) become the tag's and valid (whatever
+ * owned them before), the first <nr_dirty> of them dirty.  The record is
+ * written into both copies with the real codec and a seq newer than
+ * anything on the device, and the superblock marked unclean, as a crash in
+ * the middle of a commit leaves it.  Never on a live cache.
  */
 static int cmd_debug_record(int argc, char **argv)
 {
-	u8 valid[128] = { 0 }, dirty[128] = { 0 };	/* 1024 blocks */
-	unsigned long long cset, oset, map_seq, nvalid, ndirty, seq;
+	unsigned long long cset, tag, oset, first, nvalid, ndirty;
+	static const struct option opts[] = {
+		{ "allow-misplaced", no_argument, NULL, 'm' },
+		OPT_HELP, OPT_END,
+	};
+	struct ssdp_rec_view *v = NULL;
+	u8 *recs[SSDP_META_COPIES] = { NULL, NULL };
+	bool misplaced = false;
 	struct ssdp_scan s;
-	struct dev d;
-	u32 rpb, seed;
-	u64 off;
-	void *blk = NULL;
+	const char *path;
+	u32 rpb, seed, blk_nr;
 	unsigned int c, i;
+	void *blk = NULL;
+	struct dev d;
 	int r = EXIT_FAIL;
+	u64 off, seq;
+	int o;
 
-	if (argc != 7)
+	while ((o = sub_getopt(argc, argv, opts)) != -1)
+		if (o == 'm')
+			misplaced = true;
+	if (optind + 7 != argc)
 		return print_usage();
-	cset = strtoull(argv[2], NULL, 0);
+	argv += optind;
+	path = argv[0];
+	cset = strtoull(argv[1], NULL, 0);
+	tag = strtoull(argv[2], NULL, 0);
 	oset = strcmp(argv[3], "free") ? strtoull(argv[3], NULL, 0) :
-					  SSDP_OSET_FREE;
-	map_seq = strtoull(argv[4], NULL, 0);
+					  SSDP_REC_TAG_FREE;
+	first = strtoull(argv[4], NULL, 0);
 	nvalid = strtoull(argv[5], NULL, 0);
 	ndirty = strtoull(argv[6], NULL, 0);
-	if (scan_path(argv[1], &d, &s, O_RDWR | O_EXCL))
+	if (scan_path(path, &d, &s, O_RDWR | O_EXCL))
 		return EXIT_FAIL;
 	if (s.sb_res != SSDP_SB_OK) {
-		err("%s: %s", argv[1], ssdp_sb_result_name(s.sb_res));
+		err("%s: %s", path, sb_res_text(s.sb_res));
 		goto out;
 	}
-	if (cset >= s.sb.nr_csets || nvalid > s.sb.set_blocks ||
-	    ndirty > nvalid || (oset == SSDP_OSET_FREE && nvalid)) {
-		err("debug-record: cset, block counts or oset out of range");
+	if (cset >= s.sb.nr_csets || tag >= SSDP_REC_TAGS ||
+	    oset > SSDP_REC_TAG_FREE || first > s.sb.set_blocks ||
+	    nvalid > s.sb.set_blocks - first || ndirty > nvalid ||
+	    (oset == SSDP_REC_TAG_FREE && nvalid)) {
+		err("debug-record: cset, tag, block range or oset out of range");
 		goto out;
 	}
-	if (posix_memalign(&blk, 4096, SSDP_META_BLOCK_BYTES)) {
+	if (oset != SSDP_REC_TAG_FREE && !misplaced &&
+	    ssdp_oset_cset(oset, s.sb.nr_csets) != cset) {
+		err("debug-record: origin set %llu lives in cache set %u, not %llu (--allow-misplaced to write it anyway)",
+		    oset, ssdp_oset_cset(oset, s.sb.nr_csets), cset);
+		goto out;
+	}
+	v = calloc(SSDP_META_COPIES, sizeof(*v));
+	recs[0] = malloc(SSDP_META_COPIES * SSDP_META_BLOCK_BYTES);
+	recs[1] = recs[0] + SSDP_META_BLOCK_BYTES;
+	if (!v || !recs[0] ||
+	    posix_memalign(&blk, 4096, SSDP_META_BLOCK_BYTES)) {
 		err("out of memory");
 		goto out;
 	}
-	for (i = 0; i < nvalid; i++)
-		valid[i / 8] |= 1U << (i % 8);
-	for (i = 0; i < ndirty; i++)
-		dirty[i / 8] |= 1U << (i % 8);
-	seq = (s.max_rec_seq > s.sb.seq ? s.max_rec_seq : s.sb.seq) + 1;
 	seed = ssdp_rec_seed(s.sb.uuid);
 	rpb = SSDP_META_BLOCK_BYTES / s.sb.rec_bytes;
+	blk_nr = cset / rpb;
+	/* The believed record, as the kernel would load it. */
 	for (c = 0; c < SSDP_META_COPIES; c++) {
 		off = ((SSDP_SB_SECTORS + (u64)c * s.sb.rec_sectors) <<
-		       SSDP_SECTOR_SHIFT) +
-		      (u64)(cset / rpb) * SSDP_META_BLOCK_BYTES;
+		       SSDP_SECTOR_SHIFT) + (u64)blk_nr * SSDP_META_BLOCK_BYTES;
+		if (scan_read(d.fd, off, recs[c], SSDP_META_BLOCK_BYTES))
+			goto io;
+	}
+	if (ssdp_rec_pick(recs[0] + (cset % rpb) * s.sb.rec_bytes,
+			  recs[1] + (cset % rpb) * s.sb.rec_bytes,
+			  s.sb.rec_bytes, seed, cset, s.sb.set_blocks,
+			  s.sb.nr_csets, &v[0], &v[1]) < 0) {
+		/* Neither copy decodes: start from an empty record. */
+		memset(&v[0], 0, sizeof(v[0]));
+		memset(v[0].tags, 0xff, sizeof(v[0].tags));
+		memset(v[0].owners, 0xff, sizeof(v[0].owners));
+	}
+	/* Free the tag's frames, then give it the range. */
+	for (i = 0; i < s.sb.set_blocks; i++) {
+		if (ssdp_rec_owner(&v[0], i) != tag)
+			continue;
+		v[0].owners[i / 2] |= 0xf << (i % 2 * 4);
+		v[0].dirty[i / 8] &= ~(1U << (i % 8));
+	}
+	v[0].tags[tag] = oset;
+	for (i = first; i < first + nvalid; i++) {
+		v[0].owners[i / 2] &= ~(0xf << (i % 2 * 4));
+		v[0].owners[i / 2] |= tag << (i % 2 * 4);
+		if (i < first + ndirty)
+			v[0].dirty[i / 8] |= 1U << (i % 8);
+		else
+			v[0].dirty[i / 8] &= ~(1U << (i % 8));
+	}
+	seq = (s.max_rec_seq > s.sb.seq ? s.max_rec_seq : s.sb.seq) + 1;
+	v[0].seq = seq;
+	for (c = 0; c < SSDP_META_COPIES; c++) {
+		off = ((SSDP_SB_SECTORS + (u64)c * s.sb.rec_sectors) <<
+		       SSDP_SECTOR_SHIFT) + (u64)blk_nr * SSDP_META_BLOCK_BYTES;
 		if (scan_read(d.fd, off, blk, SSDP_META_BLOCK_BYTES))
 			goto io;
 		ssdp_rec_encode((u8 *)blk + (cset % rpb) * s.sb.rec_bytes,
 				s.sb.rec_bytes, seed, cset, s.sb.set_blocks,
-				oset, seq, map_seq,
-				oset == SSDP_OSET_FREE ? NULL : valid,
-				oset == SSDP_OSET_FREE ? NULL : dirty);
+				&v[0]);
 		if (write_block(d.fd, off, blk))
 			goto io;
 	}
-	/* Unclean, as after a crash: the load must not trust clean bits. */
+	/* Unclean, as after a crash: the load keeps only dirty blocks. */
 	s.sb.flags &= ~(SSDP_SB_CLEAN | SSDP_SB_NO_DIRTY);
 	memset(blk, 0, SSDP_META_BLOCK_BYTES);
 	if (scan_read(d.fd, 0, blk, SSDP_META_BLOCK_BYTES))
@@ -1752,15 +1885,61 @@ static int cmd_debug_record(int argc, char **argv)
 	ssdp_sb_encode(&s.sb, blk);
 	if (write_block(d.fd, 0, blk) || fsync(d.fd))
 		goto io;
-	printf("%s: cset %llu: oset %s map_seq %llu valid %llu dirty %llu seq %llu; superblock unclean\n",
-	       argv[1], cset, argv[3], map_seq, nvalid, ndirty, seq);
+	printf("%s: cset %llu tag %llu: oset %s blocks %llu+%llu dirty %llu seq %llu; superblock unclean\n",
+	       path, cset, tag, argv[3], first, nvalid, ndirty,
+	       (unsigned long long)seq);
 	r = EXIT_OK;
 	goto out;
 io:
-	err("%s: %s", argv[1], strerror(errno ? errno : EIO));
+	err("%s: %s", path, strerror(errno ? errno : EIO));
 out:
 	free(blk);
+	free(v);
+	free(recs[0]);
 	dev_close(&d);
+	scan_free(&s);
+	return r;
+}
+
+/*
+ * debug-placement <cache_dev> <oset>...
+ *
+ * Prints "<oset> <cset>" for each origin set: the cache set it may live
+ * in (ssdp_oset_cset() over the cache's nr_csets), for tests that need
+ * origin sets sharing a cache set, or not.
+ */
+static int cmd_debug_placement(int argc, char **argv)
+{
+	static const struct option opts[] = { OPT_HELP, OPT_END };
+	unsigned long long oset;
+	struct ssdp_scan s;
+	struct dev d;
+	int i, r = EXIT_OK;
+	char *end;
+
+	while (sub_getopt(argc, argv, opts) != -1)
+		;
+	if (optind + 2 > argc)
+		return print_usage();
+	if (scan_path(argv[optind], &d, &s, O_RDONLY))
+		return EXIT_FAIL;
+	dev_close(&d);
+	if (s.sb_res != SSDP_SB_OK) {
+		err("%s: %s", argv[optind], sb_res_text(s.sb_res));
+		scan_free(&s);
+		return EXIT_NOSB;
+	}
+	for (i = optind + 1; i < argc; i++) {
+		errno = 0;
+		oset = strtoull(argv[i], &end, 0);
+		if (errno || *end || end == argv[i] ||
+		    oset >= SSDP_REC_TAG_FREE) {
+			err("debug-placement: bad origin set '%s'", argv[i]);
+			r = EXIT_FAIL;
+			continue;
+		}
+		printf("%llu %u\n", oset, ssdp_oset_cset(oset, s.sb.nr_csets));
+	}
 	scan_free(&s);
 	return r;
 }
@@ -1913,7 +2092,7 @@ static int cmd_create(int argc, char **argv)
 	}
 	if (res != SSDP_SB_BLANK && res != SSDP_SB_FOREIGN) {
 		err("%s: %s: see 'ssdprio-tool show'; wipe it to start afresh",
-		    e.cache, ssdp_sb_result_name(res));
+		    e.cache, sb_res_text(res));
 		return EXIT_NOSB;
 	}
 	if (dev_held(e.cache) || dev_held(e.origin)) {
@@ -2256,7 +2435,7 @@ static int cmd_attach(int argc, char **argv)
 	if (res != SSDP_SB_OK && res != SSDP_SB_BLANK &&
 	    res != SSDP_SB_FOREIGN) {
 		err("%s: %s: see 'ssdprio-tool show'; wipe it to start afresh",
-		    cache, ssdp_sb_result_name(res));
+		    cache, sb_res_text(res));
 		return EXIT_NOSB;
 	}
 	if (res == SSDP_SB_OK)
@@ -2331,6 +2510,7 @@ int main(int argc, char **argv)
 		{ "attach", cmd_attach },
 		{ "set", cmd_set },
 		{ "debug-record", cmd_debug_record },
+		{ "debug-placement", cmd_debug_placement },
 	};
 	size_t i;
 

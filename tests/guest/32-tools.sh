@@ -125,19 +125,19 @@ grep -Eq "dirty blocks: +$dirty " "$T/show.txt" || fail "text show: $(cat "$T/sh
 log "$(cat "$T/check")"
 
 # --- a damaged record copy ---------------------------------------------------------
-# A set of the range both fio rounds wrote (origin sets 4-19): its older copy
-# is from an earlier commit of its 4 KiB metadata block (which a neighbour's
-# change may have caused: so at most as many blocks, not always fewer).
+# A cache set holding a tag of the range both fio rounds wrote (origin sets
+# 4-19; f() sees its first tag) with a good record in both copies: its older
+# copy is from an earlier commit of its 4 KiB metadata block (which a
+# neighbour's change may have caused).
 read -r cset copy < <(awk "$AWK_F"' /"cset": / && f("other") == "good" && f("oset") + 0 >= 4 &&
-	f("oset") + 0 < 20 && f("other_oset") == f("oset") && f("lost") == "false" {
+	f("oset") + 0 < 20 {
 	print f("cset"), f("copy"); exit }' "$T/s0.json")
-[[ -n $cset ]] || fail "no set with a good record of its origin set in both copies"
+[[ -n $cset ]] || fail "no set with a good record in both copies"
 rs=$(j "$T/s0.json" rec_sectors)
 rb=$(j "$T/s0.json" rec_bytes)
-rec_byte() { # rec_byte COPY: a byte inside cache set $cset's record in COPY
-	echo $(((8 + $1 * rs + cset / (512 / rb)) * 512 + (cset % (512 / rb)) * rb + 8))
+rec_byte() { # rec_byte COPY: a byte of cache set $cset's record (its seq) in COPY
+	echo $(((8 + $1 * rs) * 512 + cset * rb + 8))
 }
-valid_c=$(set_field "$T/s0.json" "$cset" valid)
 log "damaging cache set $cset: copy $((1 - copy)) (older), then copy $copy (newer)"
 # The older copy: reported, nothing else changes.
 flip "$ssd" "$(rec_byte $((1 - copy)))"
@@ -154,8 +154,7 @@ show_json "$ssd" s2
 grep -q "torn: 1 (first cache set $cset)" "$T/show2.txt" || fail "text show of a torn record: $(cat "$T/show2.txt")"
 assert_eq "$(j "$T/s2.json" torn_records)" 1 "torn: newer copy damaged"
 assert_eq "$(set_field "$T/s2.json" "$cset" copy)" $((1 - copy)) "the other copy is used"
-assert_le "$(set_field "$T/s2.json" "$cset" valid)" "$valid_c" "the older record has no more blocks"
-assert_le "$(j "$T/s2.json" valid_blocks)" "$valid" "valid blocks from the older record"
+# (the older record may hold fewer blocks, or others: what the kernel loads)
 "$TOOL" check "$ssd" >/dev/null || fail "check fails on a torn record"
 line=$("$TOOL" table "$hdd" "$ssd" evict_wait 60000) || fail "table failed"
 dm_create sp "$line" >/dev/null

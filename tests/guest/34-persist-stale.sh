@@ -1,10 +1,13 @@
 #!/bin/bash
-# Stale metadata records and metadata I/O errors:
-# - two records for one origin set (a torn commit): the loser's record is
-#   rewritten free before the device serves I/O, so a second crash can never
-#   find it alone (states crafted with `ssdprio-tool debug-record`);
-# - a table shorter than the cache's origin: refused while dirty blocks lie
-#   past its end, clean ones there are dropped and their records freed;
+# Stale and forged metadata records and metadata I/O errors:
+# - a record whose copy checks out but contradicts itself (a tag placed in
+#   another cache set, as a misdirected write would leave it) is a bad copy:
+#   the load ignores it and serves the origin's data, never the SSD frames
+#   it names; after a crash only dirty blocks are loaded, and the records
+#   are rewritten without the dropped clean ones before a clean shutdown
+#   (states crafted with `ssdprio-tool debug-record`);
+# - a tag past the origin's end: with dirty blocks the table is refused,
+#   clean ones are dropped; a table shorter than the cache's origin alike;
 # - a read error in one record copy: the load uses the other copy;
 # - a failed metadata write: flushes fail, I/O, suspend/resume and remove go on.
 # timeout: 600
@@ -18,39 +21,80 @@ hdd=$(make_hdd hdd 64 0 32)
 ssd=$(make_ssd ssd 24)
 len=$(sectors "$hdd")
 
-# sets_json DEV: "cset:oset:lost" of every mapped record on DEV, one a line
+# sets_of DEV: "cset:oset:valid:dirty" of every tag in a believed record on DEV, one a line
 sets_of() {
 	"$TOOL" show --json --sets "$1" | python3 -c '
 import json, sys
 for s in json.load(sys.stdin)["sets"]:
-    print("%d:%d:%s" % (s["cset"], s["oset"], "lost" if s["lost"] else "won"))'
+    for t in s["tags"]:
+        print("%d:%d:%d:%d" % (s["cset"], t["oset"], t["valid"], t["dirty"]))'
 }
 json_key() { "$TOOL" show --json "$1" | python3 -c "import json, sys; print(json.load(sys.stdin)['$2'])"; }
+place() { "$TOOL" debug-placement "$ssd" "$1" | cut -d' ' -f2; }
 
-# --- two records for one origin set ----------------------------------------------------
+# --- a misplaced tag, beside a good record ------------------------------------------------
 dm_create sp "0 $len ssdprio $hdd $ssd 5 format evict_wait 60000 read_alloc off" >/dev/null
 dm_remove sp
-# origin set 5: cset 0 mapped it first (map_seq 10), cset 1 later (20);
-# origin set 7: cset 2 later (30), cset 3 first (25): losers on both sides.
-"$TOOL" debug-record "$ssd" 0 5 10 4 0 >/dev/null || fail "debug-record"
-"$TOOL" debug-record "$ssd" 1 5 20 4 4 >/dev/null || fail "debug-record"
-"$TOOL" debug-record "$ssd" 2 7 30 8 8 >/dev/null || fail "debug-record"
-"$TOOL" debug-record "$ssd" 3 7 25 8 0 >/dev/null || fail "debug-record"
-assert_eq "$(sets_of "$ssd" | tr '\n' ' ')" "0:5:lost 1:5:won 2:7:won 3:7:lost " "crafted state"
+nr_csets=$(json_key "$ssd" total_sets)
+nr_osets=$(json_key "$ssd" origin_sets)
+# origin set 5's data on the origin, and something else in every SSD frame
+dd if=/dev/urandom of="$hdd" bs=1M seek=5 count=1 oflag=direct status=none
+data_start=$(json_key "$ssd" data_start)
+# (data_start is a multiple of 1 MiB)
+tr '\0' '\252' </dev/zero | dd of="$ssd" bs=1M seek=$((data_start / 2048)) \
+	count=$((($(sectors "$ssd") - data_start) / 2048)) iflag=fullblock oflag=direct status=none
+sum5() { dd if="$1" bs=1M skip=5 count=1 iflag=direct status=none | sha256sum; }
+want5=$(sum5 "$hdd")
+# origin set 5 in the cache set after its own, 16 blocks, 8 dirty
+bad=$((($(place 5) + 1) % nr_csets))
+"$TOOL" debug-record "$ssd" "$bad" 0 5 0 16 8 >/dev/null 2>&1 &&
+	fail "debug-record wrote a misplaced tag without --allow-misplaced"
+"$TOOL" debug-record --allow-misplaced "$ssd" "$bad" 0 5 0 16 8 >/dev/null || fail "debug-record"
+# a good record: origin set 7 in its own cache set, 10 blocks, 4 dirty
+good=$(place 7)
+[[ $good != "$bad" ]] || fail "origin sets 5 and 7 picked badly (cache set $good)"
+"$TOOL" debug-record "$ssd" "$good" 3 7 0 10 4 >/dev/null || fail "debug-record"
+assert_eq "$(sets_of "$ssd" | tr '\n' ' ')" "$good:7:10:4 " "crafted state (the misplaced record is no one's)"
+assert_eq "$(json_key "$ssd" errors)" 1 "the tool reports the inconsistent record"
+"$TOOL" check "$ssd" >/dev/null && fail "check passed a misplaced tag"
 dmesg -C
 dm_create sp "0 $len ssdprio $hdd $ssd 4 evict_wait 60000 read_alloc off" >/dev/null
 assert_eq "$(status_get sp meta_state)" recovered "load after the crafted crash"
-assert_eq "$(status_get sp mapped_sets)" 2 "one set per origin set"
-assert_eq "$(status_get sp dirty_blocks)" 12 "the winners' valid blocks, dirty (unclean)"
-# right after the resume, with no I/O since: the losers are free on the SSD
-assert_eq "$(sets_of "$ssd" | tr '\n' ' ')" "1:5:won 2:7:won " "losers' records on disk after resume"
-dmesg | grep -q "stale metadata records rewritten as free" || fail "no message about the rewritten records"
-# the rest of the double-crash scenario: the winners written back, shut
-# down; only the winners' records are on the SSD
-dmsetup message sp 0 flush_dirty || fail "flush_dirty"
-wait_status sp dirty_blocks -eq 0 120
+assert_eq "$(status_get sp mapped_sets)" 1 "only the good record"
+# unclean: the good record's dirty blocks are kept, its clean ones dropped
+assert_eq "$(status_get sp dirty_blocks)" 4 "the good record's dirty blocks"
+assert_eq "$(status_get sp valid_blocks)" 4 "clean blocks dropped after a crash"
+assert_eq "$(sum5 /dev/mapper/sp)" "$want5" "origin set 5 read from the origin, not from the misplaced frames"
 dm_remove sp
-assert_eq "$(sets_of "$ssd" | tr '\n' ' ')" "1:5:won 2:7:won " "records after writeback and shutdown"
+assert_eq "$(json_key "$ssd" clean)" True "clean shutdown"
+assert_eq "$(sets_of "$ssd" | tr '\n' ' ')" "$good:7:4:4 " "records after a clean shutdown: dropped blocks gone"
+assert_eq "$(json_key "$ssd" dirty_blocks)" 4 "dirty blocks kept across the shutdown"
+
+# --- a tag past the origin's end ----------------------------------------------------
+past=$nr_osets
+pc=$(place "$past")
+# clean: dropped at load, the table goes live
+"$TOOL" debug-record "$ssd" "$pc" 14 "$past" 20 2 0 >/dev/null || fail "debug-record"
+"$TOOL" show --json "$ssd" | grep -q '"kind": "past_origin", "severity": "warning"' ||
+	fail "the tool does not warn about a clean tag past the origin"
+dm_create sp "0 $len ssdprio $hdd $ssd 4 evict_wait 60000 read_alloc off" >/dev/null
+assert_eq "$(status_get sp dirty_blocks)" 4 "still origin set 7's dirty blocks"
+assert_eq "$(sum5 /dev/mapper/sp)" "$want5" "origin set 5 still from the origin"
+dm_remove sp
+sets_of "$ssd" | grep -q ":$past:" && fail "the clean tag past the origin is still recorded"
+# dirty: the table is refused, the cache left as it was
+"$TOOL" debug-record "$ssd" "$pc" 14 "$past" 20 2 1 >/dev/null || fail "debug-record"
+"$TOOL" show --json "$ssd" | grep -q '"kind": "past_origin", "severity": "error"' ||
+	fail "the tool does not report a dirty tag past the origin as an error"
+before=$(dd if="$ssd" bs=1M count=1 iflag=direct status=none | md5sum)
+dmesg -C
+if dm_try_create sp "0 $len ssdprio $hdd $ssd 4 evict_wait 60000 read_alloc off" >/dev/null 2>&1; then
+	fail "a table went live over dirty blocks past the origin's end"
+fi
+dmesg | grep -q "ssdprio" || fail "no kernel message for the refused table"
+dmsetup info sp >/dev/null 2>&1 && dmsetup remove sp
+assert_eq "$(dd if="$ssd" bs=1M count=1 iflag=direct status=none | md5sum)" "$before" \
+	"a refused table leaves the metadata alone"
 wipe() { dd if=/dev/zero of="$ssd" bs=1M count=4 oflag=direct status=none; }
 
 # --- a table shorter than the cache's origin --------------------------------------------
@@ -76,7 +120,7 @@ wait_status sp dirty_blocks -eq 0 120
 dm_remove sp
 dm_create sp "0 $short ssdprio $hdd $ssd 4 evict_wait 60000 read_alloc off" >/dev/null
 assert_eq "$(status_get sp mapped_sets)" 1 "the clean set past the end dropped"
-assert_eq "$(sets_of "$ssd" | cut -d: -f2 | tr '\n' ' ')" "0 " "its record freed at resume"
+assert_eq "$(sets_of "$ssd" | cut -d: -f2 | tr '\n' ' ')" "0 " "its tag freed at resume"
 dm_remove sp
 
 # --- a read error in one record copy --------------------------------------------------

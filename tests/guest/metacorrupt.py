@@ -1,18 +1,20 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Corrupt the metadata of an ssdprio cache device (drivers/ssdprio_format.h)
-in one random way, and say how on stdout (one line).
+"""Corrupt the metadata of an ssdprio cache device (drivers/ssdprio_format.h,
+format 2) in one random way, and say how on stdout (one line).
 
   metacorrupt.py DEV --seed S [--kind KIND] [--nr-osets N]
 
 Kinds: random damage that the checksums must catch (bit flips, zeroed
 sectors or metadata blocks, random bytes; superblock, one record copy,
 both copies of a record), and forged values with a correct checksum that
-the loader must judge on their own (superblock fields; records with an
-origin set out of range, another cache set's index, a free set with valid
-blocks, dirty blocks that are not valid, huge sequence numbers).  Forged
-records never claim blocks or origin sets that another record could own:
-that is indistinguishable from real metadata.
+the loader must judge on their own (superblock fields; records that
+contradict themselves: a tag placed in another cache set, one origin set in
+two tags, an owner without a tag, dirty without an owner, another cache
+set's index, the zero word or the padding set; records that are consistent
+but name an origin set past the origin, with clean or dirty blocks; a huge
+sequence number).  Forged records never give a block to an origin set that
+another record could own: that is indistinguishable from real metadata.
 """
 import argparse
 import mmap
@@ -24,7 +26,11 @@ import sys
 SB = struct.Struct("<QIIII16s16sQQIIQIIQQQ")  # up to format_time; crc at 508
 SB_FIELDS = ("magic version flags compat incompat uuid origin_id origin_sectors cache_sectors "
              "block_sectors set_blocks nr_csets rec_bytes rec_sectors data_start seq format_time").split()
-REC = struct.Struct("<IIQQQ")  # crc cset oset seq map_seq
+# crc cset seq tags[15] zero; then 4-bit owners, then dirty bits
+REC = struct.Struct("<IIQ15II")
+TAGS = 15
+TAG_FREE = 0xFFFFFFFF
+M64 = (1 << 64) - 1
 BLK = 4096
 
 _table = []
@@ -42,6 +48,63 @@ def crc32c(seed, data):
     return crc
 
 
+def oset_cset(oset, ncs):
+    """ssdp_oset_cset(): the cache set origin set @oset lives in."""
+    h = ((oset * 0x61C8864680B583EB) & M64) >> 32
+    return (h * ncs) >> 32
+
+
+class Rec:
+    """One record (format 2) at byte @base of a metadata block @buf."""
+
+    def __init__(self, buf, base, rec_bytes, set_blocks):
+        self.buf, self.base, self.rb, self.nb = buf, base, rec_bytes, set_blocks
+        self.ob, self.db = (set_blocks + 1) // 2, (set_blocks + 7) // 8
+        v = REC.unpack_from(buf, base)
+        self.crc, self.cset, self.seq = v[0], v[1], v[2]
+        self.tags, self.zero = list(v[3:3 + TAGS]), v[3 + TAGS]
+        o = base + REC.size
+        self.owners = bytearray(buf[o:o + self.ob])
+        self.dirty = bytearray(buf[o + self.ob:o + self.ob + self.db])
+
+    def good(self, seed, cset):
+        c = crc32c(seed, bytes(self.buf[self.base + 4:self.base + self.rb]))
+        return c == self.crc and self.cset == cset
+
+    def blank(self):
+        return not any(self.buf[self.base:self.base + self.rb])
+
+    def empty(self, cset):
+        self.cset, self.seq, self.zero = cset, 1, 0
+        self.tags = [TAG_FREE] * TAGS
+        self.owners = bytearray([0xFF] * self.ob)
+        self.dirty = bytearray(self.db)
+
+    def owner(self, b):
+        return (self.owners[b // 2] >> (b % 2 * 4)) & 0xF
+
+    def set_owner(self, b, t):
+        sh = b % 2 * 4
+        self.owners[b // 2] = (self.owners[b // 2] & ~(0xF << sh) & 0xFF) | (t << sh)
+
+    def is_dirty(self, b):
+        return (self.dirty[b // 8] >> (b % 8)) & 1
+
+    def set_dirty(self, b, on):
+        if on:
+            self.dirty[b // 8] |= 1 << (b % 8)
+        else:
+            self.dirty[b // 8] &= ~(1 << (b % 8)) & 0xFF
+
+    def seal(self, seed):
+        REC.pack_into(self.buf, self.base, 0, self.cset, self.seq & M64, *self.tags, self.zero)
+        o = self.base + REC.size
+        self.buf[o:o + self.ob] = self.owners
+        self.buf[o + self.ob:o + self.ob + self.db] = self.dirty
+        c = crc32c(seed, bytes(self.buf[self.base + 4:self.base + self.rb]))
+        struct.pack_into("<I", self.buf, self.base, c)
+
+
 class Dev:
     def __init__(self, path):
         self.fd = os.open(path, os.O_RDWR | os.O_DIRECT)
@@ -57,6 +120,97 @@ class Dev:
         if os.pwrite(self.fd, self.buf, off) != BLK:
             raise SystemExit("short write")
         os.fsync(self.fd)
+
+
+def forge(rnd, kind, cset, ncs, seed, nr_osets, rec_at, d):
+    """A record with a correct checksum that the loader must judge."""
+    recs = [rec_at(copy, cset) for copy in (0, 1)]
+    good = [r.good(seed, cset) for r, _ in recs]
+    # the copy the loader believes (good checksum, higher seq), or both
+    if good[0] or good[1]:
+        pick = 0 if good[0] and (not good[1] or recs[0][0].seq >= recs[1][0].seq) else 1
+    else:
+        pick = rnd.randrange(2)
+    copies = [pick] if rnd.randrange(2) else [0, 1]
+    how = rnd.choice(["tag_misplaced", "tag_twice", "owner_no_tag", "dirty_no_owner", "cset",
+                      "zero_word", "padding", "past_origin_clean", "past_origin_dirty",
+                      "seq_huge"])
+    nb = recs[0][0].nb
+    for copy in copies:
+        r, boff = recs[copy]
+        if not r.good(seed, cset) or r.blank():
+            r.empty(cset)
+        used = [t for t in range(TAGS) if r.tags[t] != TAG_FREE]
+        free = [t for t in range(TAGS) if r.tags[t] == TAG_FREE]
+        free_frames = [b for b in range(nb) if r.owner(b) == 0xF]
+        if how == "tag_misplaced":
+            # an origin set of another cache set, in a used tag or a free one
+            t = rnd.choice(used or free)
+            while True:
+                o = rnd.randrange(max(nr_osets, 1) if rnd.randrange(2) else 1 << 31)
+                if oset_cset(o, ncs) != cset:
+                    break
+            r.tags[t] = o
+        elif how == "tag_twice":
+            if used and free:
+                r.tags[rnd.choice(free)] = r.tags[rnd.choice(used)]
+            elif len(used) >= 2:
+                t, u = rnd.sample(used, 2)
+                r.tags[u] = r.tags[t]
+            else:
+                o = next(o for o in range(1 << 31) if oset_cset(o, ncs) == cset)
+                r.tags[0] = r.tags[1] = o
+        elif how == "owner_no_tag":
+            if free:
+                r.set_owner(rnd.randrange(nb), rnd.choice(free))
+            else:
+                t = rnd.choice(used)
+                r.tags[t] = TAG_FREE
+                r.set_owner(rnd.randrange(nb), t)
+        elif how == "dirty_no_owner":
+            if free_frames:
+                b = rnd.choice(free_frames)
+            else:
+                b = rnd.randrange(nb)
+                r.set_owner(b, 0xF)
+            r.set_dirty(b, True)
+        elif how == "cset":
+            r.cset = (cset + rnd.randrange(1, ncs)) % ncs if ncs > 1 else cset + 1
+        elif how == "zero_word":
+            r.zero = rnd.choice([1, 0x80000000, rnd.getrandbits(32) | 1])
+        elif how == "padding":
+            pad = r.rb - REC.size - r.ob - r.db
+            if pad:
+                r.buf[r.base + r.rb - 1 - rnd.randrange(pad)] |= 1 << rnd.randrange(8)
+            else:
+                r.zero = 1
+        elif how in ("past_origin_clean", "past_origin_dirty"):
+            # consistent: an origin set past the end, placed here, in a
+            # free tag (or one taken over, its blocks gone), owning frames
+            # nobody holds, else clean ones, else any (what they held is
+            # lost, as a crash before its commit loses it): clean, it is
+            # dropped; dirty, the table is refused
+            o = max(nr_osets, 1)
+            while oset_cset(o, ncs) != cset:
+                o += 1
+            t = rnd.choice(free) if free else rnd.choice(used)
+            if not free:
+                for b in range(nb):
+                    if r.owner(b) == t:
+                        r.set_dirty(b, False)
+                        r.set_owner(b, 0xF)
+            frames = ([b for b in range(nb) if r.owner(b) == 0xF] or
+                      [b for b in range(nb) if not r.is_dirty(b)] or list(range(nb)))
+            r.tags[t] = o
+            for b in rnd.sample(frames, min(len(frames), rnd.randint(1, 4))):
+                r.set_owner(b, t)
+                r.set_dirty(b, how == "past_origin_dirty")
+        elif how == "seq_huge":
+            r.seq = M64
+        r.seal(seed)
+        d.write(r.buf, boff)
+    return print("%s: record of cache set %d, copies %s: %s, checksums recomputed"
+                 % (kind, cset, copies, how))
 
 
 def main():
@@ -79,10 +233,17 @@ def main():
              "rec_forge", "meta_random_sector"]
     kind = a.kind or rnd.choice(kinds)
 
+    set_blocks = sb["set_blocks"]
+
     def rec_loc(copy, cset):
+        """The sector of the 4 KiB block holding the record, its offset there."""
         byte = cset * rec_bytes
-        sector = 8 + copy * rec_sectors + byte // 512
-        return sector, byte % 512
+        return 8 + copy * rec_sectors + byte // BLK * 8, byte % BLK
+
+    def rec_at(copy, cset):
+        sec, base = rec_loc(copy, cset)
+        buf, boff = d.read(sec)
+        return Rec(buf, base, rec_bytes, set_blocks), boff
 
     def flip(buf, lo, hi, nbits):
         for _ in range(nbits):
@@ -90,6 +251,17 @@ def main():
             buf[i] ^= 1 << rnd.randrange(8)
 
     cset = rnd.randrange(ncs)
+    if kind == "rec_forge":
+        # a set with tags in a good copy, if there is one (the cache's data)
+        used = []
+        for cs in range(ncs):
+            for copy in (0, 1):
+                r, _ = rec_at(copy, cs)
+                if r.good(seed, cs) and any(t != TAG_FREE for t in r.tags):
+                    used.append(cs)
+                    break
+        if used:
+            cset = rnd.choice(used)
     if kind == "sb_bitflip":
         flip(blk0, 0, 512, 1)
         d.write(blk0, 0)
@@ -131,9 +303,8 @@ def main():
     if kind in ("rec_bitflip", "rec_bitflip_both", "rec_random"):
         copies = [0, 1] if kind == "rec_bitflip_both" else [rnd.randrange(2)]
         for copy in copies:
-            sec, off = rec_loc(copy, cset)
+            sec, base = rec_loc(copy, cset)
             buf, boff = d.read(sec)
-            base = (sec % 8) * 512 + off
             if kind == "rec_random":
                 n = rnd.randint(1, rec_bytes)
                 s = base + rnd.randrange(rec_bytes - n + 1)
@@ -158,42 +329,7 @@ def main():
         d.write(buf, boff)
         return print("%s: metadata sector %d random" % (kind, sec))
     if kind == "rec_forge":
-        # the copy the loader would pick (higher seq), or both
-        recs = []
-        for copy in (0, 1):
-            sec, off = rec_loc(copy, cset)
-            buf, boff = d.read(sec)
-            base = (sec % 8) * 512 + off
-            recs.append((copy, buf, boff, base))
-        how = rnd.choice(["oset_range", "oset_huge", "cset", "free_valid", "dirty_not_valid",
-                          "seq_huge", "map_seq_huge"])
-        bm = (sb["set_blocks"] + 7) // 8
-        for copy, buf, boff, base in recs:
-            crc, cs, oset, seq, mseq = REC.unpack_from(buf, base)
-            if how == "oset_range":
-                oset = a.nr_osets + rnd.randrange(1, 1000) if a.nr_osets else (1 << 40)
-            elif how == "oset_huge":
-                oset = rnd.choice([(1 << 64) - 2, 1 << 63, (1 << 32) + 1])
-            elif how == "cset":
-                cs = (cs + rnd.randrange(1, ncs)) % ncs if ncs > 1 else cs + 1
-            elif how == "free_valid":
-                oset = (1 << 64) - 1
-                buf[base + 32] |= 1
-            elif how == "dirty_not_valid":
-                j = rnd.randrange(bm)
-                bit = 1 << rnd.randrange(8)
-                buf[base + 32 + j] &= ~bit & 0xFF
-                buf[base + 32 + bm + j] |= bit
-            elif how == "seq_huge":
-                seq = (1 << 64) - 1
-            elif how == "map_seq_huge":
-                mseq = (1 << 64) - 1
-            REC.pack_into(buf, base, 0, cs, oset, seq, mseq)
-            c = crc32c(seed, bytes(buf[base + 4:base + rec_bytes]))
-            struct.pack_into("<I", buf, base, c)
-            d.write(buf, boff)
-        return print("%s: record of cache set %d, both copies: %s, checksums recomputed"
-                     % (kind, cset, how))
+        return forge(rnd, kind, cset, ncs, seed, a.nr_osets, rec_at, d)
     raise SystemExit("unknown kind " + kind)
 
 

@@ -80,7 +80,10 @@ TEST(codec_sb_blank_foreign_version_features_layout)
 	ASSERT_EQ(ssdp_sb_decode(sector, &out), SSDP_SB_FOREIGN);
 
 	sample_sb(&in, 1 << 21);
-	in.version = 2;
+	in.version = SSDP_FORMAT_VERSION + 1;
+	ssdp_sb_encode(&in, sector);
+	ASSERT_EQ(ssdp_sb_decode(sector, &out), SSDP_SB_BAD_VERSION);
+	in.version = 0;
 	ssdp_sb_encode(&in, sector);
 	ASSERT_EQ(ssdp_sb_decode(sector, &out), SSDP_SB_BAD_VERSION);
 
@@ -99,6 +102,34 @@ TEST(codec_sb_blank_foreign_version_features_layout)
 	ssdp_sb_encode(&in, sector);
 	ASSERT_EQ(ssdp_sb_decode(sector, &out), SSDP_SB_BAD_LAYOUT);
 	ASSERT_TRUE(strlen(ssdp_sb_result_name(SSDP_SB_BAD_CRC)) > 0);
+}
+
+/*
+ * A superblock of format version 1 (an earlier ssdprio) is recognised as
+ * such, not as damage: its fields are read so the tool can name the cache,
+ * whatever its geometry (version 1 records were smaller).
+ */
+TEST(codec_sb_version_1_is_old_not_corrupt)
+{
+	struct ssdp_sb_info in, out;
+	u8 sector[512];
+
+	sample_sb(&in, 1 << 21);
+	in.version = 1;
+	in.rec_bytes = 64;
+	in.flags = 0;
+	ssdp_sb_encode(&in, sector);
+	memset(&out, 0, sizeof(out));
+	ASSERT_EQ(ssdp_sb_decode(sector, &out), SSDP_SB_OLD_VERSION);
+	ASSERT_EQ(out.version, 1);
+	ASSERT_EQ(memcmp(out.uuid, in.uuid, 16), 0);
+	ASSERT_EQ(out.cache_sectors, 1 << 21);
+	ASSERT_EQ(out.flags, 0);
+	ASSERT_TRUE(strstr(ssdp_sb_result_name(SSDP_SB_OLD_VERSION),
+			   "version 1") != NULL);
+	/* A damaged version 1 superblock is damaged. */
+	sector[100] ^= 1;
+	ASSERT_EQ(ssdp_sb_decode(sector, &out), SSDP_SB_BAD_CRC);
 }
 
 /* The fields that say whether and for which origin a cache may be trusted. */
@@ -135,91 +166,228 @@ TEST(codec_sb_trust_fields_round_trip)
 	ASSERT_EQ(ssdp_sb_decode(sector, &out), SSDP_SB_OK);
 }
 
-static void fill_bits(u8 *valid, u8 *dirty, u32 bm, unsigned int seed)
+/* The @nth origin set (from 0) that cache set @cset of @nr_csets holds. */
+static u32 oset_in(u32 cset, u64 nr_csets, u32 nth)
 {
-	u32 i;
+	u32 o;
 
-	for (i = 0; i < bm; i++) {
-		valid[i] = (u8)(seed * 31 + i * 17);
-		dirty[i] = valid[i] & (u8)(seed + i * 5);
+	for (o = 0;; o++)
+		if (ssdp_oset_cset(o, nr_csets) == cset && !nth--)
+			return o;
+}
+
+static void rv_init(struct ssdp_rec_view *v, u64 seq)
+{
+	memset(v, 0, sizeof(*v));
+	v->seq = seq;
+	memset(v->tags, 0xff, sizeof(v->tags));
+	memset(v->owners, 0xff, sizeof(v->owners));
+}
+
+static void rv_own(struct ssdp_rec_view *v, u32 blk, u32 owner, bool dirty)
+{
+	v->owners[blk / 2] &= ~(0xf << (blk % 2 * 4));
+	v->owners[blk / 2] |= owner << (blk % 2 * 4);
+	if (dirty)
+		v->dirty[blk / 8] |= 1U << (blk % 8);
+	else
+		v->dirty[blk / 8] &= ~(1U << (blk % 8));
+}
+
+/*
+ * A busy record of @cset: @ntags tags in use (placed in @cset), frames
+ * owned by them or free in a pattern of @pat, some dirty.
+ */
+static void rv_fill(struct ssdp_rec_view *v, u64 seq, u32 cset, u64 nr_csets,
+		    u32 set_blocks, u32 ntags, u32 pat)
+{
+	u32 t, blk, x;
+
+	rv_init(v, seq);
+	for (t = 0; t < ntags; t++)
+		v->tags[(t * 7) % SSDP_REC_TAGS] = oset_in(cset, nr_csets, t);
+	for (blk = 0; blk < set_blocks; blk++) {
+		x = (blk * 2654435761U + pat) >> 7;
+		if (!ntags || x % 5 == 0)
+			continue;
+		rv_own(v, blk, ((x / 5) % ntags * 7) % SSDP_REC_TAGS,
+		       x % 3 == 0);
 	}
+}
+
+static void rv_same(const struct ssdp_rec_view *a,
+		    const struct ssdp_rec_view *b, u32 set_blocks)
+{
+	ASSERT_EQ(a->seq, b->seq);
+	ASSERT_EQ(memcmp(a->tags, b->tags, sizeof(a->tags)), 0);
+	ASSERT_EQ(memcmp(a->owners, b->owners, (set_blocks + 1) / 2), 0);
+	ASSERT_EQ(memcmp(a->dirty, b->dirty, ssdp_bitmap_bytes(set_blocks)),
+		  0);
+}
+
+/* Checksum a hand-edited record again, so only its contents are wrong. */
+static void reseal(u8 *rec, u32 rb, u32 seed)
+{
+	u32 crc = ssdp_crc32c(seed, rec + 4, rb - 4);
+
+	rec[0] = (u8)crc;
+	rec[1] = (u8)(crc >> 8);
+	rec[2] = (u8)(crc >> 16);
+	rec[3] = (u8)(crc >> 24);
+}
+
+TEST(codec_rec_bytes_is_the_formula)
+{
+	u32 sb, need, want;
+
+	for (sb = 1; sb <= SSDP_REC_MAX_BLOCKS; sb <<= 1) {
+		need = 80 + (sb + 1) / 2 + (sb + 7) / 8;
+		for (want = 64; want < need; want <<= 1)
+			;
+		ASSERT_EQ(ssdp_rec_bytes(sb), want);
+		ASSERT_EQ(4096 % want, 0);
+	}
+	ASSERT_EQ(ssdp_rec_bytes(1), 128);
+	ASSERT_EQ(ssdp_rec_bytes(64), 128);
+	ASSERT_EQ(ssdp_rec_bytes(128), 256);
+	ASSERT_EQ(ssdp_rec_bytes(256), 256);
+	ASSERT_EQ(ssdp_rec_bytes(512), 512);
+	ASSERT_EQ(ssdp_rec_bytes(1024), 1024);
 }
 
 TEST(codec_rec_round_trip_every_geometry)
 {
 	u32 set_blocks, seed = ssdp_rec_seed((const u8 *)"0123456789abcdef");
+	struct ssdp_rec_view in, out;
+	u64 nr_csets = 100;
+	u32 ntags;
 
 	for (set_blocks = 1; set_blocks <= 1024; set_blocks <<= 1) {
-		u32 rb = ssdp_rec_bytes(set_blocks), bm =
-			ssdp_bitmap_bytes(set_blocks);
-		u8 rec[512], valid[128], dirty[128];
-		struct ssdp_rec_info out;
+		u32 rb = ssdp_rec_bytes(set_blocks);
+		u8 rec[1024];
 
-		ASSERT_TRUE(rb <= 512 && 512 % rb == 0);
-		fill_bits(valid, dirty, bm, set_blocks);
-		if (set_blocks < 8) {
-			valid[0] &= (u8)((1U << set_blocks) - 1);
-			dirty[0] &= valid[0];
+		for (ntags = 0; ntags <= SSDP_REC_TAGS; ntags += 5) {
+			rv_fill(&in, 9 + ntags, 42, nr_csets, set_blocks, ntags,
+				set_blocks);
+			ssdp_rec_encode(rec, rb, seed, 42, set_blocks, &in);
+			ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, 42, set_blocks,
+						  nr_csets, &out), 0);
+			rv_same(&in, &out, set_blocks);
+			/* Frames past the set read as free and clean. */
+			if (set_blocks < SSDP_REC_MAX_BLOCKS) {
+				ASSERT_EQ(ssdp_rec_owner(&out, set_blocks),
+					  0xf);
+				ASSERT_FALSE(ssdp_rec_dirty(&out, set_blocks));
+			}
+			/* Misplaced (another cset's slot), another cache. */
+			ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, 43, set_blocks,
+						  nr_csets, &out), -EUCLEAN);
+			ASSERT_EQ(ssdp_rec_decode(rec, rb, seed + 1, 42,
+						  set_blocks, nr_csets, &out),
+				  -EBADMSG);
 		}
-		ssdp_rec_encode(rec, rb, seed, 42, set_blocks, 77, 9, 33, valid,
-				dirty);
-		ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, 42, set_blocks, &out),
-			  0);
-		ASSERT_EQ(out.oset, 77);
-		ASSERT_EQ(out.seq, 9);
-		ASSERT_EQ(out.map_seq, 33);
-		ASSERT_EQ(memcmp(out.valid, valid, bm), 0);
-		ASSERT_EQ(memcmp(out.dirty, dirty, bm), 0);
-		/* Misplaced (another cset's slot) and another format. */
-		ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, 43, set_blocks, &out),
-			  -EUCLEAN);
-		ASSERT_EQ(ssdp_rec_decode(rec, rb, seed + 1, 42, set_blocks,
-					  &out), -EBADMSG);
 	}
 }
 
 TEST(codec_rec_every_bit_flip_is_detected)
 {
 	u32 seed = ssdp_rec_seed((const u8 *)"fedcba9876543210");
-	u32 rb = ssdp_rec_bytes(256), bm = ssdp_bitmap_bytes(256);
-	u8 rec[512], valid[32], dirty[32];
-	struct ssdp_rec_info out;
+	u32 rb = ssdp_rec_bytes(256);
+	struct ssdp_rec_view in, out;
 	unsigned int bit;
+	u8 rec[256];
 
-	fill_bits(valid, dirty, bm, 3);
-	ssdp_rec_encode(rec, rb, seed, 5, 256, 1000, 17, 4, valid, dirty);
+	rv_fill(&in, 17, 5, 1000, 256, 15, 3);
+	ssdp_rec_encode(rec, rb, seed, 5, 256, &in);
 	for (bit = 0; bit < rb * 8; bit++) {
 		rec[bit / 8] ^= 1U << (bit % 8);
-		ASSERT_NE(ssdp_rec_decode(rec, rb, seed, 5, 256, &out), 0);
+		ASSERT_NE(ssdp_rec_decode(rec, rb, seed, 5, 256, 1000, &out),
+			  0);
 		rec[bit / 8] ^= 1U << (bit % 8);
 	}
-	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, 5, 256, &out), 0);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, 5, 256, 1000, &out), 0);
 }
 
-TEST(codec_rec_inconsistent_bits_are_refused)
+/* A record with a good checksum that contradicts itself is refused. */
+TEST(codec_rec_inconsistent_records_are_refused)
 {
-	u32 seed = 1234, rb = ssdp_rec_bytes(4);
-	u8 rec[64], valid[1], dirty[1];
-	struct ssdp_rec_info out;
+	u32 seed = 1234, rb = ssdp_rec_bytes(4), cset = 3, other;
+	struct ssdp_rec_view v, out;
+	u64 nr = 10;
+	u8 rec[128];
 
-	/* Dirty without valid. */
-	valid[0] = 0x1;
-	dirty[0] = 0x2;
-	ssdp_rec_encode(rec, rb, seed, 0, 4, 3, 1, 1, valid, dirty);
-	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, 0, 4, &out), -EUCLEAN);
-	/* A block past the end of a 4-block set. */
-	valid[0] = 0x10;
-	dirty[0] = 0;
-	ssdp_rec_encode(rec, rb, seed, 0, 4, 3, 1, 1, valid, dirty);
-	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, 0, 4, &out), -EUCLEAN);
-	/* Valid blocks in a free set. */
-	valid[0] = 0x1;
-	ssdp_rec_encode(rec, rb, seed, 0, 4, SSDP_OSET_FREE, 1, 1, valid, dirty);
-	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, 0, 4, &out), -EUCLEAN);
-	/* A free set. */
-	ssdp_rec_encode(rec, rb, seed, 0, 4, SSDP_OSET_FREE, 1, 1, NULL, NULL);
-	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, 0, 4, &out), 0);
-	ASSERT_EQ(out.oset, SSDP_OSET_FREE);
+	other = oset_in(4, nr, 0);
+	/* An empty record (no tag, all free) is fine. */
+	rv_init(&v, 1);
+	ssdp_rec_encode(rec, rb, seed, cset, 4, &v);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, cset, 4, nr, &out), 0);
+	ASSERT_EQ(out.tags[0], SSDP_REC_TAG_FREE);
+
+	/* A tag placed in another cache set. */
+	rv_init(&v, 1);
+	v.tags[2] = other;
+	ssdp_rec_encode(rec, rb, seed, cset, 4, &v);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, cset, 4, nr, &out), -EUCLEAN);
+	/* ... the same record is fine in that set. */
+	ssdp_rec_encode(rec, rb, seed, 4, 4, &v);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, 4, 4, nr, &out), 0);
+
+	/* One origin set in two tags. */
+	rv_init(&v, 1);
+	v.tags[0] = oset_in(cset, nr, 0);
+	v.tags[9] = oset_in(cset, nr, 0);
+	ssdp_rec_encode(rec, rb, seed, cset, 4, &v);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, cset, 4, nr, &out), -EUCLEAN);
+
+	/* An owner without a tag. */
+	rv_init(&v, 1);
+	v.tags[0] = oset_in(cset, nr, 0);
+	rv_own(&v, 0, 0, true);
+	rv_own(&v, 3, 1, false);
+	ssdp_rec_encode(rec, rb, seed, cset, 4, &v);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, cset, 4, nr, &out), -EUCLEAN);
+
+	/* Dirty without an owner. */
+	rv_init(&v, 1);
+	v.tags[0] = oset_in(cset, nr, 0);
+	rv_own(&v, 0, 0, false);
+	v.dirty[0] = 0x2;
+	ssdp_rec_encode(rec, rb, seed, cset, 4, &v);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, cset, 4, nr, &out), -EUCLEAN);
+
+	/* A dirty bit past the end of a 4-block set. */
+	rv_init(&v, 1);
+	v.dirty[0] = 0x10;
+	ssdp_rec_encode(rec, rb, seed, cset, 4, &v);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, cset, 4, nr, &out), -EUCLEAN);
+
+	/* An owner in the unused half byte of a 1-block set. */
+	rv_init(&v, 1);
+	v.tags[0] = oset_in(cset, nr, 0);
+	v.owners[0] = 0x0f;	/* frame 0 free, "frame 1" tag 0 */
+	ssdp_rec_encode(rec, ssdp_rec_bytes(1), seed, cset, 1, &v);
+	ASSERT_EQ(ssdp_rec_decode(rec, ssdp_rec_bytes(1), seed, cset, 1, nr,
+				  &out), -EUCLEAN);
+	v.owners[0] = 0xf0;	/* frame 0 tag 0 */
+	ssdp_rec_encode(rec, ssdp_rec_bytes(1), seed, cset, 1, &v);
+	ASSERT_EQ(ssdp_rec_decode(rec, ssdp_rec_bytes(1), seed, cset, 1, nr,
+				  &out), 0);
+	ASSERT_EQ(ssdp_rec_owner(&out, 0), 0);
+
+	/* The zero word, or bytes past the bitmaps, not zero. */
+	rv_init(&v, 1);
+	ssdp_rec_encode(rec, rb, seed, cset, 4, &v);
+	rec[76] = 1;
+	reseal(rec, rb, seed);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, cset, 4, nr, &out), -EUCLEAN);
+	ssdp_rec_encode(rec, rb, seed, cset, 4, &v);
+	rec[rb - 1] = 1;
+	reseal(rec, rb, seed);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, cset, 4, nr, &out), -EUCLEAN);
+	/* And a record of this cache is never read for a set too big. */
+	ssdp_rec_encode(rec, rb, seed, cset, 4, &v);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, cset, 2048, nr, &out),
+		  -EUCLEAN);
 }
 
 /*
@@ -227,38 +395,57 @@ TEST(codec_rec_inconsistent_bits_are_refused)
  * bytes.  The copy is refused and the other copy (the previous commit)
  * is believed; a completed write with a newer seq wins.
  */
-TEST(codec_rec_torn_write_falls_back_to_the_other_copy)
+TEST(codec_rec_pick_by_seq_torn_and_both_bad)
 {
 	u32 seed = ssdp_rec_seed((const u8 *)"torn-write-test!");
-	u32 rb = ssdp_rec_bytes(256), bm = ssdp_bitmap_bytes(256);
-	u8 older[128], newer[128], torn[128], v1[32], d1[32], v2[32], d2[32];
-	struct ssdp_rec_info out;
+	u32 rb = ssdp_rec_bytes(256);
+	struct ssdp_rec_view v1, v2, out, scratch;
+	u8 older[256], newer[256], torn[256];
+	u64 nr = 64;
 	u32 cut;
 
-	fill_bits(v1, d1, bm, 1);
-	fill_bits(v2, d2, bm, 2);
-	ssdp_rec_encode(older, rb, seed, 9, 256, 500, 10, 2, v1, d1);
-	ssdp_rec_encode(newer, rb, seed, 9, 256, 500, 11, 2, v2, d2);
+	rv_fill(&v1, 10, 9, nr, 256, 3, 1);
+	rv_fill(&v2, 11, 9, nr, 256, 6, 2);
+	ssdp_rec_encode(older, rb, seed, 9, 256, &v1);
+	ssdp_rec_encode(newer, rb, seed, 9, 256, &v2);
 
-	ASSERT_EQ(ssdp_rec_pick(older, newer, rb, seed, 9, 256, &out), 1);
-	ASSERT_EQ(out.seq, 11);
-	ASSERT_EQ(ssdp_rec_pick(newer, older, rb, seed, 9, 256, &out), 0);
-	ASSERT_EQ(out.seq, 11);
+	ASSERT_EQ(ssdp_rec_pick(older, newer, rb, seed, 9, 256, nr, &out,
+				&scratch), 1);
+	rv_same(&out, &v2, 256);
+	ASSERT_EQ(ssdp_rec_pick(newer, older, rb, seed, 9, 256, nr, &out,
+				&scratch), 0);
+	rv_same(&out, &v2, 256);
+	/* The same seq in both: copy 0. */
+	ASSERT_EQ(ssdp_rec_pick(older, older, rb, seed, 9, 256, nr, &out,
+				&scratch), 0);
 
 	for (cut = 1; cut < rb; cut++) {
 		memcpy(torn, newer, cut);
 		memcpy(torn + cut, older + cut, rb - cut);
 		if (!memcmp(torn, newer, rb) || !memcmp(torn, older, rb))
 			continue;
-		ASSERT_EQ(ssdp_rec_pick(torn, older, rb, seed, 9, 256, &out),
-			  1);
+		ASSERT_EQ(ssdp_rec_pick(torn, older, rb, seed, 9, 256, nr,
+					&out, &scratch), 1);
+		rv_same(&out, &v1, 256);
+		ASSERT_EQ(ssdp_rec_pick(older, torn, rb, seed, 9, 256, nr,
+					&out, &scratch), 0);
 		ASSERT_EQ(out.seq, 10);
-		ASSERT_EQ(memcmp(out.valid, v1, bm), 0);
 	}
-	/* Neither copy ever written: the set is free. */
+	/* A newer copy that contradicts itself is a bad copy too. */
+	v2.tags[0] = oset_in(10, nr, 0);
+	ssdp_rec_encode(newer, rb, seed, 9, 256, &v2);
+	ASSERT_EQ(ssdp_rec_pick(older, newer, rb, seed, 9, 256, nr, &out,
+				&scratch), 0);
+	ASSERT_EQ(out.seq, 10);
+	/* Neither copy ever written, or both bad: the set is free. */
+	memcpy(torn, older, rb);
+	torn[100] ^= 0x10;
+	ASSERT_EQ(ssdp_rec_pick(torn, newer, rb, seed, 9, 256, nr, &out,
+				&scratch), -1);
 	memset(older, 0, rb);
 	memset(newer, 0xff, rb);
-	ASSERT_EQ(ssdp_rec_pick(older, newer, rb, seed, 9, 256, &out), -1);
+	ASSERT_EQ(ssdp_rec_pick(older, newer, rb, seed, 9, 256, nr, &out,
+				&scratch), -1);
 }
 
 /*
