@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "harness.h"
 #include "evict_sm.h"
-#include "cache_map.h"
+#include "frame_map.h"
 
 #define MS	1000000ULL
 #define WAIT	(1000 * MS)
@@ -424,45 +424,55 @@ TEST(evict_action_failed_stalls_until_event)
 }
 
 /*
- * End to end with a real cache map and a simulated engine: bursts of
+ * End to end with a real frame map and a simulated engine: bursts of
  * writes separated by quiet gaps. Checks that no eviction writeback ever
- * starts within evict_wait of an arrival, that space is recovered in the
+ * starts within evict_wait of an arrival, that room is recovered in the
  * quiet gaps and that flush_all leaves nothing dirty.
  */
 struct sim {
-	struct ssdp_cmap cm;
+	struct ssdp_fmap fm;
 	struct ssdp_evict_sm sm;
 	u32 wb[8];
 	u32 nr_wb;
 	u64 timer;		/* 0: not armed */
 	u64 last_io;
-	u32 flush_cursor;
 	u32 cleaned;		/* cleaning writebacks started */
 };
+
+static u32 sim_room_sets(const struct sim *s)
+{
+	return (u32)(ssdp_fmap_room(&s->fm) / s->fm.set_blocks);
+}
 
 /* The engine's view (evict.c), the sim's clock in ms for the ages. */
 static void sim_view(struct sim *s, u64 now, struct ssdp_evict_view *v)
 {
-	u32 h = ssdp_cmap_lru_first_unpinned(&s->cm);
-	u32 old = ssdp_cmap_oldest_dirty_unpinned(&s->cm, 64);
+	u32 old = ssdp_fmap_oldest_dirty_unpinned(&s->fm, 64);
 
-	v->nr_free = ssdp_cmap_nr_free(&s->cm);
-	v->nr_dirty_sets = ssdp_cmap_nr_dirty_sets(&s->cm);
-	if (ssdp_cmap_clean_victim(&s->cm, 64) != SSDP_NONE)
-		v->head = SSDP_HEAD_CLEAN;
-	else
-		v->head = h == SSDP_NONE ? SSDP_HEAD_NONE : SSDP_HEAD_DIRTY;
-	v->dirty_blocks = ssdp_cmap_total_dirty(&s->cm);
+	v->nr_free = sim_room_sets(s);
+	v->nr_dirty_sets = s->fm.nr_dirty_sets;
+	v->head = old == SSDP_NONE ? SSDP_HEAD_NONE : SSDP_HEAD_DIRTY;
+	v->dirty_blocks = s->fm.total_dirty;
 	v->cleanable = old != SSDP_NONE;
 	v->oldest_age = v->cleanable ?
-		(now / MS - ssdp_cmap_dirty_since(&s->cm, old)) * MS : 0;
+		(now / MS - ssdp_fmap_dirty_since(&s->fm, old)) * MS : 0;
+}
+
+static void sim_start(struct sim *s, u32 tag)
+{
+	u32 c = ssdp_fmap_oldest_dirty_unpinned(&s->fm, 64);
+
+	ASSERT_NE(c, SSDP_NONE);
+	ASSERT_NE(ssdp_fmap_nr_dirty(&s->fm, c), 0);
+	ssdp_fmap_pin(&s->fm, c);
+	ASSERT_LT(s->nr_wb, 8);
+	s->wb[s->nr_wb++] = c | tag;
 }
 
 static void sim_run(struct sim *s, u64 now)
 {
 	struct ssdp_evict_view v;
 	struct ssdp_evict_action a;
-	u32 c;
 
 	for (;;) {
 		sim_view(s, now, &v);
@@ -474,38 +484,25 @@ static void sim_run(struct sim *s, u64 now)
 			s->timer = a.deadline;
 			return;
 		case SSDP_EVICT_ACT_FREE_CLEAN_HEAD:
-			c = ssdp_cmap_clean_victim(&s->cm, 64);
-			ASSERT_EQ(ssdp_cmap_unmap(&s->cm, c), 0);
+			ASSERT_TRUE(false);	/* the head is never clean */
 			break;
 		case SSDP_EVICT_ACT_START_CLEAN:
 			ASSERT_GE(now, s->last_io + WAIT);
-			c = ssdp_cmap_oldest_dirty_unpinned(&s->cm, 64);
-			ASSERT_NE(c, SSDP_NONE);
-			ssdp_cmap_pin(&s->cm, c);
-			ASSERT_LT(s->nr_wb, 8);
-			s->wb[s->nr_wb++] = c | 0x40000000U;
+			sim_start(s, 0x40000000U);
 			s->cleaned++;
 			break;
 		case SSDP_EVICT_ACT_START_WRITEBACK:
 			if (!a.pressure)
 				ASSERT_GE(now, s->last_io + WAIT);
-			c = ssdp_cmap_lru_first_unpinned(&s->cm);
-			ASSERT_NE(c, SSDP_NONE);
-			ASSERT_NE(ssdp_cmap_nr_dirty(&s->cm, c), 0);
-			ssdp_cmap_pin(&s->cm, c);
-			ASSERT_LT(s->nr_wb, 8);
-			s->wb[s->nr_wb++] = c | 0x80000000U;
+			sim_start(s, 0x80000000U);
 			break;
 		case SSDP_EVICT_ACT_START_FLUSH:
-			c = ssdp_cmap_next_dirty_set(&s->cm, s->flush_cursor);
-			if (c == SSDP_NONE) {
+			if (ssdp_fmap_oldest_dirty_unpinned(&s->fm, ~0U) ==
+			    SSDP_NONE) {
 				ssdp_evict_action_failed(&s->sm, a.type);
 				break;
 			}
-			s->flush_cursor = c + 1;
-			ssdp_cmap_pin(&s->cm, c);
-			ASSERT_LT(s->nr_wb, 8);
-			s->wb[s->nr_wb++] = c;
+			sim_start(s, 0);
 			break;
 		}
 	}
@@ -514,15 +511,15 @@ static void sim_run(struct sim *s, u64 now)
 /* complete the oldest writeback */
 static void sim_complete(struct sim *s, u64 now)
 {
-	u32 c = s->wb[0] & 0x3fffffffU;
+	u32 c = s->wb[0] & 0x3fffffffU, lines[SSDP_FMAP_TAGS], n, i;
 	bool evict = s->wb[0] & 0x80000000U;
 	bool clean = s->wb[0] & 0x40000000U;
 
 	memmove(&s->wb[0], &s->wb[1], --s->nr_wb * sizeof(s->wb[0]));
-	ssdp_cmap_clear_dirty(&s->cm, c, 0, s->cm.set_blocks);
-	ssdp_cmap_unpin(&s->cm, c);
-	if (evict)
-		ASSERT_EQ(ssdp_cmap_unmap(&s->cm, c), 0);
+	n = ssdp_fmap_dirty_lines(&s->fm, c, lines);
+	for (i = 0; i < n; i++)
+		ssdp_fmap_clear_dirty(&s->fm, lines[i], 0, s->fm.set_blocks);
+	ssdp_fmap_unpin(&s->fm, c);
 	ssdp_evict_wb_done(&s->sm, evict ? SSDP_WB_EVICT :
 			   clean ? SSDP_WB_CLEAN : SSDP_WB_FLUSH);
 	sim_run(s, now);
@@ -540,23 +537,26 @@ static u32 srnd(u32 n)
 
 static void sim_write(struct sim *s, u64 now, u64 oset, u32 blk)
 {
-	u32 c;
+	bool repl;
+	u32 line;
 
 	s->last_io = now;
-	s->cm.clock = now / MS;
+	s->fm.clock = now / MS;
 	ssdp_evict_io_arrival(&s->sm, now);
-	c = ssdp_cmap_lookup(&s->cm, oset);
-	if (c == SSDP_NONE) {
-		c = ssdp_cmap_map(&s->cm, oset);
-		if (c == SSDP_NONE)
-			return;		/* bypass */
-		ssdp_evict_kick(&s->sm);
-	}
+	line = ssdp_fmap_lookup(&s->fm, oset);
+	if (line == SSDP_NONE)
+		line = ssdp_fmap_tag_alloc(&s->fm, oset, &repl);
+	if (line == SSDP_NONE)
+		return;		/* bypass */
 	/* The engine's worker runs after the write holds its set. */
-	ssdp_cmap_touch(&s->cm, c);
-	ssdp_cmap_set_dirty(&s->cm, c, blk, 1);
-	if (ssdp_evict_needs_run(&s->sm, ssdp_cmap_nr_free(&s->cm),
-				 ssdp_cmap_total_dirty(&s->cm)))
+	ssdp_fmap_pin(&s->fm, ssdp_line_cset(line));
+	if (ssdp_fmap_claim(&s->fm, line, blk, 1, false, &repl) == 1) {
+		ssdp_fmap_touch(&s->fm, line);
+		ssdp_fmap_set_valid(&s->fm, line, blk, 1);
+		ssdp_fmap_set_dirty(&s->fm, line, blk, 1);
+	}
+	ssdp_fmap_unpin(&s->fm, ssdp_line_cset(line));
+	if (ssdp_evict_needs_run(&s->sm, sim_room_sets(s), s->fm.total_dirty))
 		sim_run(s, now);
 }
 
@@ -573,7 +573,7 @@ static void simulate(u64 target, u64 age)
 	const char *why;
 
 	memset(&s, 0, sizeof(s));
-	ASSERT_EQ(ssdp_cmap_init(&s.cm, 64, 16), 0);
+	ASSERT_EQ(ssdp_fmap_init(&s.fm, 64, 16), 0);
 	ssdp_evict_init(&s.sm, 8, WAIT, 4);
 	ssdp_evict_set_cleaning(&s.sm, target, age);
 	for (burst = 0; burst < 200; burst++) {
@@ -604,17 +604,17 @@ static void simulate(u64 target, u64 age)
 				}
 			}
 		}
-		ASSERT_EQ(ssdp_cmap_check(&s.cm, &why), 0);
-		/* a quiet gap longer than wait + writeback restored space */
+		ASSERT_EQ(ssdp_fmap_check(&s.fm, &why), 0);
+		/* a quiet gap longer than wait + writeback restored room */
 		if (ssdp_evict_state(&s.sm) == SSDP_EVICT_NORMAL)
-			ASSERT_GE(ssdp_cmap_nr_free(&s.cm) + s.nr_wb, 8);
+			ASSERT_GE(sim_room_sets(&s) + s.nr_wb, 8);
 		/* 1 s window + at most 64 sets at 10 ms: 2 s is enough. */
 		if (now - gap_start >= 2000 * MS && !s.nr_wb) {
-			u32 old = ssdp_cmap_oldest_dirty(&s.cm);
+			u32 old = ssdp_fmap_oldest_dirty(&s.fm);
 
-			ASSERT_LE(ssdp_cmap_total_dirty(&s.cm), target);
+			ASSERT_LE(s.fm.total_dirty, target);
 			if (age && old != SSDP_NONE)
-				ASSERT_LT((now / MS - ssdp_cmap_dirty_since(&s.cm, old)) * MS,
+				ASSERT_LT((now / MS - ssdp_fmap_dirty_since(&s.fm, old)) * MS,
 					  age + 2000 * MS);
 		}
 	}
@@ -631,13 +631,13 @@ static void simulate(u64 target, u64 age)
 	sim_run(&s, now);
 	while (s.nr_wb)
 		sim_complete(&s, now += MS);
-	ASSERT_EQ(ssdp_cmap_total_dirty(&s.cm), 0);
+	ASSERT_EQ(s.fm.total_dirty, 0);
 	ASSERT_FALSE(s.sm.flushing);
-	ASSERT_EQ(ssdp_cmap_check(&s.cm, &why), 0);
-	ssdp_cmap_destroy(&s.cm);
+	ASSERT_EQ(ssdp_fmap_check(&s.fm, &why), 0);
+	ssdp_fmap_destroy(&s.fm);
 }
 
-TEST(evict_simulated_engine_with_cache_map)
+TEST(evict_simulated_engine_with_frame_map)
 {
 	simulate(~0ULL, 0);
 }
