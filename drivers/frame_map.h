@@ -57,8 +57,7 @@
 #endif
 #define SSDP_FMAP_TAGS		SSDP_REC_TAGS	/* tags per cache set */
 #define SSDP_FMAP_FREE		0xfU		/* owner of a free frame */
-/* Lines (cset << 4 | tag) stay below SSDP_NONE. */
-#define SSDP_FMAP_MAX_CSETS	((1U << 28) - 1)
+#define SSDP_FMAP_MAX_CSETS	SSDP_MAX_CSETS
 
 static inline u32 ssdp_line(u32 cset, u32 tag)
 {

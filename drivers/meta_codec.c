@@ -142,7 +142,9 @@ enum ssdp_sb_result ssdp_sb_decode(const void *sector,
 		return SSDP_SB_BAD_LAYOUT;
 	/* The geometry must be one that ssdp_layout_compute() gives. */
 	if (!is_power_of_2(out->block_sectors) ||
-	    !is_power_of_2(out->set_blocks) || out->set_blocks > 1024 ||
+	    !is_power_of_2(out->set_blocks) ||
+	    out->set_blocks > SSDP_REC_MAX_BLOCKS ||
+	    out->nr_csets > SSDP_MAX_CSETS ||
 	    out->block_sectors > 2048 ||
 	    ssdp_layout_compute(&want, out->cache_sectors, out->block_sectors,
 				out->set_blocks) ||

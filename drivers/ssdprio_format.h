@@ -19,10 +19,10 @@
  *   and set I/O line up; set n's data is at data_start + n * set_sectors.
  *
  * Record area: cache set n's record is at byte n * rec_bytes of a copy.
- * rec_bytes is a power of two dividing 4 KiB, so a record never straddles
- * a metadata block:
+ * rec_bytes (128 to 1024) is a power of two dividing 4 KiB, so a record
+ * never straddles a metadata block; with n = 4096 / rec_bytes:
  *
- *   block k of a copy:  | rec 8k | rec 8k+1 | ... | rec 8k+7 |  (512 B)
+ *   block k of a copy:  | rec nk | rec nk+1 | ... | rec nk+n-1 |
  *
  * The cache is a decoupled sectored cache (drivers/frame_map.h): origin
  * set o lives only in cache set ssdp_oset_cset(o); a cache set holds
@@ -132,6 +132,8 @@
 #define SSDP_REC_TAG_FREE	0xffffffffU
 #define SSDP_REC_HDR_BYTES	80U
 #define SSDP_REC_MAX_BLOCKS	1024U
+/* Cache sets at most: a line (cset << 4 | tag) is a u32 below ~0. */
+#define SSDP_MAX_CSETS		((1U << 28) - 1)
 
 /* Superblock: sector 0 of the cache device, crc32c over bytes 0..507. */
 struct ssdp_disk_sb {
