@@ -448,18 +448,27 @@ static enum ssdp_dest ssdp_route_discard(struct ssdprio *sp,
 		goto origin;
 	if (sp->set_io[cset].excl)
 		return SSDP_DEFERRED;
+	/*
+	 * A discard must not leave two answers for its sectors: the origin's
+	 * (maybe zeroes) and an SSD copy.  A write in flight to the set may
+	 * be about to make its blocks valid: a writethrough write marks them
+	 * valid and clean when it completes, while its discard sent along
+	 * could land on the origin after the write's origin copy, so the
+	 * answer would change when the clean copy is dropped.  There the
+	 * discard is dropped, which it allows: its sectors keep their data
+	 * everywhere.
+	 */
+	if (sp->set_io[cset].writers) {
+		pb->kind = SSDP_BK_NONE;
+		return SSDP_DONE;
+	}
 	if (pb->partial) {
 		/*
-		 * A partial discard must not leave two answers for its
-		 * sectors: the origin's (maybe zeroes) and an SSD copy.  The
-		 * rest of a dirty block exists only here, and its writeback
-		 * rewrites the whole block on the origin, where a discard
-		 * could even land after it; a write in flight to the set may
-		 * be about to fill the block.  There the discard is dropped,
-		 * which it allows: its sectors keep their data everywhere.
+		 * The rest of a dirty block exists only here, and its
+		 * writeback rewrites the whole block on the origin, where a
+		 * discard could even land after it: dropped too.
 		 */
-		if (sp->set_io[cset].writers ||
-		    ssdp_cmap_block_dirty(&sp->cmap, cset, pb->first)) {
+		if (ssdp_cmap_block_dirty(&sp->cmap, cset, pb->first)) {
 			pb->kind = SSDP_BK_NONE;
 			return SSDP_DONE;
 		}
