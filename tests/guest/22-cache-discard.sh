@@ -6,10 +6,12 @@
 # that lands on a set under writeback waits for it (no stale writeback after
 # the discard). A partial-block discard leaves one answer per sector: a clean
 # block reads back what the origin holds, a dirty block what the origin gets
-# at its writeback. Discard is offered when the origin has it, whatever the
-# cache device supports, and not when the origin lacks it. Devices: null_blk
-# with discard (memory-backed, so discarded sectors read back as zeroes;
-# checked on the raw device first).
+# at its writeback. A whole-block discard that arrives while a writethrough
+# write of that block is in flight leaves one answer too: what the target
+# returns is what the origin holds once the cache's copy is dropped. Discard
+# is offered when the origin has it, whatever the cache device supports, and
+# not when the origin lacks it. Devices: null_blk with discard (memory-backed,
+# so discarded sectors read back as zeroes; checked on the raw device first).
 # timeout: 300
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -222,4 +224,45 @@ if blkdiscard -o 0 -l $((MiB)) "$dev" 2>/dev/null; then
 fi
 assert_eq "$(status_get spx discards)" "$n0" "no discard reached the target"
 dm_remove spx
+
+# --- A whole-block discard racing a writethrough write of that block. The
+# SSD half of the write is held (its device suspended), so the write is still
+# in flight when the discard arrives, after its origin half has landed. Either
+# outcome is allowed, but one only: the target's answer must be the origin's
+# once the cache's (clean) copy is gone.
+hdd_r=$(NULLB_DISCARD=1 make_hdd hddr 8 100000 4)
+ssd_r=$(make_ssd ssdr 8)
+ssdl=$(dm_create ssdl "0 $(sectors "$ssd_r") linear $ssd_r 0")
+dev=$(dm_create spw "0 $(sectors "$hdd_r") ssdprio $hdd_r $ssdl 5 format write_policy writethrough read_alloc off")
+dm_n=$(basename "$(readlink -f "$dev")")
+origin_writes() { awk '{ print $5 }' /sys/block/hddr/stat; } # completed write requests
+dm_writing() { awk '{ print $2 }' "/sys/block/$dm_n/inflight"; }
+off=$((2 * MiB + 64 * KiB))
+head -c $BLK /dev/urandom >/tmp/wblk
+dmsetup suspend ssdl || fail "suspend ssdl failed"
+w0=$(origin_writes)
+dd if=/tmp/wblk of="$dev" bs=$BLK seek=$((off / BLK)) count=1 oflag=direct conv=notrunc status=none &
+wpid=$!
+end=$((SECONDS + 60)) # hang guard
+until (($(origin_writes) > w0 && $(dm_writing) > 0)); do
+	((SECONDS < end)) || fail "the write's origin half did not land (origin writes $w0 -> $(origin_writes), in flight $(dm_writing))"
+	sleep 0.1
+done
+o0=$(disc_sectors "$hdd_r")
+blkdiscard -o "$off" -l $BLK "$dev" || fail "blkdiscard of the block being written failed"
+o1=$(disc_sectors "$hdd_r")
+assert_ge "$(dm_writing)" 1 "test setup: the write is still in flight after the discard"
+dmsetup resume ssdl || fail "resume ssdl failed"
+wait_exit "$wpid" 60 || fail "the write did not complete once its SSD half was let through"
+wait "$wpid" || fail "the write failed"
+log "discard during a writethrough write: origin discarded sectors +$((o1 - o0))"
+got=$(blk "$dev" "$off")
+[[ $got == "$(md5sum </tmp/wblk)" || $got == "$(head -c $BLK /dev/zero | md5sum)" ]] ||
+	fail "the block reads neither as written nor as discarded"
+assert_eq "$(status_get spw dirty_blocks)" 0 "writethrough left dirty blocks"
+dm_remove spw # drops the clean copy: from now on the origin answers
+assert_eq "$(blk "$hdd_r" "$off")" "$got" \
+	"a block written and discarded together: the origin answers what the cache did"
+assert_eq "$((o1 - o0))" 0 "the discard was dropped (a write was in flight to its set)"
+dm_remove ssdl
 log "ok"
