@@ -65,9 +65,9 @@ for policy in writeback writethrough writearound; do
 	partial_writes
 	# everything still reads back right through the cache
 	bulk "$dev" --verify_only=1
-	# a reread of a region just read is served by the cache (once eviction
-	# has left a free set for its promotion and is idle again)
-	wait_status sp free_sets ">=" 1 60
+	# a reread of a region just read is served by the cache (once cleaning
+	# has left clean frames for its promotion and eviction is idle again)
+	wait_status sp dirty_blocks "<=" $(($(status_get sp cache_blocks) / 5)) 60
 	wait_status sp evict_state == normal 60
 	dd if="$dev" of=/dev/null bs=64k count=16 skip=1600 iflag=direct status=none
 	sleep 1

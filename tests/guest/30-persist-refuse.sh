@@ -1,8 +1,8 @@
 #!/bin/bash
 # A cache device is used only when it is ours and fits the table: blank or
 # foreign starts need `format`; another origin, another geometry, a broken
-# superblock checksum or a truncated device are refused with a precise
-# message, and nothing is written to the cache device.
+# superblock checksum, a truncated device or a cache of format version 1 are
+# refused with a precise message, and nothing is written to the cache device.
 # timeout: 600
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -79,6 +79,47 @@ fio_run --name=keep --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 
 	--size=8M --randrepeat=0 --randseed=5 --verify=crc32c --ioengine=psync \
 	--verify_only=1 >/dev/null
 dm_remove sp
+
+# --- format version 1 (an earlier ssdprio): refused, or started afresh when empty -----
+sb_rewrite() { # DEV VERSION FLAGS: the superblock as an older module would write it
+	python3 - "$@" <<'PY'
+import os, struct, sys
+t = []
+for i in range(256):
+    c = i
+    for _ in range(8):
+        c = (c >> 1) ^ (0x82F63B78 if c & 1 else 0)
+    t.append(c)
+def crc32c(crc, data):
+    for b in data:
+        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_SYNC)
+sb = bytearray(os.pread(fd, 512, 0))
+struct.pack_into("<II", sb, 8, int(sys.argv[2]), int(sys.argv[3]))
+struct.pack_into("<I", sb, 508, crc32c(0xFFFFFFFF, bytes(sb[:508])))
+os.pwrite(fd, bytes(sb), 0)
+os.close(fd)
+PY
+	echo 1 >/proc/sys/vm/drop_caches
+}
+# Shut down cleanly with dirty blocks (SSDP_SB_CLEAN only): they may be data the
+# origin lacks, and this module cannot read version 1 records.
+sb_rewrite "$ssd" 1 1
+refused sp "0 $len ssdprio $hdd $ssd" "format version 1 .*may hold dirty blocks"
+refused sp "0 $len ssdprio $hdd $ssd 1 format" "format version 1 .*may hold dirty blocks"
+out=$("$REPO/build/ssdprio-tool" show "$ssd" 2>&1) && fail "show accepted a version 1 cache"
+grep -q "format version 1" <<<"$out" || fail "show on a version 1 cache: $out"
+# Clean and no dirty block (SSDP_SB_CLEAN | SSDP_SB_NO_DIRTY): nothing to lose.
+sb_rewrite "$ssd" 1 3
+refused sp "0 $len ssdprio $hdd $ssd" "format version 1 .*no dirty blocks: add the feature flag 'format'"
+dmesg -C
+dm_create sp "0 $len ssdprio $hdd $ssd 1 format" >/dev/null
+assert_eq "$(status_get sp meta_state)" formatted "an empty version 1 cache formatted afresh"
+dmesg | grep -q "format version 1 and no dirty blocks: formatting it afresh" ||
+	fail "no word of the version 1 cache: $(dmesg | grep ssdprio)"
+dm_remove sp
+"$REPO/build/ssdprio-tool" show "$ssd" >/dev/null || fail "show after the new format"
 
 # --- origin_id: kept in the superblock, required to match -----------------------------
 id=0123456789abcdef0123456789abcdef
