@@ -50,6 +50,7 @@ struct ssdp_wb_job {
 	struct work_struct work;
 	struct ssdprio *sp;
 	u32 cset;
+	u32 dirty;		/* the set's dirty blocks when it started */
 	enum ssdp_evict_wb_kind kind;
 	bool pressure;		/* eviction without a quiet window */
 };
@@ -268,6 +269,7 @@ static void ssdp_wb_job_fn(struct work_struct *work)
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	ssdp_excl_end_locked(sp, job->cset);
+	sp->wb_dirty_blocks -= job->dirty;
 	if (r) {
 		ssdp_wb_fail_locked(sp, job->cset);
 		ssdp_evict_wb_failed(&sp->evict, job->kind);
@@ -300,6 +302,8 @@ static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset,
 		return false;
 	job->sp = sp;
 	job->cset = cset;
+	job->dirty = ssdp_fmap_nr_dirty(&sp->fmap, cset);
+	sp->wb_dirty_blocks += job->dirty;
 	job->kind = kind;
 	job->pressure = pressure;
 	INIT_WORK(&job->work, ssdp_wb_job_fn);
@@ -355,6 +359,7 @@ static void ssdp_clean_view_locked(struct ssdprio *sp, u64 now_s,
 	u32 since;
 
 	v->dirty_blocks = sp->fmap.total_dirty;
+	v->dirty_in_writeback = sp->wb_dirty_blocks;
 	v->cleanable = old != SSDP_NONE;
 	v->oldest_age = 0;
 	if (v->cleanable) {

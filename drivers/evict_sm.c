@@ -231,7 +231,8 @@ static struct ssdp_evict_action act(enum ssdp_evict_act_type type,
 static struct ssdp_evict_action clean_action(struct ssdp_evict_sm *sm, u64 now,
 					     const struct ssdp_evict_view *v)
 {
-	bool over = v->dirty_blocks > sm->dirty_target;
+	u64 left = v->dirty_blocks - min(v->dirty_in_writeback, v->dirty_blocks);
+	bool over = left > sm->dirty_target;
 	bool old = sm->max_age_ns && v->oldest_age >= sm->max_age_ns;
 	u64 quiet_at;
 

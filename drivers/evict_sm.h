@@ -55,6 +55,12 @@ struct ssdp_evict_view {
 	enum ssdp_evict_head head;
 	/* Cleaning: dirty blocks, and the oldest unpinned dirty set. */
 	u64 dirty_blocks;
+	/*
+	 * Of those, the ones in sets under writeback now: they are as good
+	 * as clean for the target, or cleaning overshoots it by up to
+	 * evict_inflight sets.
+	 */
+	u64 dirty_in_writeback;
 	bool cleanable;		/* there is an unpinned dirty set */
 	u64 oldest_age;		/* ns since its first dirty block */
 };

@@ -394,9 +394,10 @@ void ssdp_fmap_set_valid(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr)
 	for (n = 0; n < nr; n++) {
 		size_t f = frame_of(fm, cset, first + n);
 
-		if (WARN_ON_ONCE(owner_get(fm, f) != ssdp_line_tag(line) ||
-				 (!test_bit(f, fm->valid) &&
-				  test_bit(f, fm->dirty))))
+		if (WARN_ON_ONCE(owner_get(fm, f) != ssdp_line_tag(line)))
+			continue;
+		/* Dropped while the I/O was in flight: it lost that race. */
+		if (!test_bit(f, fm->valid) && test_bit(f, fm->dirty))
 			continue;
 		if (__test_and_set_bit(f, fm->valid))
 			continue;
@@ -415,8 +416,9 @@ void ssdp_fmap_set_dirty(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr)
 	for (n = 0; n < nr; n++) {
 		size_t f = frame_of(fm, cset, first + n);
 
-		if (WARN_ON_ONCE(owner_get(fm, f) != ssdp_line_tag(line) ||
-				 !test_bit(f, fm->valid)))
+		if (WARN_ON_ONCE(owner_get(fm, f) != ssdp_line_tag(line)))
+			continue;
+		if (!test_bit(f, fm->valid))
 			continue;
 		if (__test_and_set_bit(f, fm->dirty))
 			continue;

@@ -177,7 +177,11 @@ bool ssdp_fmap_any_dirty(const struct ssdp_fmap *fm, u32 line, u32 first,
 bool ssdp_fmap_all_claimed(const struct ssdp_fmap *fm, u32 line, u32 first,
 			   u32 nr);
 
-/* I/O done: claimed (or held) frames of @line become valid / dirty. */
+/*
+ * I/O done: claimed (or held) frames of @line become valid / dirty.  A
+ * frame dropped to limbo meanwhile (an overlapping origin write that
+ * completed first) stays dropped.
+ */
 void ssdp_fmap_set_valid(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr);
 void ssdp_fmap_set_dirty(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr);
 /* Written back: dirty blocks of @line become clean. */

@@ -258,6 +258,7 @@ struct ssdprio {
 	 * All cache_lock.
 	 */
 	u32 nr_wb_failed;
+	u64 wb_dirty_blocks;		/* dirty blocks of sets under writeback */
 	u32 wb_backoff_ms;
 	u32 wb_retry_cursor;
 	bool flush_failed;

@@ -466,3 +466,36 @@ cleanup_all() {
 	done
 	return $rc
 }
+
+# range_apart CACHE LEN_MB FROM_MB [START_MB:LEN_MB]...: the first offset in
+# MiB, from FROM_MB on in steps of the set size, of a LEN_MB range whose
+# origin sets land in cache sets apart from each other and from those of the
+# ranges given.  Blocks of origin sets sharing a cache set compete for its
+# frames (docs/design.md): a test that needs every block of a range cached
+# places it with this.  CACHE: a formatted cache device.
+range_apart() {
+	local cache=$1
+	shift
+	"$REPO/build/ssdprio-tool" show --json "$cache" | python3 -c '
+import json, sys
+sb = json.load(sys.stdin)
+ncs, set_mb = sb["total_sets"], sb["block_sectors"] * sb["set_blocks"] / 2048
+length, frm = int(sys.argv[1]), int(sys.argv[2])
+def csets(start, n):
+    o0 = int(start // set_mb)
+    o1 = int(-(-(start + n) // set_mb))
+    return [((((o * 0x61C8864680B583EB) % 2**64) >> 32) * ncs) >> 32 for o in range(o0, o1)]
+used = set()
+for r in sys.argv[3:]:
+    s, n = r.split(":")
+    used.update(csets(int(s), int(n)))
+step = max(set_mb, 1)
+off = -(-frm // step) * step
+while True:
+    c = csets(off, length)
+    if len(set(c)) == len(c) and not used & set(c):
+        print(int(off))
+        break
+    off += step
+' "$@" || fail "range_apart $*"
+}

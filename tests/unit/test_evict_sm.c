@@ -433,6 +433,7 @@ struct sim {
 	struct ssdp_fmap fm;
 	struct ssdp_evict_sm sm;
 	u32 wb[8];
+	u32 wb_dirty[8];	/* dirty blocks of each when it started */
 	u32 nr_wb;
 	u64 timer;		/* 0: not armed */
 	u64 last_io;
@@ -453,6 +454,9 @@ static void sim_view(struct sim *s, u64 now, struct ssdp_evict_view *v)
 	v->nr_dirty_sets = s->fm.nr_dirty_sets;
 	v->head = old == SSDP_NONE ? SSDP_HEAD_NONE : SSDP_HEAD_DIRTY;
 	v->dirty_blocks = s->fm.total_dirty;
+	v->dirty_in_writeback = 0;
+	for (u32 i = 0; i < s->nr_wb; i++)
+		v->dirty_in_writeback += s->wb_dirty[i];
 	v->cleanable = old != SSDP_NONE;
 	v->oldest_age = v->cleanable ?
 		(now / MS - ssdp_fmap_dirty_since(&s->fm, old)) * MS : 0;
@@ -466,6 +470,7 @@ static void sim_start(struct sim *s, u32 tag)
 	ASSERT_NE(ssdp_fmap_nr_dirty(&s->fm, c), 0);
 	ssdp_fmap_pin(&s->fm, c);
 	ASSERT_LT(s->nr_wb, 8);
+	s->wb_dirty[s->nr_wb] = ssdp_fmap_nr_dirty(&s->fm, c);
 	s->wb[s->nr_wb++] = c | tag;
 }
 
@@ -515,7 +520,9 @@ static void sim_complete(struct sim *s, u64 now)
 	bool evict = s->wb[0] & 0x80000000U;
 	bool clean = s->wb[0] & 0x40000000U;
 
-	memmove(&s->wb[0], &s->wb[1], --s->nr_wb * sizeof(s->wb[0]));
+	memmove(&s->wb[0], &s->wb[1], (s->nr_wb - 1) * sizeof(s->wb[0]));
+	memmove(&s->wb_dirty[0], &s->wb_dirty[1],
+		--s->nr_wb * sizeof(s->wb_dirty[0]));
 	n = ssdp_fmap_dirty_lines(&s->fm, c, lines);
 	for (i = 0; i < n; i++)
 		ssdp_fmap_clear_dirty(&s->fm, lines[i], 0, s->fm.set_blocks);
@@ -702,16 +709,26 @@ TEST(evict_cleaning_waits_for_quiet_and_age)
 	a = ssdp_evict_next_action(&sm, 11 * WAIT + 1, &v);
 	ASSERT_EQ(a.type, SSDP_EVICT_ACT_ARM_TIMER);
 	ASSERT_EQ(a.deadline, 11 * WAIT + 500 * MS);
-	/* Quiet: four at once, then the completions call again. */
-	for (i = 0; i < 4; i++)
+	/*
+	 * Quiet: what is already under writeback counts as clean (here 50
+	 * of the 300 per set): four at once, then the completions call again.
+	 */
+	for (i = 0; i < 4; i++) {
 		ASSERT_EQ(ssdp_evict_next_action(&sm, 12 * WAIT, &v).type,
 			  SSDP_EVICT_ACT_START_CLEAN);
+		v.dirty_in_writeback += 20;
+	}
 	ASSERT_EQ(ssdp_evict_next_action(&sm, 12 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_NONE);
 	ASSERT_EQ(ssdp_evict_inflight(&sm), 4);
 	ssdp_evict_wb_done(&sm, SSDP_WB_CLEAN);
 	ssdp_evict_wb_failed(&sm, SSDP_WB_CLEAN);
 	ASSERT_EQ(ssdp_evict_inflight(&sm), 2);
+	/* Not yet under the target, but the rest is being written back. */
+	v.dirty_in_writeback = 101;
+	ASSERT_EQ(ssdp_evict_next_action(&sm, 12 * WAIT, &v).type,
+		  SSDP_EVICT_ACT_ARM_TIMER);
+	v.dirty_in_writeback = 0;
 	v.dirty_blocks = 150;			/* under the target: done */
 	ASSERT_EQ(ssdp_evict_next_action(&sm, 12 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_ARM_TIMER);
