@@ -103,7 +103,7 @@ dm_create sp "0 $len ssdprio $hdd $ssd 5 format evict_wait 60000 read_alloc off"
 dd if=/dev/urandom of=/dev/mapper/sp bs=1M seek=63 count=1 oflag=direct status=none
 dd if=/dev/urandom of=/dev/mapper/sp bs=1M count=1 oflag=direct status=none
 dm_remove sp
-short=$((len - 2048))
+short=$((len - 4096)) # one set (2 MiB) shorter: origin set 31 past its end
 dmesg -C
 if dm_try_create sp "0 $short ssdprio $hdd $ssd 4 evict_wait 60000 read_alloc off" >/dev/null 2>&1; then
 	fail "a shorter table dropped dirty blocks past its end"
@@ -114,12 +114,12 @@ dmsetup info sp >/dev/null 2>&1 && dmsetup remove sp
 # full length: flush them; then the shorter table drops the clean set and
 # frees its record before it serves I/O
 dm_create sp "0 $len ssdprio $hdd $ssd 4 evict_wait 60000 read_alloc off" >/dev/null
-assert_eq "$(status_get sp mapped_sets)" 2 "both sets kept by the full table"
+assert_eq "$(status_get sp tags_used)" 2 "both origin sets kept by the full table"
 dmsetup message sp 0 flush_dirty || fail "flush_dirty"
 wait_status sp dirty_blocks -eq 0 120
 dm_remove sp
 dm_create sp "0 $short ssdprio $hdd $ssd 4 evict_wait 60000 read_alloc off" >/dev/null
-assert_eq "$(status_get sp mapped_sets)" 1 "the clean set past the end dropped"
+assert_eq "$(status_get sp tags_used)" 1 "the clean origin set past the end dropped"
 assert_eq "$(sets_of "$ssd" | cut -d: -f2 | tr '\n' ' ')" "0 " "its tag freed at resume"
 dm_remove sp
 

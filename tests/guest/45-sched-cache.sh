@@ -15,20 +15,20 @@ dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 5 format batch_mode_delay 2000 evict
 st() { status_get sp "$1"; }
 
 # --- idle_alloc off (default): idle misses leave the cache alone ----------------------
-m0=$(st mapped_sets)
+m0=$(st tags_used)
 ionice -c3 dd if="$dm" of=/dev/null bs=64k count=64 skip=100 iflag=direct status=none
 assert_ge "$(st read_misses)" 64 "idle reads missed"
-assert_eq "$(st mapped_sets)" "$m0" "idle read misses allocated sets with idle_alloc off"
+assert_eq "$(st tags_used)" "$m0" "idle read misses allocated with idle_alloc off"
 # a normal reader of the same range allocates
 dd if="$dm" of=/dev/null bs=64k count=16 skip=100 iflag=direct status=none
 wait_status sp promotions -ge 1 60
-assert_ge "$(st mapped_sets)" "$((m0 + 1))" "normal read misses allocate"
+assert_ge "$(st tags_used)" "$((m0 + 1))" "normal read misses allocate"
 
 # --- idle_alloc on: idle misses allocate too -----------------------------------------
 dmsetup message sp 0 idle_alloc on || fail "idle_alloc message"
-m1=$(st mapped_sets)
+m1=$(st tags_used)
 ionice -c3 dd if="$dm" of=/dev/null bs=64k count=32 skip=400 iflag=direct status=none
-wait_status sp mapped_sets -ge "$((m1 + 1))" 60
+wait_status sp tags_used -ge "$((m1 + 1))" 60
 dmsetup message sp 0 idle_alloc off || fail "idle_alloc message"
 
 # --- throttling with the cache on: uncached idle reads trickle ---------------------------
