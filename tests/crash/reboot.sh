@@ -4,10 +4,13 @@
 # cached range are SSD hits, the data verifies, and after flush_dirty the
 # origin alone holds it.
 #
-# Boot 1 (fresh disks): P = [64M, 80M) written on the origin alone (raw hdd);
-#   ssdprio created with `format` (writeback, default geometry, evict_wait of
-#   an hour so nothing is written back in this boot); W = [0, 32M) written
-#   through it (dirty); P read through it (read misses, promoted: valid and
+# Boot 1 (fresh disks): ssdprio formatted (writeback, default geometry,
+#   evict_wait of an hour and no eviction under pressure, so nothing is
+#   written back in this boot) and removed; W (16 MiB) and P (8 MiB) placed
+#   where their origin sets share no cache set (range_apart: blocks of origin
+#   sets in one cache set compete for its frames); P written on the origin
+#   alone (raw hdd); ssdprio created again; W written through it (dirty); P
+#   read through it (read misses, promoted: valid and
 #   clean), then again (the misses of this second read are saved); valid and
 #   dirty counts saved; `dmsetup remove`; clean poweroff.
 # Boot 2: the same table without `format`: valid_blocks and dirty_blocks as
@@ -22,21 +25,22 @@
 . "$(dirname "$0")/lib.sh"
 
 BS=64k
-W_BLOCKS=8192 # 32 MiB, in 4 KiB blocks
-READS_W=512 # fio reads of BS to read W
-TABLE_ARGS=(evict_wait 3600000)
+W_MB=16
+W_BLOCKS=$((W_MB * 256)) # in 4 KiB blocks
+READS_W=$((W_MB * 16)) # fio reads of BS to read W
+TABLE_ARGS=(evict_wait 3600000 evict_max_wait 0)
 
 fio_w() { # fio_w DEV ARGS...: sequential write/verify of W
 	local dev=$1
 	shift
-	fio_run --name=warmW --filename="$dev" --offset=0 --size=32M --rw=write --bs=$BS \
+	fio_run --name=warmW --filename="$dev" --offset="${W_OFF}M" --size="${W_MB}M" --rw=write --bs=$BS \
 		--direct=1 --ioengine=psync --verify=crc32c --verify_fatal=1 \
 		--verify_state_save=0 "$@" >/dev/null
 }
 fio_p() {
 	local dev=$1
 	shift
-	fio_run --name=warmP --filename="$dev" --offset=64M --size=16M --rw=write --bs=$BS \
+	fio_run --name=warmP --filename="$dev" --offset="${P_OFF}M" --size=8M --rw=write --bs=$BS \
 		--direct=1 --ioengine=psync --verify=crc32c --verify_fatal=1 \
 		--verify_state_save=0 "$@" >/dev/null
 }
@@ -59,9 +63,18 @@ counters() { echo "$(status_get "$CX" read_hits) $(status_get "$CX" read_misses)
 case $CRASH_BOOT in
 1)
 	hdd=$(vdisk hdd)
-	fio_p "$hdd" --do_verify=0
 	dev=$(cx_create format "${TABLE_ARGS[@]}")
 	assert_meta_state formatted
+	dm_remove "$CX"
+	# Apart from each other and from udev's probes of the device's ends.
+	end=$(($(sectors "$hdd") / 2048 - 2)):2
+	W_OFF=$(range_apart "$(vdisk ssd)" "$W_MB" 0 0:2 "$end")
+	P_OFF=$(range_apart "$(vdisk ssd)" 8 64 0:2 "$end" "$W_OFF:$W_MB")
+	state_put w_off "$W_OFF"
+	state_put p_off "$P_OFF"
+	log "W at ${W_OFF} MiB, P at ${P_OFF} MiB"
+	fio_p "$hdd" --do_verify=0
+	dev=$(cx_create "${TABLE_ARGS[@]}")
 	fio_w "$dev" --do_verify=0
 	fio_p "$dev" --verify_only=1
 	settle
@@ -83,6 +96,8 @@ case $CRASH_BOOT in
 	log "removed; powering off"
 	;;
 2)
+	W_OFF=$(state_get w_off)
+	P_OFF=$(state_get p_off)
 	valid=$(state_get valid)
 	dirty=$(state_get dirty)
 	dev=$(cx_create "${TABLE_ARGS[@]}")

@@ -13,7 +13,7 @@ ssd=$(make_ssd ssd 40)
 len=$(sectors "$hdd")
 # seq_cutoff 0: the 8 MiB sequential read below is to be promoted whole (by
 # default a stream past 4 MiB is not).
-table="0 $len ssdprio $hdd $ssd 4 evict_wait 60000 seq_cutoff 0"
+table="0 $len ssdprio $hdd $ssd 6 evict_wait 60000 evict_max_wait 0 seq_cutoff 0"
 
 origin_reads() { awk '{ print $1 }' /sys/block/hdd/stat; }
 data() { # data DEV EXTRA-FIO-ARGS: 16 MiB of writes at 4 KiB, then 8 MiB read once
@@ -23,10 +23,10 @@ data() { # data DEV EXTRA-FIO-ARGS: 16 MiB of writes at 4 KiB, then 8 MiB read o
 		--randrepeat=0 --randseed=21 --verify=crc32c --ioengine=psync "$@" >/dev/null
 }
 
-dm_create sp "0 $len ssdprio $hdd $ssd 5 format evict_wait 60000 seq_cutoff 0" >/dev/null
-# The cold range below shares no cache set with the written one, or its
-# blocks could find their frames dirty and stay uncached.
-cold=$(range_apart "$ssd" 8 64 0:16)
+dm_create sp "0 $len ssdprio $hdd $ssd 7 format evict_wait 60000 evict_max_wait 0 seq_cutoff 0" >/dev/null
+# The cold range below shares no cache set with the written one (its blocks
+# could find their frames dirty) nor with udev's probe of the device's end.
+cold=$(range_apart "$ssd" 8 64 0:16 $((len / 2048 - 2)):2)
 data /dev/mapper/sp
 # a cold range read once is promoted: valid and clean after the copy lands
 dd if=/dev/mapper/sp of=/dev/null bs=1M skip="$cold" count=8 iflag=direct status=none
@@ -41,10 +41,12 @@ dm_create sp "$table" >/dev/null
 assert_eq "$(status_get sp meta_state)" clean "state after remove + create"
 assert_eq "$(status_get sp valid_blocks)" "$valid" "valid blocks after remove + create"
 assert_eq "$(status_get sp dirty_blocks)" "$dirty" "dirty blocks after remove + create"
+_settle # udev's probe of the new device reads (and may miss) its ends
 r0=$(origin_reads)
+m0=$(status_get sp read_misses)
 dd if=/dev/mapper/sp of=/dev/null bs=1M skip="$cold" count=8 iflag=direct status=none
 data /dev/mapper/sp --verify_only=1
-assert_eq "$(status_get sp read_misses)" 0 "read misses on cached data after restart"
+assert_eq "$(($(status_get sp read_misses) - m0))" 0 "read misses on cached data after restart"
 assert_ge "$(status_get sp read_hits)" 100 "read hits after restart"
 assert_eq "$(origin_reads)" "$r0" "origin reads while reading cached data"
 
