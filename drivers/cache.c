@@ -18,9 +18,8 @@
  *    go on.  Any user I/O on the SSD pins its set (frame_map.h says what
  *    a pin keeps from other origin sets).
  *  - A cache set holds blocks of several origin sets (frame_map.h): a
- *    write may take a frame holding another origin set's clean block,
- *    never while writes or dirty reads are in flight in the set; a clean
- *    read in flight then is read again from the origin (set_io.replaced).
+ *    write or a promotion may take a frame holding another origin set's
+ *    clean block, never while user I/O is in flight in the set.
  *  - A promotion copies the data of a read miss; it is dropped if an
  *    origin write completed (promo_gen moved), one is still in flight,
  *    or a block of the set was replaced meanwhile (set_io.replaced), so an
@@ -235,47 +234,37 @@ void ssdp_cache_dtr(struct ssdprio *sp)
 	ssdp_fmap_destroy(&sp->fmap);
 }
 
-/* Writes and dirty reads in flight keep other origin sets out. */
-static void ssdp_set_no_replace_locked(struct ssdprio *sp, u32 cset)
-{
-	struct ssdp_set_io *sio = &sp->set_io[cset];
-
-	ssdp_fmap_set_no_replace(&sp->fmap, cset,
-				 sio->writers || sio->dirty_readers);
-}
-
-/* Take a user I/O hold on @cset; cache_lock held. */
-static void ssdp_hold(struct ssdprio *sp, u32 cset, bool writer,
-		      bool dirty_read)
+/*
+ * Take a user I/O hold on @cset; cache_lock held.  While user I/O is in
+ * flight in a set no clean block of it goes to another origin set: a write
+ * may be overwriting one in place, a read may be reading one.
+ */
+static void ssdp_hold(struct ssdprio *sp, u32 cset, bool writer)
 {
 	struct ssdp_set_io *sio = &sp->set_io[cset];
 
 	lockdep_assert_held(&sp->cache_lock);
-	if (!sio->readers && !sio->writers)
-		ssdp_fmap_pin(&sp->fmap, cset);
-	if (writer) {
-		sio->writers++;
-	} else {
-		sio->readers++;
-		sio->dirty_readers += dirty_read;
-	}
-	ssdp_set_no_replace_locked(sp, cset);
-}
-
-static void ssdp_release_locked(struct ssdprio *sp, u32 cset, bool writer,
-				bool dirty_read)
-{
-	struct ssdp_set_io *sio = &sp->set_io[cset];
-
-	lockdep_assert_held(&sp->cache_lock);
-	if (writer) {
-		sio->writers--;
-	} else {
-		sio->readers--;
-		sio->dirty_readers -= dirty_read;
-	}
-	ssdp_set_no_replace_locked(sp, cset);
 	if (!sio->readers && !sio->writers) {
+		ssdp_fmap_pin(&sp->fmap, cset);
+		ssdp_fmap_set_no_replace(&sp->fmap, cset, true);
+	}
+	if (writer)
+		sio->writers++;
+	else
+		sio->readers++;
+}
+
+static void ssdp_release_locked(struct ssdprio *sp, u32 cset, bool writer)
+{
+	struct ssdp_set_io *sio = &sp->set_io[cset];
+
+	lockdep_assert_held(&sp->cache_lock);
+	if (writer)
+		sio->writers--;
+	else
+		sio->readers--;
+	if (!sio->readers && !sio->writers) {
+		ssdp_fmap_set_no_replace(&sp->fmap, cset, false);
 		ssdp_fmap_unpin(&sp->fmap, cset);
 		ssdp_evict_unpinned_locked(sp);
 	}
@@ -350,7 +339,7 @@ static enum ssdp_dest ssdp_route_read(struct ssdprio *sp, struct bio *bio,
 		pb->line = line;
 		pb->clean = hit == SSDP_FMAP_CLEAN;
 		pb->replaced = sp->set_io[cset].replaced;
-		ssdp_hold(sp, cset, false, !pb->clean);
+		ssdp_hold(sp, cset, false);
 		pb->kind = SSDP_BK_SSD_READ;
 		/* Kept to read a clean block again from the origin. */
 		pb->saved_iter = bio->bi_iter;
@@ -402,7 +391,7 @@ static enum ssdp_dest ssdp_origin_write_drop(struct ssdprio *sp,
 {
 	pb->line = line;
 	pb->drop = true;
-	ssdp_hold(sp, ssdp_line_cset(line), true, false);
+	ssdp_hold(sp, ssdp_line_cset(line), true);
 	return ssdp_origin_write(sp, pb);
 }
 
@@ -425,7 +414,7 @@ static enum ssdp_dest ssdp_route_write_partial(struct ssdprio *sp,
 		return ssdp_origin_write(sp, pb);
 	}
 	pb->line = line;
-	ssdp_hold(sp, ssdp_line_cset(line), true, false);
+	ssdp_hold(sp, ssdp_line_cset(line), true);
 	ssdp_fmap_touch(&sp->fmap, line);
 	if (hit == SSDP_FMAP_DIRTY || policy == SSDP_WP_WRITEBACK) {
 		pb->kind = SSDP_BK_SSD_WRITE;
@@ -523,7 +512,7 @@ static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
 						    may_split, &dest))
 		return dest;
 	pb->line = line;
-	ssdp_hold(sp, cset, true, false);
+	ssdp_hold(sp, cset, true);
 	ssdp_fmap_touch(&sp->fmap, line);
 	if (policy == SSDP_WP_WRITEBACK) {
 		pb->kind = SSDP_BK_SSD_WRITE;
@@ -839,13 +828,12 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 	case SSDP_BK_SSD_READ:
 		if (!ok) {
 			retry = ssdp_ssd_read_failed_locked(sp, pb);
-		} else if (pb->clean &&
-			   sp->set_io[cset].replaced != pb->replaced) {
-			/* Its frames may hold another origin set's data now. */
-			ssdp_count(sp, SSDP_ST_READS_REDONE);
-			retry = true;
+		} else if (WARN_ON_ONCE(sp->set_io[cset].replaced !=
+					pb->replaced)) {
+			/* A frame changed hands under a reader (a bug). */
+			retry = pb->clean;
 		}
-		ssdp_release_locked(sp, cset, false, !pb->clean);
+		ssdp_release_locked(sp, cset, false);
 		if (retry) {
 			bio_list_add(&sp->retry, bio);
 			queue_work(sp->wq, &sp->retry_work);
@@ -864,7 +852,7 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 		} else {
 			ssdp_write_failed_locked(sp, pb, true);
 		}
-		ssdp_release_locked(sp, cset, true, false);
+		ssdp_release_locked(sp, cset, true);
 		break;
 	case SSDP_BK_BOTH_WRITE:
 		if (ok) {
@@ -879,7 +867,7 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 		} else {
 			ssdp_write_failed_locked(sp, pb, pb->ssd_failed);
 		}
-		ssdp_release_locked(sp, cset, true, false);
+		ssdp_release_locked(sp, cset, true);
 		sp->origin_writes--;
 		sp->promo_gen++;
 		break;
@@ -890,7 +878,7 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 			if (ok)
 				ssdp_fmap_drop(&sp->fmap, pb->line, pb->first,
 					       pb->nr);
-			ssdp_release_locked(sp, cset, true, false);
+			ssdp_release_locked(sp, cset, true);
 		}
 		sp->origin_writes--;
 		sp->promo_gen++;

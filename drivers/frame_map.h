@@ -30,10 +30,9 @@
  * Rules that keep data right (the engine supplies the pins):
  *  - A frame is claimed before any data is written into it, and another
  *    tag may claim it only while it is free or holds a clean block; a
- *    clean block is never replaced while the set has user writes or dirty
- *    reads in flight (ssdp_fmap_set_no_replace()), and each replacement
- *    is reported so clean readers of the set in flight can tell their
- *    data may be gone (and read it again from the origin).
+ *    clean block is never replaced while the set has user I/O in flight
+ *    (ssdp_fmap_set_no_replace()), and each replacement is reported (a
+ *    promotion prepared before it is dropped).
  *  - In a pinned set a dropped block stays claimed, so no other tag's data
  *    lands under a reader or writer of it; the claims are swept when the
  *    last pin goes.  Pins (and so claims) exist only with I/O in flight.
@@ -198,11 +197,9 @@ void ssdp_fmap_pin(struct ssdp_fmap *fm, u32 cset);
 void ssdp_fmap_unpin(struct ssdp_fmap *fm, u32 cset);
 bool ssdp_fmap_pinned(const struct ssdp_fmap *fm, u32 cset);
 /*
- * User writes or reads of dirty blocks in flight on the set: no clean
- * block is replaced and no tag evicted.  A write may be overwriting a
- * clean block in place; a dirty block being read may be written back
- * and turn clean before the read completes, and its reader, unlike a
- * clean one's, cannot read it again from the origin.
+ * User I/O in flight on the set: no clean block is replaced and no tag
+ * evicted (a write may be overwriting a clean block in place, a read may
+ * be reading one).
  */
 void ssdp_fmap_set_no_replace(struct ssdp_fmap *fm, u32 cset, bool on);
 

@@ -63,7 +63,6 @@ enum ssdp_stat {
 	SSDP_ST_ORIGIN_WRITE_ERRORS,
 	SSDP_ST_READ_FALLBACKS,
 	SSDP_ST_WRITEBACK_ERRORS,
-	SSDP_ST_READS_REDONE,
 	SSDP_ST_NR,
 };
 
@@ -135,14 +134,13 @@ struct ssdp_bio {
 struct ssdp_set_io {
 	u16 readers;			/* user reads in flight on the SSD */
 	u16 writers;			/* user writes in flight (cache or drop) */
-	u16 dirty_readers;		/* of @readers, reads of dirty blocks */
 	bool excl;			/* promotion or writeback: no writes */
 	bool wb_failed;			/* writeback failed: pinned until retry */
 	/*
 	 * Bumped whenever a clean block of the set was taken by another
-	 * origin set (or its tag evicted): a clean read in flight since then
-	 * may have read the newcomer's data and is read again from the
-	 * origin; a promotion prepared since then is dropped.
+	 * origin set (or its tag evicted): a promotion prepared since then
+	 * is dropped (a block written since could have been written back
+	 * and replaced).  No user I/O is in flight in the set then.
 	 */
 	u32 replaced;
 };

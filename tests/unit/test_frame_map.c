@@ -507,8 +507,7 @@ TEST(fmap_records_that_contradict_themselves_are_refused)
  * it is issued (the worst case for the records).  The checks are the ones
  * a user would notice:
  *  - a read hit returns data of that block, no older than the newest
- *    write when it was issued, unless the set saw a replacement while it
- *    was in flight (then the engine reads it again from the origin);
+ *    write when it was issued;
  *  - after a power cut, every block the records bring back holds data of
  *    that block no older than what was acknowledged at the last commit.
  */
@@ -535,7 +534,7 @@ struct model {
 	u8 stamp_blk[M_STEPS + 1];
 	struct ssdp_rec_view rec[M_CSETS];	/* last durable records */
 	u32 writers[M_CSETS];
-	u32 busy[M_CSETS];		/* writers and dirty readers */
+	u32 busy[M_CSETS];		/* user I/O in flight */
 	struct m_io io[M_INFLIGHT];
 	u64 next_stamp;
 	u64 violations;		/* data a user would call wrong */
@@ -579,12 +578,11 @@ static void m_complete(struct model *m, struct m_io *io)
 		if (io->stamp > m->acked[io->oset][io->blk])
 			m->acked[io->oset][io->blk] = io->stamp;
 		m->writers[c]--;
-	} else if (io->dirty || m->fm.replaced == io->replaced) {
-		/* A clean read after a replacement is read again. */
+	} else {
 		m_check_data(m, m->frame[c][io->blk], io->oset, io->blk,
 			     io->stamp);
 	}
-	if ((io->write || io->dirty) && !--m->busy[c])
+	if (!--m->busy[c])
 		ssdp_fmap_set_no_replace(&m->fm, c, false);
 	ssdp_fmap_unpin(&m->fm, c);
 	io->busy = false;
@@ -635,7 +633,7 @@ static void m_start(struct model *m, struct m_io *io, u32 r)
 			    SSDP_FMAP_DIRTY;
 		m->writers[c]++;
 	}
-	if ((io->write || io->dirty) && !m->busy[c]++)
+	if (!m->busy[c]++)
 		ssdp_fmap_set_no_replace(&m->fm, c, true);
 	ssdp_fmap_touch(&m->fm, line);
 	ssdp_fmap_pin(&m->fm, c);
