@@ -41,7 +41,7 @@ refused sp "0 $len ssdprio $hdd $ssd 2 origin_id 0000000000000000000000000000000
 	"origin_id must be 32 hex digits"
 
 # --- format, and data that must survive everything below ---------------------------
-dm_create sp "0 $len ssdprio $hdd $ssd 3 format evict_wait 60000" >/dev/null
+dm_create sp "0 $len ssdprio $hdd $ssd 5 format evict_wait 60000 evict_max_wait 0" >/dev/null
 assert_eq "$(status_get sp meta_state)" formatted "first table formats"
 fio_run --name=keep --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 \
 	--size=8M --randrepeat=0 --randseed=5 --verify=crc32c --ioengine=psync >/dev/null
@@ -72,7 +72,7 @@ printf "\\x$byte" | dd of="$ssd" bs=1 seek=100 conv=notrunc status=none
 sync
 echo 1 >/proc/sys/vm/drop_caches
 
-dm_create sp "0 $len ssdprio $hdd $ssd 2 evict_wait 60000" >/dev/null
+dm_create sp "0 $len ssdprio $hdd $ssd 4 evict_wait 60000 evict_max_wait 0" >/dev/null
 assert_eq "$(status_get sp meta_state)" clean "repaired superblock loads"
 assert_eq "$(status_get sp dirty_blocks)" "$dirty" "dirty blocks kept"
 fio_run --name=keep --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 \
