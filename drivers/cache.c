@@ -786,6 +786,13 @@ static void ssdp_retry_work_fn(struct work_struct *work)
 		pb->kind = SSDP_BK_ORIGIN_READ;
 		bio->bi_iter = pb->saved_iter;
 		bio->bi_status = BLK_STS_OK;
+		/*
+		 * As dm_bio_restore() does: a bio that was split below us in
+		 * its first life was chained, and its remaining count ended
+		 * at 0; left so, a split on the origin would complete it at
+		 * its first part.
+		 */
+		atomic_set(&bio->__bi_remaining, 1);
 		/* The SSD's queue accounted this bio; the origin's will. */
 		bio_clear_flag(bio, BIO_QOS_THROTTLED);
 		bio_clear_flag(bio, BIO_QOS_MERGED);
