@@ -212,8 +212,53 @@ def database(res, out):
     save(fig, out, "database.png")
 
 
+def bursts(res, out):
+    cfgs = [c for c in res["configs"] if res["configs"][c].get("burst_s")]
+    if not cfgs:
+        return
+    fig, (a1, a2, a3) = plt.subplots(3, 1, figsize=(10, 8))
+    w = 0.8 / len(cfgs)
+    for k, c in enumerate(cfgs):
+        t = res["configs"][c]["burst_s"]
+        a1.bar([i + k * w for i in range(len(t))], t, width=w, label=c)
+        s = res["configs"][c].get("bursts_dirty") or []
+        a2.plot([x[0] for x in s], [100 * x[1] for x in s], "-", label=c)
+        s = res["configs"][c].get("light_dirty") or []
+        a3.plot([x[0] for x in s], [100 * x[1] for x in s], "-", label=c)
+    a1.set_xlabel("burst")
+    a1.set_ylabel("seconds (median)")
+    a1.set_title("time per write burst (each new data, quiet gaps between)", fontsize=9)
+    a2.set_ylabel("dirty % of cache")
+    a2.set_xlabel("seconds (bursts, repetition 1)")
+    a3.set_ylabel("dirty % of cache")
+    a3.set_xlabel("seconds (light steady random writes, repetition 1)")
+    for a in (a1, a2, a3):
+        a.legend(fontsize=7)
+    footer(fig, res, "medians over repetitions; series of repetition 1")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    save(fig, out, "bursts.png")
+
+
+def shift(res, out):
+    cfgs = [c for c in res["configs"] if res["configs"][c].get("series")]
+    if not cfgs:
+        return
+    fig, ax = plt.subplots(figsize=(10, 4))
+    for c in cfgs:
+        s = res["configs"][c]["series"]
+        ax.plot([x[0] for x in s], [x[1] for x in s], ".-", label=c)
+    ax.axvline(0, color="k", ls=":", lw=0.8)
+    ax.set_xlabel("seconds since the hot set moved")
+    ax.set_ylabel("read hit ratio (1 s)")
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=7)
+    footer(fig, res, "repetition 1")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    save(fig, out, "shift.png")
+
+
 PLOTTERS = {"cache": cache, "contention": contention, "timeline": timeline, "sweep": sweep,
-            "cachefull": cachefull, "evict": evict, "database": database}
+            "cachefull": cachefull, "evict": evict, "bursts": bursts, "shift": shift, "database": database}
 
 if __name__ == "__main__":
     out = sys.argv[2]

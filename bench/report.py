@@ -15,7 +15,7 @@ import sys
 TCG_NOTE = ("QEMU TCG emulation: the SSD floor is ~1 ms per synchronous 4 KiB I/O "
             "and the SSD/HDD contrast is ~7x, not ~70x as on real hardware. "
             "Compare ratios, not absolute figures.")
-ORDER = ["cache", "contention", "timeline", "sweep", "cachefull", "evict", "memory", "steady", "database"]
+ORDER = ["cache", "contention", "timeline", "sweep", "cachefull", "evict", "memory", "steady", "bursts", "shift", "database"]
 
 
 def load(raw, scen):
@@ -695,10 +695,130 @@ def steady(rows):
     return res, md
 
 
+# ---- scenario: bursts ---------------------------------------------------------
+def read_dirty_log(path):
+    """sample_status lines "unix_time dirty cap": [(t, dirty_share), ...]."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            p = line.split()
+            if len(p) == 3 and int(p[2]) > 0:
+                out.append((float(p[0]), int(p[1]) / int(p[2])))
+    return out
+
+
+def bursts(rows, raw):
+    res = {"configs": {}, "skipped": skipped(rows)}
+    md = ["| config | burst times s (median per burst) | later / first, worst | light: dirty share, "
+          "median of last third | light: dirty share, max | light p99 ms |",
+          "|---|---|---|---|---|---|"]
+    configs = list(dict.fromkeys(r["config"] for r in rows if "skipped" not in r))
+    for c in configs:
+        br = [r for r in rows if r.get("config") == c and r.get("workload") == "bursts"]
+        lr = [r for r in rows if r.get("config") == c and r.get("workload") == "light"]
+        d = {}
+        if br:
+            n = min(len(r["burst_s"]) for r in br)
+            times = [med([r["burst_s"][i] for r in br]) for i in range(n)]
+            d["burst_s"] = times
+            d["later_vs_first"] = [ratio(t, times[0]) for t in times[1:]]
+            d["worst_later_vs_first"] = max([x for x in d["later_vs_first"] if x is not None], default=None)
+            d["workload"] = {k: br[0][k] for k in ("cache_mb", "burst_mb", "gap_s")}
+            try:
+                st = read_dirty_log(os.path.join(raw, br[0]["status_log"]))
+                d["bursts_dirty"] = [[round(t - st[0][0], 1), round(v, 4)] for t, v in st] if st else []
+            except OSError:
+                pass
+        if lr:
+            tails, maxes, series = [], [], None
+            for r in lr:
+                try:
+                    st = read_dirty_log(os.path.join(raw, r["status_log"]))
+                except OSError:
+                    continue
+                if not st:
+                    continue
+                tails.append(med([v for _, v in st[len(st) * 2 // 3:]]))
+                maxes.append(max(v for _, v in st))
+                if series is None:
+                    series = [[round(t - st[0][0], 1), round(v, 4)] for t, v in st]
+            d["light_dirty_tail"] = med(tails)
+            d["light_dirty_max"] = med(maxes)
+            d["light_dirty"] = series or []
+            d["light_p99_ms"] = med([r["lat_p99_ms"] for r in lr])
+            d["light_workload"] = {k: lr[0][k] for k in ("light_iops", "light_s")}
+        res["configs"][c] = d
+        md.append(f"| {c} | {' / '.join(fmt(t, 1) for t in d.get('burst_s', []))} | "
+                  f"{fmt(d.get('worst_later_vs_first'))} | {pct(d.get('light_dirty_tail'))} | "
+                  f"{pct(d.get('light_dirty_max'))} | {fmt(d.get('light_p99_ms'), 1)} |")
+    w = next((d["workload"] for d in res["configs"].values() if "workload" in d), None)
+    lw = next((d["light_workload"] for d in res["configs"].values() if "light_workload" in d), None)
+    if w:
+        md.append(f"\n- Bursts: 4 KiB random writes, queue depth 1, each burst {w['burst_mb']} MiB of new data "
+                  f"(cache {w['cache_mb']} MiB), {w['gap_s']} s of quiet between bursts. Goal: every later burst "
+                  "at most 1.2x the first one's time.")
+    if lw:
+        md.append(f"- Light: 4 KiB random writes at {lw['light_iops']} IOPS over 4x the cache for "
+                  f"{lw['light_s']} s (never a second of quiet). Dirty share: ssdprio dirty_blocks, bcache "
+                  "dirty_data, dm-writecache blocks not free (it keeps no clean copies). Medians over "
+                  "repetitions; QEMU TCG: ratios, not absolute figures.")
+    return res, md
+
+
+# ---- scenario: shift ----------------------------------------------------------
+def shift(rows, raw):
+    res = {"configs": {}, "skipped": skipped(rows)}
+    md = ["| config | read hit ratio before the shift | seconds to 90% of it after the shift |",
+          "|---|---|---|"]
+    configs = list(dict.fromkeys(r["config"] for r in rows if "hits_log" in r))
+    for c in configs:
+        befores, recov, series = [], [], None
+        for r in [r for r in rows if r.get("config") == c and "hits_log" in r]:
+            try:
+                with open(os.path.join(raw, r["hits_log"])) as f:
+                    pts = [tuple(float(x) for x in ln.split()) for ln in f if len(ln.split()) == 3]
+            except OSError:
+                continue
+            # Per-second ratio from consecutive samples.
+            per = []
+            for (t0, h0, m0), (t1, h1, m1) in zip(pts, pts[1:]):
+                n = (h1 - h0) + (m1 - m0)
+                if n > 0:
+                    per.append((t1 - r["shift_t"], (h1 - h0) / n))
+            pre = [v for t, v in per if -r["phase_s"] / 3 <= t < 0]
+            if not pre:
+                continue
+            base = sum(pre) / len(pre)
+            befores.append(base)
+            post = [(t, v) for t, v in per if t >= 0]
+            rec = None
+            for i in range(len(post) - 2):
+                if sum(v for _, v in post[i:i + 3]) / 3 >= 0.9 * base:
+                    rec = post[i + 2][0]
+                    break
+            recov.append(rec if rec is not None else float("inf"))
+            if series is None:
+                series = [[round(t, 1), round(v, 3)] for t, v in per]
+        d = {"hit_before": med(befores), "series": series or []}
+        fin = [x for x in recov if x != float("inf")]
+        d["recovery_s"] = med(recov) if len(fin) == len(recov) and recov else None
+        d["not_recovered_runs"] = len(recov) - len(fin)
+        res["configs"][c] = d
+        rs = fmt(d["recovery_s"], 1) if d["recovery_s"] is not None else \
+            f"not within the phase in {d['not_recovered_runs']} of {len(recov)} runs"
+        md.append(f"| {c} | {fmt(d['hit_before'])} | {rs} |")
+    r = next((r for r in rows if "phase_s" in r), None)
+    if r:
+        md.append(f"\n- 4 KiB random, 70% reads, zipf 1.1, queue depth 1, over {r['origin_mb']} MiB "
+                  f"({r['origin_mb'] // r['cache_mb']}x the {r['cache_mb']} MiB cache) for {r['phase_s']} s, "
+                  "then over the next disjoint region. Medians over repetitions; QEMU TCG.")
+    return res, md
+
+
 HANDLERS = {"cache": cache, "contention": contention, "timeline": timeline, "sweep": sweep,
             "cachefull": cachefull, "evict": evict, "memory": memory, "steady": steady,
-            "database": database}
-NEEDS_RAW = {"evict", "database"}
+            "bursts": bursts, "shift": shift, "database": database}
+NEEDS_RAW = {"evict", "database", "bursts", "shift"}
 TITLES = {
     "cache": "Cache (dm-ssd paper table 3): time per workload, median; ratio to raw SSD / raw HDD",
     "contention": "Contention (deadline paper fig. 10/11): normal job alone vs with an `ionice -c3` sequential reader, medians",
@@ -708,11 +828,13 @@ TITLES = {
     "evict": "Eviction under load: normal job's p99 latency over time, ssdprio vs dm-cache",
     "memory": "Memory: RAM for cache metadata per cached 4 KiB block",
     "steady": "Steady state: skewed 4 KiB random mixes over an origin 8x the cache, after a warm-up; vs the peers and a block-LRU ideal",
+    "bursts": "Write bursts after quiet gaps, and the dirty share under a light steady write load",
+    "shift": "A shifting hot set: read hit ratio per second, and the time to recover after the shift",
     "database": "Database beside a backup: PostgreSQL 15 pgbench TPS and latency alone vs beside an `ionice -c3` backup",
 }
 PLOTS = {"cache": "cache.png", "contention": "contention.png", "timeline": "timeline.png",
          "sweep": "sweep.png", "cachefull": "cachefull.png", "evict": "evict.png",
-         "database": "database.png"}
+         "bursts": "bursts.png", "shift": "shift.png", "database": "database.png"}
 
 
 def main():

@@ -1,0 +1,109 @@
+# shellcheck shell=bash
+# Scenario 8: write bursts and a light steady write load (cache engine v2's
+# cleaning in quiet windows). Bursts: NB bursts of 4 KiB random writes
+# (psync, queue depth 1), each over a fresh BURST_MB region of the origin
+# (every block once: each burst is new dirty data, BURST_MB a sizeable share
+# of the CACHE_MB cache, NB * BURST_MB about twice it), separated by GAP
+# seconds of quiet, long enough to write one burst back. Each burst's time
+# is set beside the first one's: a cache that cleans in the gaps runs every
+# burst at SSD speed, one that does not runs the later ones at HDD speed.
+# Light: 4 KiB random writes at LIGHT_IOPS over 4x the cache for LIGHT_S
+# seconds, never quiet for a second; the dirty share over time. The device's
+# status is sampled every second in both. ssdprio (defaults), dm-writecache
+# (defaults: writes back above 50% full), bcache (writeback, defaults:
+# writeback_percent 10).
+# status: ready
+# minutes: 12
+# mem_mb: 500
+
+if ((Q)); then
+	CACHE_MB=16 BURST_MB=6 NB=3 GAP=4 LIGHT_IOPS=100 LIGHT_S=8
+	CONFIGS=${BURSTS_CONFIGS:-ssdprio writecache}
+else
+	CACHE_MB=64 BURST_MB=24 NB=5 GAP=10 LIGHT_IOPS=100 LIGHT_S=60
+	CONFIGS=${BURSTS_CONFIGS:-ssdprio writecache bcache}
+fi
+HDD_MB=$((NB * BURST_MB + 32))
+((HDD_MB >= 4 * CACHE_MB + 32)) || HDD_MB=$((4 * CACHE_MB + 32))
+
+# sample_status CONFIG DEV OUT: one line per second until killed,
+# "unix_time dirty_blocks cache_blocks" (4 KiB blocks).
+sample_status() {
+	local name=${2#/dev/mapper/} b dirty cap
+	b=/sys/block/${2#/dev/}/bcache
+	while :; do
+		case $1 in
+		ssdprio)
+			dirty=$(status_get "$name" dirty_blocks)
+			cap=$(status_get "$name" cache_blocks) ;;
+		# 0 len writecache error blocks free writeback ...: all blocks not
+		# free hold data; those under writeback or not yet written back
+		# are dirty: dm-writecache keeps no clean copies once written back.
+		writecache)
+			read -r dirty cap < <(dmsetup status "$name" | awk '{ print $5 - $6, $5 }') ;;
+		bcache)
+			dirty=$(($(numfmt --from=iec "$(<"$b/dirty_data")") / 4096))
+			cap=$((CACHE_MB * 256)) ;;
+		esac
+		printf '%s %s %s\n' "$(date +%s.%N)" "$dirty" "$cap" >>"$3"
+		sleep 1
+	done
+}
+
+for config in $CONFIGS; do
+	for rep in $(seq "$REPS"); do
+		# --- bursts ---
+		if ! dev=$(cache_peer_dev "$config" "$HDD_MB" "$CACHE_MB") || [[ ! -b $dev ]]; then
+			record_skip "$config" "setup failed: $(dmesg | tail -2 | tr '"\n' "' ")"
+			teardown
+			continue 2
+		fi
+		rm -f /tmp/bu_*
+		sample_status "$config" "$dev" /tmp/bu_status.log &
+		spid=$!
+		times=()
+		for i in $(seq 0 $((NB - 1))); do
+			((i == 0)) || sleep "$GAP"
+			bfio "/tmp/bu_$i.json" --filename="$dev" --direct=1 --ioengine=psync --iodepth=1 \
+				--rw=randwrite --bs=4k --offset="$((i * BURST_MB))M" --size="${BURST_MB}M" \
+				--randrepeat=0 --randseed=$((rep * 100 + i)) --name=burst
+			read -r _ _ _ wiops rt < <(fio_sum "/tmp/bu_$i.json")
+			times+=("$rt")
+			log "bursts $config rep $rep burst $i: $rt s ($wiops IOPS)"
+		done
+		sleep 2
+		kill "$spid" 2>/dev/null
+		wait "$spid" 2>/dev/null
+		extra=()
+		[[ $config == ssdprio ]] && extra+=(status="$(status_json "${dev#/dev/mapper/}")")
+		record "$config" bursts "$rep" cache_mb="$CACHE_MB" burst_mb="$BURST_MB" gap_s="$GAP" \
+			burst_s="[$(IFS=,; echo "${times[*]}")]" \
+			status_log="$(keep /tmp/bu_status.log "$config-bursts-$rep-status.log")" "${extra[@]}"
+		teardown
+
+		# --- light steady writes ---
+		if ! dev=$(cache_peer_dev "$config" "$HDD_MB" "$CACHE_MB") || [[ ! -b $dev ]]; then
+			record_skip "$config" "setup failed: $(dmesg | tail -2 | tr '"\n' "' ")"
+			teardown
+			continue 2
+		fi
+		rm -f /tmp/bu_*
+		sample_status "$config" "$dev" /tmp/bu_status.log &
+		spid=$!
+		bfio /tmp/bu_light.json --filename="$dev" --direct=1 --ioengine=psync --iodepth=1 \
+			--rw=randwrite --bs=4k --size="$((4 * CACHE_MB))M" --rate_iops="$LIGHT_IOPS" \
+			--randrepeat=0 --randseed=$((rep * 100 + 99)) --time_based --runtime="$LIGHT_S" \
+			--name=light
+		kill "$spid" 2>/dev/null
+		wait "$spid" 2>/dev/null
+		read -r _ _ _ wiops _ < <(fio_sum /tmp/bu_light.json)
+		read -r lmean lp99 < <(fio_lat /tmp/bu_light.json)
+		extra=()
+		[[ $config == ssdprio ]] && extra+=(status="$(status_json "${dev#/dev/mapper/}")")
+		record "$config" light "$rep" cache_mb="$CACHE_MB" light_iops="$LIGHT_IOPS" light_s="$LIGHT_S" \
+			iops="$wiops" lat_mean_ms="$lmean" lat_p99_ms="$lp99" \
+			status_log="$(keep /tmp/bu_status.log "$config-light-$rep-status.log")" "${extra[@]}"
+		log "bursts $config rep $rep light: $wiops IOPS, p99 $lp99 ms"
+		teardown
+	done
+done
