@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""The frame map's structural hit ratio on fio traces, beside variants.
+
+The frame map (docs/design.md, "Allocation granularity") puts block b of
+origin set o in frame b of cache set ssdp_oset_cset(o): one place per
+block.  Two hot blocks at the same offset of origin sets sharing a cache
+set evict each other (clean) or lock each other out (dirty: the frame is
+not taken until written back).  This replays the steady scenario's traces
+(fio write_iolog: warm-up, then measured) through that placement with
+instant cleaning whenever dirty blocks pass DIRTY_CAP of the cache (the
+oldest dirty set first), and through the same with 2 or 4 candidate frames
+per block (b, b ^ S/2, ...; a frame then says which offset it holds), to
+separate what the structure costs from what timing costs in the engine.
+Tags are not limited (the steady scenario's origin sets fit the 15 tags).
+
+    frame_sim.py NR_CSETS SET_BLOCKS WARM_LOG MEASURED_LOG [DIRTY_CAP...]
+
+Prints a table: ways, dirty cap, read hit ratio over the measured trace,
+accesses locked out by a dirty block, share of frames holding data.
+"""
+import sys
+from collections import Counter, OrderedDict
+
+BLOCK = 4096
+
+
+def ios(path):
+    with open(path) as f:
+        for line in f:
+            w = line.split()
+            if len(w) >= 5 and w[-3] in ("read", "write"):
+                yield w[-3] == "read", int(w[-2]) // BLOCK
+
+
+def oset_cset(o, n):
+    """ssdp_oset_cset() of drivers/ssdprio_format.h."""
+    h = ((o * 0x61c8864680b583eb) & ((1 << 64) - 1)) >> 32
+    return (h * n) >> 32
+
+
+def run(nsets, S, dirty_cap, trace, start, ways):
+    frames = [dict() for _ in range(nsets)]    # frame -> [oset, off, dirty, stamp]
+    dirty_sets = OrderedDict()                  # oldest first
+    ndirty, c, cap = 0, Counter(), nsets * S
+    step = [0, S // 2, S // 4, 3 * S // 4][:ways]
+    for i, (is_read, b) in enumerate(trace):
+        o, off = divmod(b, S)
+        cs = oset_cset(o, nsets)
+        fr, counted = frames[cs], i >= start
+        cands = [off ^ s for s in step]
+        at = next((f for f in cands if f in fr and fr[f][0] == o and fr[f][1] == off), None)
+        if at is not None:
+            if is_read:
+                c["hit"] += counted
+            elif not fr[at][2]:
+                fr[at][2] = True
+                ndirty += 1
+                dirty_sets.setdefault(cs, True)
+            fr[at][3] = i
+            continue
+        c["miss"] += counted and is_read
+        best = None
+        for f in cands:
+            if f not in fr:
+                best = f
+                break
+            if not fr[f][2] and (best is None or fr[f][3] < fr[best][3]):
+                best = f
+        if best is None:
+            c["locked"] += counted
+            continue
+        fr[best] = [o, off, not is_read, i]
+        if not is_read:
+            ndirty += 1
+            dirty_sets.setdefault(cs, True)
+        while ndirty > dirty_cap * cap and dirty_sets:
+            old, _ = dirty_sets.popitem(last=False)
+            for v in frames[old].values():
+                if v[2]:
+                    v[2] = False
+                    ndirty -= 1
+    reads = c["hit"] + c["miss"]
+    return (c["hit"] / reads if reads else 0, c["locked"],
+            sum(len(f) for f in frames) / cap)
+
+
+def main():
+    if len(sys.argv) < 5:
+        sys.exit(__doc__)
+    nsets, S = int(sys.argv[1]), int(sys.argv[2])
+    warm = list(ios(sys.argv[3]))
+    trace = warm + list(ios(sys.argv[4]))
+    caps = [float(x) for x in sys.argv[5:]] or [1.0, 0.2, 0.1]
+    print(f"{'ways':>4} {'dirty cap':>9} {'read hits':>9} {'locked out':>10} {'frames used':>11}")
+    for ways in (1, 2, 4):
+        for cap in caps:
+            hr, locked, used = run(nsets, S, cap, trace, len(warm), ways)
+            print(f"{ways:4} {cap:9.2f} {hr:9.3f} {locked:10} {used:11.1%}")
+
+
+if __name__ == "__main__":
+    main()
