@@ -13,7 +13,7 @@
 # (defaults: writes back above 50% full), bcache (writeback, defaults:
 # writeback_percent 10).
 # status: ready
-# minutes: 12
+# minutes: 20
 # mem_mb: 500
 
 if ((Q)); then

@@ -9,7 +9,7 @@
 # bcache is left out: its hit counters reach sysfs on a timer, too coarse
 # for a per-second ratio.
 # status: ready
-# minutes: 10
+# minutes: 20
 # mem_mb: 700
 
 if ((Q)); then

@@ -12,7 +12,7 @@
 # of the cache's blocks that hold data (valid_blocks / cache_blocks).
 # Mixes: MIX = DIST:PARAM:READ_PERCENT, e.g. zipf:1.1:70.
 # status: ready
-# minutes: 40
+# minutes: 80
 # mem_mb: 900
 
 if ((Q)); then
