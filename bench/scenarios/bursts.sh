@@ -42,7 +42,10 @@ sample_status() {
 		writecache)
 			read -r dirty cap < <(dmsetup status "$name" | awk '{ print $5 - $6, $5 }') ;;
 		bcache)
-			dirty=$(($(numfmt --from=iec "$(<"$b/dirty_data")") / 4096))
+			# Human-readable ("0.0k", "12.3M"): bch_hprint's units.
+			dirty=$(awk '{ v = $1; m = 1; u = substr(v, length(v))
+				if (u ~ /[kKMGTPEZY]/) { v = substr(v, 1, length(v) - 1); m = 1024 ^ index("kMGTPEZY", u == "K" ? "k" : u) }
+				printf "%d\n", v * m / 4096 }' "$b/dirty_data")
 			cap=$((CACHE_MB * 256)) ;;
 		esac
 		printf '%s %s %s\n' "$(date +%s.%N)" "$dirty" "$cap" >>"$3"
