@@ -82,18 +82,10 @@ dm_remove sp
 
 # --- format version 1 (an earlier ssdprio): refused, or started afresh when empty -----
 sb_rewrite() { # DEV VERSION FLAGS: the superblock as an older module would write it
-	python3 - "$@" <<'PY'
+	python3 - "$(dirname "$0")" "$@" <<'PY'
 import os, struct, sys
-t = []
-for i in range(256):
-    c = i
-    for _ in range(8):
-        c = (c >> 1) ^ (0x82F63B78 if c & 1 else 0)
-    t.append(c)
-def crc32c(crc, data):
-    for b in data:
-        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc
+sys.path.insert(0, sys.argv.pop(1))
+from metacorrupt import crc32c
 fd = os.open(sys.argv[1], os.O_RDWR | os.O_SYNC)
 sb = bytearray(os.pread(fd, 512, 0))
 struct.pack_into("<II", sb, 8, int(sys.argv[2]), int(sys.argv[3]))
