@@ -54,8 +54,10 @@ for config in $CONFIGS; do
 		bfio /tmp/sh_b.json "${common[@]}" --offset="${WS_MB}M" --randseed=$((rep * 11 + 1)) --name=after
 		kill "$spid" 2>/dev/null
 		wait "$spid" 2>/dev/null
+		extra=()
+		[[ $config == ssdprio ]] && extra+=(status="$(status_json "${dev#/dev/mapper/}")")
 		record "$config" zipf:1.1:70 "$rep" cache_mb="$CACHE_MB" origin_mb="$WS_MB" phase_s="$PHASE" \
-			shift_t="$shift_t" hits_log="$(keep /tmp/sh_hits.log "$config-$rep-hits.log")"
+			shift_t="$shift_t" hits_log="$(keep /tmp/sh_hits.log "$config-$rep-hits.log")" "${extra[@]}"
 		log "shift $config rep $rep done"
 		teardown
 	done
