@@ -144,6 +144,20 @@ cache_peer_dev() {
 	esac
 }
 
+# peer_dev_or_skip CONFIG HDD_MB CACHE_MB [ssdprio args...]: cache_peer_dev's
+# device, or CONFIG recorded as skipped (with the kernel's last words), its
+# devices torn down, and status 1.
+peer_dev_or_skip() {
+	local dev
+	if dev=$(cache_peer_dev "$@") && [[ -b $dev ]]; then
+		echo "$dev"
+		return 0
+	fi
+	record_skip "$1" "setup failed: $(dmesg | tail -2 | tr '"\n' "' ")"
+	teardown
+	return 1
+}
+
 # bcache_dev HDD SSD CACHE_MB: bcache in writeback mode over HDD with SSD as
 # its cache; echoes /dev/bcacheN, or returns 1.
 bcache_dev() {

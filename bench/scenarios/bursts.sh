@@ -56,11 +56,7 @@ sample_status() {
 for config in $CONFIGS; do
 	for rep in $(seq "$REPS"); do
 		# --- bursts ---
-		if ! dev=$(cache_peer_dev "$config" "$HDD_MB" "$CACHE_MB") || [[ ! -b $dev ]]; then
-			record_skip "$config" "setup failed: $(dmesg | tail -2 | tr '"\n' "' ")"
-			teardown
-			continue 2
-		fi
+		dev=$(peer_dev_or_skip "$config" "$HDD_MB" "$CACHE_MB") || continue 2
 		rm -f /tmp/bu_*
 		sample_status "$config" "$dev" /tmp/bu_status.log &
 		spid=$!
@@ -85,11 +81,7 @@ for config in $CONFIGS; do
 		teardown
 
 		# --- light steady writes ---
-		if ! dev=$(cache_peer_dev "$config" "$HDD_MB" "$CACHE_MB") || [[ ! -b $dev ]]; then
-			record_skip "$config" "setup failed: $(dmesg | tail -2 | tr '"\n' "' ")"
-			teardown
-			continue 2
-		fi
+		dev=$(peer_dev_or_skip "$config" "$HDD_MB" "$CACHE_MB") || continue 2
 		rm -f /tmp/bu_*
 		sample_status "$config" "$dev" /tmp/bu_status.log &
 		spid=$!

@@ -38,11 +38,7 @@ sample_hits() {
 
 for config in $CONFIGS; do
 	for rep in $(seq "$REPS"); do
-		if ! dev=$(cache_peer_dev "$config" "$HDD_MB" "$CACHE_MB") || [[ ! -b $dev ]]; then
-			record_skip "$config" "setup failed: $(dmesg | tail -2 | tr '"\n' "' ")"
-			teardown
-			continue 2
-		fi
+		dev=$(peer_dev_or_skip "$config" "$HDD_MB" "$CACHE_MB") || continue 2
 		rm -f /tmp/sh_*
 		common=(--filename="$dev" --direct=1 --ioengine=psync --iodepth=1 --rw=randrw
 			--rwmixread=70 --random_distribution=zipf:1.1 --randrepeat=0 --bs=4k

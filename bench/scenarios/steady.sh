@@ -55,11 +55,7 @@ mix_args() { # MIX SEED
 for mix in $MIXES; do
 	for config in $CONFIGS; do
 		for rep in $(seq "$REPS"); do
-			if ! dev=$(cache_peer_dev "$config" "$HDD_MB" "$CACHE_MB") || [[ ! -b $dev ]]; then
-				record_skip "$config" "setup failed: $(dmesg | tail -2 | tr '"\n' "' ")"
-				teardown
-				continue 2
-			fi
+			dev=$(peer_dev_or_skip "$config" "$HDD_MB" "$CACHE_MB") || continue 2
 			name=${dev#/dev/mapper/}
 			rm -f /tmp/st_*
 			common=(--filename="$dev" --direct=1 --ioengine=psync --iodepth=1 --rw=randrw
