@@ -35,8 +35,6 @@ struct ssdp_idle_cgroups {
 	char *path[SSDP_MAX_IDLE_CGROUPS];
 };
 
-#define SSDP_NEVER_IDLE		(REQ_PREFLUSH | REQ_FUA | REQ_META)
-
 /*
  * The cgroup a bio belongs to (under rcu_read_lock).  Its blkcg when it has
  * one; but the clones dm core hands to .map carry no blkg yet (dm

@@ -237,8 +237,8 @@ static size_t ssdp_emit_pair(const struct ssdp_key *k, u32 v, char *buf,
 	return pos + (size_t)n;
 }
 
-static unsigned int ssdp_emit(const struct ssdp_config *cfg, char *buf,
-			      size_t len, bool all)
+unsigned int ssdp_config_emit(const struct ssdp_config *cfg, char *buf,
+			      size_t len)
 {
 	unsigned int pairs = 0;
 	size_t pos = 0, i;
@@ -250,7 +250,7 @@ static unsigned int ssdp_emit(const struct ssdp_config *cfg, char *buf,
 		const struct ssdp_key *k = &ssdp_keys[i];
 		u32 v = ssdp_field_get(cfg, k);
 
-		if (!all && v == k->def)
+		if (v == k->def)
 			continue;
 		pos = ssdp_emit_pair(k, v, buf, len, pos);
 		pairs++;
@@ -258,16 +258,4 @@ static unsigned int ssdp_emit(const struct ssdp_config *cfg, char *buf,
 	if (pos >= len)
 		buf[len - 1] = '\0';
 	return pairs;
-}
-
-unsigned int ssdp_config_emit(const struct ssdp_config *cfg, char *buf,
-			      size_t len)
-{
-	return ssdp_emit(cfg, buf, len, false);
-}
-
-unsigned int ssdp_config_emit_all(const struct ssdp_config *cfg, char *buf,
-				  size_t len)
-{
-	return ssdp_emit(cfg, buf, len, true);
 }

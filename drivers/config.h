@@ -82,10 +82,6 @@ bool ssdp_config_is_key(const char *key);
 unsigned int ssdp_config_emit(const struct ssdp_config *cfg, char *buf,
 			      size_t len);
 
-/* Every key's current value, for `dmsetup status` or docs. */
-unsigned int ssdp_config_emit_all(const struct ssdp_config *cfg, char *buf,
-				  size_t len);
-
 /* Pure helper shared with other parsers: decimal u32, no sign, no junk. */
 int ssdp_parse_u32(const char *s, u32 *out);
 

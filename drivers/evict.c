@@ -156,7 +156,7 @@ static int ssdp_writeback_set(struct ssdprio *sp,
 	for (i = 0; i < nr_lines && !r; i++)
 		r = ssdp_writeback_line(sp, job, lines[i], buf, &written);
 	if (!r && written)
-		r = ssdp_io_flush_sync(sp, sp->origin->bdev);
+		r = ssdp_io_origin_flush(sp);
 	if (r) {
 		DMERR_LIMIT("writeback of cache set %u failed: %d", cset, r);
 		return r;

@@ -176,7 +176,7 @@ int ssdp_io_origin_sync(struct ssdprio *sp, struct ssdp_buf *buf,
 			    class);
 }
 
-int ssdp_io_flush_sync(struct ssdprio *sp, struct block_device *bdev)
+int ssdp_io_origin_flush(struct ssdprio *sp)
 {
-	return blkdev_issue_flush(bdev);
+	return blkdev_issue_flush(sp->origin->bdev);
 }

@@ -36,9 +36,6 @@ static inline bool q_idle(int q)
 	return q == SSDP_Q_IDLE || q == SSDP_Q_PRESSURE;
 }
 
-/* Never held as idle: others wait on them (journal commits, log writes). */
-#define SSDP_NEVER_IDLE		(REQ_PREFLUSH | REQ_FUA | REQ_META)
-
 /* Timer slack: wake-ups need no better than this. */
 #define SSDP_TIMER_SLACK_NS	(50 * NSEC_PER_USEC)
 

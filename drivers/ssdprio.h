@@ -468,6 +468,13 @@ void ssdp_sched_apply_config(struct ssdprio *sp);
 unsigned int ssdp_sched_status(struct ssdprio *sp, char *result,
 			       unsigned int maxlen, unsigned int sz);
 
+/*
+ * Never held as idle, whatever their class: others wait on them (journal
+ * commits, log writes).  Read by the classifier and again by the scheduler
+ * for bios it is handed directly.
+ */
+#define SSDP_NEVER_IDLE		(REQ_PREFLUSH | REQ_FUA | REQ_META)
+
 /* classify.c: normal or idle, fixed once per bio in .map. */
 bool ssdp_classify_idle(struct ssdprio *sp, struct bio *bio,
 			bool *housekeeping);
@@ -481,9 +488,6 @@ void ssdp_idle_cgroup_clear(struct ssdprio *sp);
 
 int ssdp_buf_alloc(struct ssdp_buf *buf, unsigned int bytes, gfp_t gfp);
 void ssdp_buf_free(struct ssdp_buf *buf);
-struct bio *ssdp_buf_bio(struct ssdprio *sp, struct ssdp_buf *buf,
-			 struct block_device *bdev, sector_t sector,
-			 unsigned int bytes, blk_opf_t opf, gfp_t gfp);
 void ssdp_buf_copy_from_bio(struct ssdp_buf *buf, struct bio *bio,
 			    struct bvec_iter iter);
 int ssdp_io_ssd_sync(struct ssdprio *sp, struct ssdp_buf *buf,
@@ -491,6 +495,6 @@ int ssdp_io_ssd_sync(struct ssdprio *sp, struct ssdp_buf *buf,
 int ssdp_io_origin_sync(struct ssdprio *sp, struct ssdp_buf *buf,
 			sector_t sector, unsigned int bytes, blk_opf_t opf,
 			enum ssdp_bg_class class);
-int ssdp_io_flush_sync(struct ssdprio *sp, struct block_device *bdev);
+int ssdp_io_origin_flush(struct ssdprio *sp);
 
 #endif
