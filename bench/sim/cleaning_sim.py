@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Cleaning policies for the frame map under a load that never pauses.
+
+The frame map gives block b of an origin set one frame: b of its cache set.
+A frame holding another origin set's dirty block refuses the claim until
+that block is written back, and under continuous load the engine writes
+back only when the cache as a whole runs short of non-dirty frames
+(pressure, at twice dirty_target): dirty blocks of a hot set that has gone
+cold lock the new hot blocks out.  This replays fio traces (write_iolog)
+through the placement with no quiet window at all, and one set written back
+at most every WB_EVERY accesses (the pressure share), under two policies:
+  today:    the oldest dirty set, while dirty blocks exceed PRESSURE_AT;
+  lock-out: that, plus every set whose dirty block refused a claim, first.
+
+    cleaning_sim.py NR_CSETS SET_BLOCKS [--pressure-at 0.2] [--wb-every 100]
+                    LOG[:counted] ...
+
+Logs are replayed in order; the read hit ratio is counted over those marked
+":counted" (all if none is).  Prints, per policy: the read hit ratio, the
+dirty share at the end, blocks written back, and the read hit ratio per
+1000 accesses of the counted part.
+"""
+import argparse
+from collections import OrderedDict, deque
+
+BLOCK = 4096
+
+
+def ios(path):
+    with open(path) as f:
+        for line in f:
+            w = line.split()
+            if len(w) >= 5 and w[-3] in ("read", "write"):
+                yield w[-3] == "read", int(w[-2]) // BLOCK
+
+
+def oset_cset(o, n):
+    """ssdp_oset_cset() of drivers/ssdprio_format.h."""
+    h = ((o * 0x61c8864680b583eb) & ((1 << 64) - 1)) >> 32
+    return (h * n) >> 32
+
+
+def run(trace, nsets, S, pressure_at, wb_every, lockout):
+    frames = [dict() for _ in range(nsets)]     # offset -> [oset, dirty]
+    dirty_sets = OrderedDict()                   # oldest first
+    queue, queued = deque(), set()
+    ndirty, written, since = 0, 0, 0
+    hits = reads = win_hits = win_reads = 0
+    series = []
+    cap = nsets * S
+    for is_read, b, counted in trace:
+        o, off = divmod(b, S)
+        cs = oset_cset(o, nsets)
+        fr = frames[cs]
+        v = fr.get(off)
+        hit = bool(v) and v[0] == o
+        if hit and not is_read and not v[1]:
+            v[1] = True
+            ndirty += 1
+            dirty_sets.setdefault(cs, True)
+        elif not hit:
+            if v and v[1]:
+                if lockout and cs not in queued:
+                    queue.append(cs)
+                    queued.add(cs)
+            else:
+                fr[off] = [o, not is_read]
+                if not is_read:
+                    ndirty += 1
+                    dirty_sets.setdefault(cs, True)
+        if is_read and counted:
+            hits += hit
+            reads += 1
+            win_hits += hit
+            win_reads += 1
+            if win_reads == 1000:
+                series.append(round(win_hits / win_reads, 2))
+                win_hits = win_reads = 0
+        if ndirty > pressure_at * cap and dirty_sets and not queue:
+            c = next(iter(dirty_sets))
+            queue.append(c)
+            queued.add(c)
+        since += 1
+        if queue and since >= wb_every:
+            since = 0
+            c = queue.popleft()
+            queued.discard(c)
+            for x in frames[c].values():
+                if x[1]:
+                    x[1] = False
+                    ndirty -= 1
+                    written += 1
+            dirty_sets.pop(c, None)
+    return hits / max(reads, 1), ndirty / cap, written, series
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("nsets", type=int)
+    ap.add_argument("set_blocks", type=int)
+    ap.add_argument("--pressure-at", type=float, default=0.2)
+    ap.add_argument("--wb-every", type=int, default=100)
+    ap.add_argument("logs", nargs="+")
+    a = ap.parse_args()
+    marked = any(p.endswith(":counted") for p in a.logs)
+    trace = []
+    for p in a.logs:
+        counted = p.endswith(":counted") or not marked
+        path = p[:-len(":counted")] if p.endswith(":counted") else p
+        trace += [(r, b, counted) for r, b in ios(path)]
+    for name, lockout in (("today", False), ("lock-out", True)):
+        hr, dirty, written, series = run(trace, a.nsets, a.set_blocks, a.pressure_at,
+                                         a.wb_every, lockout)
+        print(f"{name:9} read hits {hr:.3f}  dirty at end {dirty:5.1%}  written back {written}")
+        print(f"{'':9} per 1000 reads: {' '.join(str(x) for x in series)}")
+
+
+if __name__ == "__main__":
+    main()
