@@ -80,7 +80,10 @@ for mix in $MIXES; do
 				extra+=(status_before="$s0" status="$s1"
 					bypassed_share="$(jq -n --argjson a "$s0" --argjson b "$s1" \
 						'($b.bypassed - $a.bypassed) / ([($b.bios_normal + $b.bios_idle) - ($a.bios_normal + $a.bios_idle), 1] | max)')"
-					valid_share="$(jq -n --argjson b "$s1" '$b.valid_blocks / $b.cache_blocks')")
+					valid_share="$(jq -n --argjson b "$s1" '$b.valid_blocks / $b.cache_blocks')"
+					frame_model="$(python3 "$REPO/bench/sim/frame_sim.py" --json \
+						"$(jq -n --argjson b "$s1" '$b.cache_blocks / $b.set_blocks')" \
+						"$(jq -n --argjson b "$s1" '$b.set_blocks')" /tmp/st_warm.iolog /tmp/st_meas.iolog)")
 			fi
 			record "$config" "$mix" "$rep" cache_mb="$CACHE_MB" origin_mb="$WS_MB" \
 				warm_s="$WARM" measured_s="$MEAS" \

@@ -15,10 +15,15 @@ separate what the structure costs from what timing costs in the engine.
 Tags are not limited (the steady scenario's origin sets fit the 15 tags).
 
     frame_sim.py NR_CSETS SET_BLOCKS WARM_LOG MEASURED_LOG [DIRTY_CAP...]
+    frame_sim.py --json NR_CSETS SET_BLOCKS WARM_LOG MEASURED_LOG
 
 Prints a table: ways, dirty cap, read hit ratio over the measured trace,
-accesses locked out by a dirty block, share of frames holding data.
+accesses locked out by a dirty block, share of frames holding data.  With
+--json, one object for the engine's own placement (one way, dirty cap 0.2,
+the automatic pressure point): what the steady scenario sets beside the
+engine's measured hit ratio.
 """
+import json
 import sys
 from collections import Counter, OrderedDict
 
@@ -86,12 +91,21 @@ def run(nsets, S, dirty_cap, trace, start, ways):
 
 
 def main():
-    if len(sys.argv) < 5:
+    args = sys.argv[1:]
+    as_json = bool(args) and args[0] == "--json"
+    if as_json:
+        args = args[1:]
+    if len(args) < 4:
         sys.exit(__doc__)
-    nsets, S = int(sys.argv[1]), int(sys.argv[2])
-    warm = list(ios(sys.argv[3]))
-    trace = warm + list(ios(sys.argv[4]))
-    caps = [float(x) for x in sys.argv[5:]] or [1.0, 0.2, 0.1]
+    nsets, S = int(args[0]), int(args[1])
+    warm = list(ios(args[2]))
+    trace = warm + list(ios(args[3]))
+    if as_json:
+        hr, locked, used = run(nsets, S, 0.2, trace, len(warm), 1)
+        print(json.dumps({"read_hit_ratio": round(hr, 4), "locked_out": locked,
+                          "frames_used": round(used, 4)}))
+        return
+    caps = [float(x) for x in args[4:]] or [1.0, 0.2, 0.1]
     print(f"{'ways':>4} {'dirty cap':>9} {'read hits':>9} {'locked out':>10} {'frames used':>11}")
     for ways in (1, 2, 4):
         for cap in caps:
