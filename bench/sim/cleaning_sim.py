@@ -22,23 +22,12 @@ dirty share at the end, blocks written back, and the read hit ratio per
 1000 accesses of the counted part.
 """
 import argparse
+import os
+import sys
 from collections import OrderedDict, deque
 
-BLOCK = 4096
-
-
-def ios(path):
-    with open(path) as f:
-        for line in f:
-            w = line.split()
-            if len(w) >= 5 and w[-3] in ("read", "write"):
-                yield w[-3] == "read", int(w[-2]) // BLOCK
-
-
-def oset_cset(o, n):
-    """ssdp_oset_cset() of drivers/ssdprio_format.h."""
-    h = ((o * 0x61c8864680b583eb) & ((1 << 64) - 1)) >> 32
-    return (h * n) >> 32
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from frame_sim import ios, oset_cset  # noqa: E402  (the same trace reader and placement)
 
 
 def run(trace, nsets, S, pressure_at, wb_every, lockout):
