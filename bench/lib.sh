@@ -121,13 +121,14 @@ anchor_teardown() { # after fio has exited (the cgroups are empty)
 # cache_peer_dev CONFIG HDD_MB CACHE_MB [ssdprio args...]: a cache over a new
 # HDD model and SSD; echoes the device to measure. CONFIG: ssdprio, dmcache
 # (smq, writeback, 32 KiB blocks, metadata on an 8 MiB null_blk), writecache
-# (dm-writecache, 4 KiB blocks), bcache (writeback, 2048 buckets). Returns 1
-# when the peer cannot be set up.
+# (dm-writecache, 4 KiB blocks), bcache (writeback, 2048 buckets),
+# ssdprio-nolockout (ssdprio with lockout_clean off, to set lock-out
+# cleaning's effect beside it). Returns 1 when the peer cannot be set up.
 cache_peer_dev() {
 	local config=$1 hdd_mb=$2 cache_mb=$3 hdd ssd meta
 	shift 3
 	case $config in
-	ssdprio | dmcache | writecache | bcache) ;;
+	ssdprio | ssdprio-nolockout | dmcache | writecache | bcache) ;;
 	*) return 1 ;;
 	esac
 	[[ $config != bcache ]] || command -v make-bcache >/dev/null || return 1
@@ -135,6 +136,7 @@ cache_peer_dev() {
 	ssd=$(ssd_dev ssd "$cache_mb")
 	case $config in
 	ssdprio) ssdprio_dev ssdprio "$hdd" "$ssd" "$@" ;;
+	ssdprio-nolockout) ssdprio_dev ssdprio "$hdd" "$ssd" lockout_clean off "$@" ;;
 	dmcache)
 		meta=$(ssd_dev meta 8)
 		dm_try_create dmcache "0 $(sectors "$hdd") cache $meta $ssd $hdd 64 1 writeback smq 0" ;;

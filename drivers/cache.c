@@ -79,6 +79,7 @@ static void ssdp_evict_knobs_locked(struct ssdprio *sp)
 					READ_ONCE(sp->cfg.dirty_target_pct), 100),
 				(u64)READ_ONCE(sp->cfg.dirty_max_age_s) *
 				NSEC_PER_SEC);
+	ssdp_evict_set_lockout(&sp->evict, READ_ONCE(sp->cfg.lockout_clean));
 }
 
 static void ssdp_retry_work_fn(struct work_struct *work);
@@ -284,14 +285,21 @@ static void ssdp_note_replaced_locked(struct ssdprio *sp, u32 cset,
 		sp->set_io[cset].replaced++;
 }
 
-/* A line for @oset, for a write or a read miss; cache_lock held. */
+/*
+ * A line for @oset, for a write or a read miss; cache_lock held.  None
+ * while every tag of the set holds blocks in use or dirty ones, which
+ * writing the set back would release.
+ */
 static u32 ssdp_alloc_line(struct ssdprio *sp, u64 oset)
 {
 	bool replaced;
 	u32 line = ssdp_fmap_tag_alloc(&sp->fmap, oset, &replaced);
+	u32 cset = ssdp_fmap_set_of(&sp->fmap, oset);
 
 	if (line != SSDP_NONE)
-		ssdp_note_replaced_locked(sp, ssdp_line_cset(line), replaced);
+		ssdp_note_replaced_locked(sp, cset, replaced);
+	else if (ssdp_fmap_nr_dirty(&sp->fmap, cset))
+		ssdp_lockout_note_locked(sp, cset);
 	return line;
 }
 
@@ -364,6 +372,12 @@ static enum ssdp_dest ssdp_route_read(struct ssdprio *sp, struct bio *bio,
 			ssdp_count(sp, SSDP_ST_BYPASSED);
 			return SSDP_TO_ORIGIN;
 		}
+	}
+	/* The copy could not go in before the set is written back. */
+	if (ssdp_fmap_foreign_dirty(&sp->fmap, line, pb->first, pb->nr)) {
+		ssdp_lockout_note_locked(sp, ssdp_line_cset(line));
+		ssdp_count(sp, SSDP_ST_PROMOTIONS_SKIPPED);
+		return SSDP_TO_ORIGIN;
 	}
 	pb->promote = true;
 	pb->line = line;
@@ -439,6 +453,10 @@ static bool ssdp_route_write_conflict(struct ssdprio *sp, struct bio *bio,
 {
 	u32 run;
 
+	if (!sp->degraded &&
+	    ssdp_fmap_foreign_dirty(&sp->fmap, line, pb->first + claimed,
+				    pb->nr - claimed))
+		ssdp_lockout_note_locked(sp, ssdp_line_cset(line));
 	if (!may_split) {
 		*dest = ssdp_origin_write_drop(sp, pb, line);
 		return true;
@@ -996,7 +1014,7 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 {
 	struct ssdp_fmap *fm = &sp->fmap;
 	unsigned long flags;
-	u64 valid, dirty, evicted, mem, cleaned, pressed, replaced, age = 0;
+	u64 valid, dirty, evicted, mem, cleaned, pressed, lockout, replaced, age = 0;
 	u32 mapped, limbo, total, tags, state, deferred, wb, failed, old;
 	const char *flush, *why;
 	bool degraded, draining;
@@ -1024,6 +1042,7 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 	draining = sp->draining;
 	cleaned = sp->evict.clean_started;
 	pressed = sp->evict.pressure_started;
+	lockout = sp->evict.lockout_started;
 	why = ssdp_evict_why(&sp->evict);
 	old = ssdp_fmap_oldest_dirty(fm);
 	if (old != SSDP_NONE)
@@ -1044,6 +1063,7 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 	       draining);
 	DMEMIT(" sets_cleaned %llu oldest_dirty_s %llu pressure_writebacks %llu",
 	       cleaned, age, pressed);
+	DMEMIT(" lockout_writebacks %llu", lockout);
 	DMEMIT(" evict_why %s cache_blocks %llu", why,
 	       (u64)total * sp->cfg.set_blocks);
 	DMEMIT(" metadata_bytes %llu block_sectors %u set_blocks %u", mem,

@@ -60,6 +60,8 @@ static const struct ssdp_key ssdp_keys[] = {
 	/* Seconds; 0 = no bound. */
 	{ "dirty_max_age", CFG_OFF(dirty_max_age_s), SSDP_KEY_U32, BOTH,
 	  0, 7 * 24 * 3600, 300, NULL },
+	{ "lockout_clean", CFG_OFF(lockout_clean), SSDP_KEY_BOOL, BOTH,
+	  0, 1, 1, NULL },
 	/* KiB; bcache's sequential_cutoff default. 0 = promote every miss. */
 	{ "seq_cutoff", CFG_OFF(seq_cutoff_kib), SSDP_KEY_U32, BOTH,
 	  0, 1U << 30, 4096, NULL },

@@ -29,6 +29,11 @@
  * written back and stays mapped, clean, so that a later eviction can drop
  * it without I/O, and the SSD is not the only copy of old data for long.
  *
+ * Lock-out cleaning (evict_sm.h) writes back, at once and one at a time,
+ * the sets whose dirty block refused another origin set's block, oldest
+ * refusal first, its origin writes in the pressure share.  It keeps the
+ * set mapped and clean, as cleaning does.
+ *
  * A drain (the "drain" message) is a flush that must finish under load:
  * its origin writes go out as normal I/O (io.c), the only background I/O
  * that does.  Eviction writebacks stay idle class even then; one started
@@ -74,6 +79,66 @@ void ssdp_evict_unpinned_locked(struct ssdprio *sp)
 		ssdp_evict_kick(&sp->evict);
 		ssdp_evict_kick_locked(sp);
 	}
+}
+
+/*
+ * @cset's dirty block refused another origin set's block.  Counted every
+ * time; noted once until written back.  A full ring drops the note: the
+ * next refusal notes it again.
+ */
+void ssdp_lockout_note_locked(struct ssdprio *sp, u32 cset)
+{
+	struct ssdp_set_io *sio = &sp->set_io[cset];
+
+	lockdep_assert_held(&sp->cache_lock);
+	ssdp_count(sp, SSDP_ST_LOCKOUTS);
+	if (sio->lockout || sp->nr_lockout == SSDP_LOCKOUT_RING ||
+	    !ssdp_evict_lockout_on(&sp->evict))
+		return;
+	sio->lockout = true;
+	sp->lockout_ring[(sp->lockout_head + sp->nr_lockout++) %
+			 SSDP_LOCKOUT_RING] = cset;
+	if (ssdp_evict_lockout(&sp->evict))
+		ssdp_evict_kick_locked(sp);
+}
+
+static u32 ssdp_lockout_pop_locked(struct ssdprio *sp)
+{
+	u32 cset = sp->lockout_ring[sp->lockout_head];
+
+	sp->lockout_head = (sp->lockout_head + 1) % SSDP_LOCKOUT_RING;
+	sp->nr_lockout--;
+	return cset;
+}
+
+/*
+ * The oldest lock-out set that can be written back now, left at the head
+ * of the ring; those in use go to the tail, those with nothing dirty left
+ * (written back or dropped since) out.  SSDP_NONE if none.
+ */
+static u32 ssdp_lockout_victim_locked(struct ssdprio *sp)
+{
+	u32 n = sp->nr_lockout, cset;
+	struct ssdp_set_io *sio;
+
+	lockdep_assert_held(&sp->cache_lock);
+	while (n--) {
+		cset = sp->lockout_ring[sp->lockout_head];
+		sio = &sp->set_io[cset];
+		if (sio->lockout && ssdp_fmap_nr_dirty(&sp->fmap, cset) &&
+		    !sio->writers && !sio->excl && !sio->wb_failed)
+			return cset;
+		ssdp_lockout_pop_locked(sp);
+		if (!sio->lockout)
+			continue;	/* a stale entry */
+		if (!ssdp_fmap_nr_dirty(&sp->fmap, cset)) {
+			sio->lockout = false;
+			continue;
+		}
+		sp->lockout_ring[(sp->lockout_head + sp->nr_lockout++) %
+				 SSDP_LOCKOUT_RING] = cset;
+	}
+	return SSDP_NONE;
 }
 
 void ssdp_evict_timer_fn(struct work_struct *work)
@@ -306,6 +371,8 @@ static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset,
 	sp->wb_dirty_blocks += job->dirty;
 	job->kind = kind;
 	job->pressure = pressure;
+	/* All its dirty blocks go: its ring entry is stale now. */
+	sp->set_io[cset].lockout = false;
 	INIT_WORK(&job->work, ssdp_wb_job_fn);
 	sp->set_io[cset].excl = true;
 	ssdp_fmap_pin(&sp->fmap, cset);
@@ -391,6 +458,9 @@ void ssdp_evict_work_fn(struct work_struct *work)
 			view.nr_dirty_sets -= sp->nr_wb_failed;
 		view.head = ssdp_head_locked(sp);
 		ssdp_clean_view_locked(sp, ktime_get_seconds(), &view);
+		view.lockout_ready = ssdp_evict_lockout_on(&sp->evict) &&
+				     ssdp_lockout_victim_locked(sp) != SSDP_NONE;
+		view.lockout_sets = sp->nr_lockout;
 		act = ssdp_evict_next_action(&sp->evict, now, &view);
 
 		switch (act.type) {
@@ -414,6 +484,14 @@ void ssdp_evict_work_fn(struct work_struct *work)
 			cset = ssdp_oldest_dirty_locked(sp);
 			if (!ssdp_wb_start_locked(sp, cset, SSDP_WB_CLEAN,
 						  false))
+				ssdp_evict_action_failed(&sp->evict, act.type);
+			continue;
+		case SSDP_EVICT_ACT_START_LOCKOUT:
+			cset = ssdp_lockout_pop_locked(sp);
+			/* Not started: the next refusal notes it again. */
+			sp->set_io[cset].lockout = false;
+			if (!ssdp_wb_start_locked(sp, cset, SSDP_WB_LOCKOUT,
+						  true))
 				ssdp_evict_action_failed(&sp->evict, act.type);
 			continue;
 		case SSDP_EVICT_ACT_ARM_TIMER:

@@ -38,6 +38,11 @@ void ssdp_evict_set_cleaning(struct ssdp_evict_sm *sm, u64 dirty_target,
 	sm->clean_armed = SSDP_CLEAN_UNARMED;
 }
 
+void ssdp_evict_set_lockout(struct ssdp_evict_sm *sm, bool on)
+{
+	sm->lockout_on = on;
+}
+
 void ssdp_evict_init(struct ssdp_evict_sm *sm, u32 free_floor, u64 wait_ns,
 		     u32 inflight_max)
 {
@@ -67,6 +72,8 @@ const char *ssdp_evict_why(const struct ssdp_evict_sm *sm)
 	default:
 		break;
 	}
+	if (sm->nr_lockout)
+		return "lockout_cleaning";
 	if (sm->nr_clean)
 		return "cleaning";
 	if (sm->stalled)
@@ -109,6 +116,9 @@ static bool wb_slot_end(struct ssdp_evict_sm *sm, enum ssdp_evict_wb_kind kind)
 	case SSDP_WB_CLEAN:
 		slots = &sm->nr_clean;
 		break;
+	case SSDP_WB_LOCKOUT:
+		slots = &sm->nr_lockout;
+		break;
 	case SSDP_WB_FLUSH:
 		slots = &sm->nr_flush;
 		break;
@@ -134,6 +144,15 @@ void ssdp_evict_wb_failed(struct ssdp_evict_sm *sm,
 {
 	sm->wb_failed++;
 	wb_slot_end(sm, kind);
+}
+
+bool ssdp_evict_lockout(struct ssdp_evict_sm *sm)
+{
+	bool was = sm->lockout_pending;
+
+	sm->lockout_pending = true;
+	sm->stalled = false;
+	return !was && !sm->stopped;
 }
 
 void ssdp_evict_timer(struct ssdp_evict_sm *sm)
@@ -189,6 +208,12 @@ void ssdp_evict_action_failed(struct ssdp_evict_sm *sm,
 		sm->nr_clean--;
 		sm->clean_started--;
 		break;
+	case SSDP_EVICT_ACT_START_LOCKOUT:
+		if (WARN_ON_ONCE(!sm->nr_lockout))
+			break;
+		sm->nr_lockout--;
+		sm->lockout_started--;
+		break;
 	default:
 		break;
 	}
@@ -201,7 +226,8 @@ bool ssdp_evict_needs_run(const struct ssdp_evict_sm *sm, u32 nr_free,
 	if (sm->stopped)
 		return false;
 	if (sm->flushing || sm->state != SSDP_EVICT_NORMAL ||
-	    (u64)nr_free + sm->nr_wb < sm->free_floor)
+	    (u64)nr_free + sm->nr_wb < sm->free_floor ||
+	    (sm->lockout_pending && ssdp_evict_lockout_on(sm)))
 		return true;
 	/* Cleaning to consider, and no timer that will. */
 	switch (sm->clean_armed) {
@@ -262,6 +288,28 @@ static struct ssdp_evict_action clean_action(struct ssdp_evict_sm *sm, u64 now,
 	return act(SSDP_EVICT_ACT_START_CLEAN, 0);
 }
 
+/*
+ * Lock-out cleaning does not wait for quiet: the load it serves is what
+ * the dirty block keeps out.  One set at a time bounds what it adds to
+ * the origin's load beside the pressure share's own pace.
+ */
+static struct ssdp_evict_action lockout_action(struct ssdp_evict_sm *sm,
+					       const struct ssdp_evict_view *v)
+{
+	struct ssdp_evict_action a = act(SSDP_EVICT_ACT_NONE, 0);
+
+	if (!v->lockout_sets)
+		sm->lockout_pending = false;
+	if (!ssdp_evict_lockout_on(sm) || !v->lockout_ready ||
+	    sm->nr_lockout || ssdp_evict_inflight(sm) >= sm->inflight_max)
+		return a;
+	sm->nr_lockout++;
+	sm->lockout_started++;
+	a.type = SSDP_EVICT_ACT_START_LOCKOUT;
+	a.pressure = true;
+	return a;
+}
+
 static struct ssdp_evict_action evict_action(struct ssdp_evict_sm *sm,
 					     u64 now,
 					     const struct ssdp_evict_view *v);
@@ -270,7 +318,7 @@ struct ssdp_evict_action ssdp_evict_next_action(struct ssdp_evict_sm *sm,
 						u64 now,
 						const struct ssdp_evict_view *v)
 {
-	struct ssdp_evict_action e, c;
+	struct ssdp_evict_action e, c, l;
 
 	if (sm->stopped || sm->stalled)
 		return act(SSDP_EVICT_ACT_NONE, 0);
@@ -280,6 +328,9 @@ struct ssdp_evict_action ssdp_evict_next_action(struct ssdp_evict_sm *sm,
 	/* A flush writes everything back anyway. */
 	if (sm->flushing)
 		return e;
+	l = lockout_action(sm, v);
+	if (l.type != SSDP_EVICT_ACT_NONE)
+		return l;
 	c = clean_action(sm, now, v);
 	if (c.type == SSDP_EVICT_ACT_START_CLEAN ||
 	    e.type == SSDP_EVICT_ACT_NONE)

@@ -15,6 +15,14 @@
  * in the scheduler's guaranteed share (action.pressure), until a quiet
  * window or enough space comes.
  *
+ * Lock-out cleaning: a block can only live in one frame of its cache set,
+ * and a frame holding another origin set's dirty block refuses it until
+ * that block is written back.  Under a load that never pauses, a hot set
+ * gone cold keeps the new hot blocks out that way, though the cache has
+ * room.  So a set that refused a claim so is written back at once (one at
+ * a time, in the scheduler's pressure share), whatever the dirty share;
+ * off with the knob, or with max_wait_ns 0 (nothing under load).
+ *
  * Use: on every bio, ssdp_evict_io_arrival() (O(1)); after a mapping, a
  * writeback completion, a timer expiry or a message, run the worker, which
  * loops:
@@ -63,6 +71,9 @@ struct ssdp_evict_view {
 	u64 dirty_in_writeback;
 	bool cleanable;		/* there is an unpinned dirty set */
 	u64 oldest_age;		/* ns since its first dirty block */
+	/* Sets noted by ssdp_evict_lockout() still to write back. */
+	u32 lockout_sets;
+	bool lockout_ready;	/* one of them can be written back now */
 };
 
 enum ssdp_evict_act_type {
@@ -87,6 +98,12 @@ enum ssdp_evict_act_type {
 	 * set, keep it mapped and clean; report with ssdp_evict_wb_done(CLEAN).
 	 */
 	SSDP_EVICT_ACT_START_CLEAN,
+	/*
+	 * Lock-out cleaning: write back the set that refused a claim, keep
+	 * it mapped and clean, origin writes in the pressure share; report
+	 * with ssdp_evict_wb_done(LOCKOUT).
+	 */
+	SSDP_EVICT_ACT_START_LOCKOUT,
 };
 
 struct ssdp_evict_action {
@@ -96,6 +113,7 @@ struct ssdp_evict_action {
 	 * START_WRITEBACK with no quiet window: evict_wait has passed since
 	 * the cache ran short and I/O never stopped.  One set at a time, its
 	 * origin writes in the scheduler's guaranteed share (pressure).
+	 * START_LOCKOUT: always.
 	 */
 	bool pressure;
 };
@@ -108,6 +126,7 @@ enum ssdp_evict_wb_kind {
 	/* A set held aside after a failure, tried again: not counted here. */
 	SSDP_WB_RETRY,
 	SSDP_WB_CLEAN,
+	SSDP_WB_LOCKOUT,
 };
 
 struct ssdp_evict_sm {
@@ -137,6 +156,11 @@ struct ssdp_evict_sm {
 	u64 clean_due_since;
 	u32 nr_clean;		/* cleaning writebacks in flight */
 	u64 clean_started;
+	bool lockout_on;	/* knob: lock-out cleaning */
+	/* Lock-out sets noted and not yet all written back. */
+	bool lockout_pending;
+	u32 nr_lockout;		/* lock-out writebacks in flight: 0 or 1 */
+	u64 lockout_started;
 
 	enum ssdp_evict_state state;
 	bool flushing;		/* flush_dirty requested, not finished */
@@ -167,6 +191,8 @@ void ssdp_evict_set_max_wait(struct ssdp_evict_sm *sm, u64 max_wait_ns);
 /* Cleaning knobs; after init, cleaning is off (target ~0, no age). */
 void ssdp_evict_set_cleaning(struct ssdp_evict_sm *sm, u64 dirty_target,
 			     u64 max_age_ns);
+/* Lock-out cleaning; after init, off. */
+void ssdp_evict_set_lockout(struct ssdp_evict_sm *sm, bool on);
 
 /*
  * Events. Only io_arrival is on the I/O path; the others clear the "stalled"
@@ -184,6 +210,11 @@ void ssdp_evict_wb_done(struct ssdp_evict_sm *sm,
  */
 void ssdp_evict_wb_failed(struct ssdp_evict_sm *sm,
 			  enum ssdp_evict_wb_kind kind);
+/*
+ * A set's dirty block refused another origin set's block.  True if the
+ * worker should run (it was not already due to look at lock-out sets).
+ */
+bool ssdp_evict_lockout(struct ssdp_evict_sm *sm);
 /* The timer armed by ARM_TIMER fired. */
 void ssdp_evict_timer(struct ssdp_evict_sm *sm);
 /* The cache map changed (mapping, unpin, discard): re-evaluate. */
@@ -216,7 +247,13 @@ ssdp_evict_state(const struct ssdp_evict_sm *sm)
 
 static inline u32 ssdp_evict_inflight(const struct ssdp_evict_sm *sm)
 {
-	return sm->nr_wb + sm->nr_flush + sm->nr_clean;
+	return sm->nr_wb + sm->nr_flush + sm->nr_clean + sm->nr_lockout;
+}
+
+/* Lock-out sets are worth noting (ssdp_evict_lockout()). */
+static inline bool ssdp_evict_lockout_on(const struct ssdp_evict_sm *sm)
+{
+	return sm->lockout_on && sm->max_wait_ns;
 }
 
 const char *ssdp_evict_state_name(enum ssdp_evict_state state);
@@ -226,7 +263,8 @@ const char *ssdp_evict_state_name(enum ssdp_evict_state state);
  * status line: "suspended", "flush", "quiet_writeback" (short of space,
  * in a quiet window), "pressure" (short of space, no quiet window within
  * evict_max_wait), "wait_quiet" (short of space, waiting for a quiet
- * window), "cleaning", "clean_wait_quiet" (over dirty_target or
+ * window), "cleaning", "lockout_cleaning" (a set whose dirty block kept
+ * another's out), "clean_wait_quiet" (over dirty_target or
  * dirty_max_age, waiting for a quiet window), "blocked" (what it would
  * take is in use or held aside: waiting for an event), "not_needed".
  */

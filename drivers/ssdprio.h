@@ -63,6 +63,7 @@ enum ssdp_stat {
 	SSDP_ST_ORIGIN_WRITE_ERRORS,
 	SSDP_ST_READ_FALLBACKS,
 	SSDP_ST_WRITEBACK_ERRORS,
+	SSDP_ST_LOCKOUTS,
 	SSDP_ST_NR,
 };
 
@@ -136,6 +137,7 @@ struct ssdp_set_io {
 	u16 writers;			/* user writes in flight (cache or drop) */
 	bool excl;			/* promotion or writeback: no writes */
 	bool wb_failed;			/* writeback failed: pinned until retry */
+	bool lockout;			/* in the lock-out ring (evict.c) */
 	/*
 	 * Bumped whenever a clean block of the set was taken by another
 	 * origin set (or its tag evicted): a promotion prepared since then
@@ -144,6 +146,12 @@ struct ssdp_set_io {
 	 */
 	u32 replaced;
 };
+
+/*
+ * Lock-out sets noted at once: enough for the sets one burst of misses
+ * meets; a set not noted because it is full is noted by its next refusal.
+ */
+#define SSDP_LOCKOUT_RING	64
 
 /* The origin leg's scheduler (sched.c). */
 #define SSDP_SCHED_NR_QUEUES	4
@@ -259,6 +267,14 @@ struct ssdprio {
 	u64 wb_dirty_blocks;		/* dirty blocks of sets under writeback */
 	u32 wb_backoff_ms;
 	u32 wb_retry_cursor;
+	/*
+	 * Lock-out ring: sets whose dirty block refused another origin
+	 * set's, oldest first, for lock-out cleaning (evict_sm.h).  May
+	 * hold stale entries (set_io.lockout clear); cache_lock.
+	 */
+	u32 lockout_ring[SSDP_LOCKOUT_RING];
+	u32 lockout_head;
+	u32 nr_lockout;
 	bool flush_failed;
 	/*
 	 * A "drain" is running: the flush's origin writes compete as normal
@@ -429,6 +445,7 @@ void ssdp_evict_work_fn(struct work_struct *work);
 void ssdp_evict_timer_fn(struct work_struct *work);
 void ssdp_evict_kick_locked(struct ssdprio *sp);
 void ssdp_evict_unpinned_locked(struct ssdprio *sp);
+void ssdp_lockout_note_locked(struct ssdprio *sp, u32 cset);
 void ssdp_wb_retry_fn(struct work_struct *work);
 void ssdp_wb_retry_now_locked(struct ssdprio *sp);
 void ssdp_wb_unfail_locked(struct ssdprio *sp, u32 cset);

@@ -28,7 +28,7 @@ sample_hits() {
 	local name=${2#/dev/mapper/}
 	while :; do
 		case $1 in
-		ssdprio) echo "$(status_get "$name" read_hits) $(status_get "$name" read_misses)" ;;
+		ssdprio*) echo "$(status_get "$name" read_hits) $(status_get "$name" read_misses)" ;;
 		dmcache) dmsetup status "$name" | awk '{ print $8, $9 }' ;;
 		writecache) dmsetup status "$name" | awk '{ print $9, $8 - $9 }' ;;
 		esac | sed "s/^/$(date +%s.%N) /" >>"$3"
@@ -51,7 +51,7 @@ for config in $CONFIGS; do
 		kill "$spid" 2>/dev/null
 		wait "$spid" 2>/dev/null
 		extra=()
-		[[ $config == ssdprio ]] && extra+=(status="$(status_json "${dev#/dev/mapper/}")")
+		[[ $config == ssdprio* ]] && extra+=(status="$(status_json "${dev#/dev/mapper/}")")
 		record "$config" zipf:1.1:70 "$rep" cache_mb="$CACHE_MB" origin_mb="$WS_MB" phase_s="$PHASE" \
 			shift_t="$shift_t" hits_log="$(keep /tmp/sh_hits.log "$config-$rep-hits.log")" "${extra[@]}"
 		log "shift $config rep $rep done"

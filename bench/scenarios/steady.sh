@@ -31,7 +31,7 @@ HDD_MB=$((WS_MB + 32))
 hits() {
 	local name=${2#/dev/mapper/} b
 	case $1 in
-	ssdprio) echo "$(status_get "$name" read_hits) $(status_get "$name" read_misses)" ;;
+	ssdprio*) echo "$(status_get "$name" read_hits) $(status_get "$name" read_misses)" ;;
 	# 0 len cache mbs used/total cbs used/total read_hits read_misses ...
 	dmcache) dmsetup status "$name" | awk '{ print $8, $9 }' ;;
 	# 0 len writecache error blocks free writeback reads read_hits ...
@@ -64,7 +64,7 @@ for mix in $MIXES; do
 			bfio /tmp/st_warm.json "${common[@]}" $(mix_args "$mix" $((rep * 7))) \
 				--runtime="$WARM" --name=warm --write_iolog=/tmp/st_warm.iolog
 			read -r h0 m0 < <(hits "$config" "$dev")
-			[[ $config == ssdprio ]] && s0=$(status_json "$name")
+			[[ $config == ssdprio* ]] && s0=$(status_json "$name")
 			# shellcheck disable=SC2046
 			bfio /tmp/st_meas.json "${common[@]}" $(mix_args "$mix" $((rep * 7 + 1))) \
 				--runtime="$MEAS" --name=measured --write_iolog=/tmp/st_meas.iolog
@@ -75,7 +75,7 @@ for mix in $MIXES; do
 			ideal=$(python3 "$REPO/bench/sim/lru_ideal.py" "$cap" 4096 /tmp/st_warm.iolog /tmp/st_meas.iolog)
 			hit=$(awk -v h=$((h1 - h0)) -v m=$((m1 - m0)) 'BEGIN { print (h + m) ? h / (h + m) : "null" }')
 			extra=()
-			if [[ $config == ssdprio ]]; then
+			if [[ $config == ssdprio* ]]; then
 				s1=$(status_json "$name")
 				extra+=(status_before="$s0" status="$s1"
 					bypassed_share="$(jq -n --argjson a "$s0" --argjson b "$s1" \

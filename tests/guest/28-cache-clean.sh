@@ -8,6 +8,9 @@
 #   clean blocks in place: the cache keeps admitting it, no writeback.
 # - With every set dirty and I/O that never stops, eviction still writes
 #   back, one set at a time in the scheduler's guaranteed share.
+# - A dirty block that keeps another origin set's block out of its frame
+#   is written back at once, without a quiet window (lock-out cleaning),
+#   and the block it kept out is cached next time; not with lockout_clean off.
 # timeout: 900
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -23,7 +26,8 @@ origin_has() { # FILE MIB_OFFSET: the origin alone holds FILE there
 }
 
 # --- over the target: cleaned in a quiet window, oldest first -----------------------
-dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 11 format seq_cutoff 0 read_alloc off evict_wait 1000 dirty_target 10 dirty_max_age 0")
+# Lock-out cleaning off: two of the 2 MiB sets written may share a cache set.
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 13 format seq_cutoff 0 read_alloc off evict_wait 1000 dirty_target 10 dirty_max_age 0 lockout_clean off")
 total=$(($(st total_sets) * $(st set_blocks)))
 target=$((total / 10))
 for i in $(seq 0 19); do head -c 1M /dev/urandom >"/tmp/clean.$i"; done
@@ -65,6 +69,55 @@ cat $(for i in $(seq 0 19); do echo "/tmp/clean.$i"; done) |
 	cmp - <(dd if="$dm" bs=1M count=20 iflag=direct status=none) || fail "data through the cache"
 dm_remove sp
 log "aged dirty data cleaned"
+
+# --- a dirty block locks another set's block out: written back at once -------------
+"$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 9 format seq_cutoff 0 evict_wait 3600000 dirty_target 100 dirty_max_age 0")
+set_mib=$(($(st set_blocks) * $(st block_sectors) / 2048))
+# Origin sets that share a cache set (the placement hash, ssdprio_format.h).
+read -r a b c < <(python3 - "$(st total_sets)" $((len / (set_mib * 2048))) <<'PY'
+import sys
+n, osets = int(sys.argv[1]), int(sys.argv[2])
+cset = lambda o: (((o * 0x61c8864680b583eb) % 2**64 >> 32) * n) >> 32
+same = [o for o in range(osets) if cset(o) == cset(0)]
+print(*same[:3])
+PY
+)
+[[ -n $c ]] || fail "no three origin sets share cache set 0's cache set"
+log "origin sets $a, $b and $c share a cache set of $set_mib MiB"
+head -c 64K /dev/urandom >/tmp/lock.a
+dd if=/tmp/lock.a of="$dm" bs=64k seek=$((a * set_mib * 16)) oflag=direct status=none || fail "write a"
+assert_eq "$(st dirty_blocks)" 16 "set a's dirty blocks"
+rd() { dd if="$dm" of=/dev/null bs=64k skip=$(($1 * set_mib * 16)) count=1 iflag=direct status=none ||
+	fail "read set $1"; }
+rd "$b"
+assert_ge "$(st lockouts)" 1 "the read of set b was locked out"
+wait_status sp blocks_written_back -eq 16 120
+wait_status sp writeback_sets -eq 0 60
+assert_eq "$(st lockout_writebacks)" 1 "lock-out writebacks"
+assert_eq "$(st dirty_blocks)" 0 "dirty blocks after the lock-out writeback"
+assert_eq "$(st sets_cleaned)" 0 "sets cleaned (no quiet window, under the target)"
+assert_eq "$(st pressure_writebacks)" 0 "pressure writebacks"
+cmp /tmp/lock.a <(dd if="$hdd" bs=64k skip=$((a * set_mib * 16)) count=1 iflag=direct status=none) ||
+	fail "set a's data is not on the origin"
+h0=$(st read_hits)
+rd "$b"   # promoted now, over a's clean blocks
+wait_status sp promotions -ge 1 60
+rd "$b"
+assert_ge "$(st read_hits)" $((h0 + 1)) "set b's block cached after the lock-out writeback"
+cmp /tmp/lock.a <(dd if="$dm" bs=64k skip=$((a * set_mib * 16)) count=1 iflag=direct status=none) ||
+	fail "set a's data through the cache"
+# Off: the lock-out is counted, nothing is written back.
+dmsetup message sp 0 lockout_clean off || fail "lockout_clean off"
+dd if=/tmp/lock.a of="$dm" bs=64k seek=$((c * set_mib * 16)) oflag=direct status=none || fail "write c"
+l0=$(st lockouts)
+rd "$a"
+assert_ge "$(st lockouts)" $((l0 + 1)) "the read of set a was locked out"
+sleep 2
+assert_eq "$(st lockout_writebacks)" 1 "lock-out writebacks with lockout_clean off"
+assert_eq "$(st dirty_blocks)" 16 "set c stays dirty with lockout_clean off"
+dm_remove sp
+log "lock-out cleaning"
 
 # --- a dirty set, never quiet: new blocks take clean frames in place ----------------
 "$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
