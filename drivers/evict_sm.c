@@ -227,7 +227,8 @@ bool ssdp_evict_needs_run(const struct ssdp_evict_sm *sm, u32 nr_free,
 		return false;
 	if (sm->flushing || sm->state != SSDP_EVICT_NORMAL ||
 	    (u64)nr_free + sm->nr_wb < sm->free_floor ||
-	    (sm->lockout_pending && ssdp_evict_lockout_on(sm)))
+	    (sm->lockout_pending && !sm->nr_lockout &&
+	     ssdp_evict_lockout_on(sm)))
 		return true;
 	/* Cleaning to consider, and no timer that will. */
 	switch (sm->clean_armed) {

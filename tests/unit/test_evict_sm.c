@@ -909,9 +909,10 @@ TEST(evict_lockout_cleans_without_quiet)
 	ASSERT_EQ(a.type, SSDP_EVICT_ACT_START_LOCKOUT);
 	ASSERT_TRUE(a.pressure);
 	ASSERT_STR_EQ(ssdp_evict_why(&sm), "lockout_cleaning");
-	/* One at a time: its completion calls again. */
+	/* One at a time: its completion calls again, not every unpin. */
 	ASSERT_EQ(ssdp_evict_next_action(&sm, 5 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_NONE);
+	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 50, 10));
 	ssdp_evict_wb_done(&sm, SSDP_WB_LOCKOUT);
 	ASSERT_EQ(ssdp_evict_inflight(&sm), 0);
 	ASSERT_EQ(sm.sets_evicted, 0);		/* kept, not evicted */
