@@ -128,7 +128,12 @@ lint:
 	@! grep -E 'warning:|error:' build/lint.log
 	./tools/checkpatch.sh
 
+# The units' calls keep to the layers (tests/depgraph.py), then the pure
+# units' tests in user space.
 unit: tools-test
+	@mkdir -p build
+	@python3 tests/depgraph.py --check >build/depgraph.txt || \
+		{ cat build/depgraph.txt; exit 1; }; tail -n1 build/depgraph.txt
 	$(MAKE) -C tests/unit run
 
 # User-space tools, also run by guest tests (the guest uses the host's root).

@@ -360,7 +360,7 @@ static int ssdp_map(struct dm_target *ti, struct bio *bio)
 		if (sp->caching) {
 			ssdp_count(sp, SSDP_ST_FLUSHES);
 			pb->kind = SSDP_BK_COMMITTED;
-			ssdp_meta_commit_bio(sp, bio);
+			ssdp_cache_commit_bio(sp, bio);
 			return DM_MAPIO_SUBMITTED;
 		}
 		if (dm_bio_get_target_bio_nr(bio) == 1) {

@@ -83,6 +83,8 @@ static void ssdp_evict_knobs_locked(struct ssdprio *sp)
 }
 
 static void ssdp_retry_work_fn(struct work_struct *work);
+static void ssdp_commit_work_fn(struct work_struct *work);
+static void ssdp_set_released_locked(struct ssdprio *sp, u32 cset);
 
 /*
  * Knob values that only make sense against this cache's geometry: a free
@@ -117,6 +119,9 @@ int ssdp_cache_ctr(struct ssdprio *sp, char **error)
 	bio_list_init(&sp->retry);
 	INIT_WORK(&sp->retry_work, ssdp_retry_work_fn);
 	INIT_DELAYED_WORK(&sp->wb_retry, ssdp_wb_retry_fn);
+	bio_list_init(&sp->commit_bios);
+	INIT_WORK(&sp->commit_work, ssdp_commit_work_fn);
+	sp->set_released = ssdp_set_released_locked;
 
 	if (block_bytes < bdev_logical_block_size(sp->origin->bdev) ||
 	    block_bytes < bdev_logical_block_size(sp->cache->bdev)) {
@@ -216,6 +221,8 @@ static void ssdp_cache_drain(struct ssdprio *sp)
 	wait_event(sp->bg_wait, !atomic_read(&sp->bg_jobs));
 	flush_work(&sp->deferred_work);
 	flush_work(&sp->retry_work);
+	/* Last: the writes above may have queued FUA bios for a commit. */
+	flush_work(&sp->commit_work);
 }
 
 void ssdp_cache_dtr(struct ssdprio *sp)
@@ -271,10 +278,18 @@ static void ssdp_release_locked(struct ssdprio *sp, u32 cset, bool writer)
 	}
 }
 
-void ssdp_cache_kick_deferred(struct ssdprio *sp)
+static void ssdp_cache_kick_deferred(struct ssdprio *sp)
 {
 	if (!bio_list_empty(&sp->deferred))
 		queue_work(sp->wq, &sp->deferred_work);
+}
+
+/* sp->set_released: see there. */
+static void ssdp_set_released_locked(struct ssdprio *sp, u32 cset)
+{
+	lockdep_assert_held(&sp->cache_lock);
+	ssdp_evict_unpinned_locked(sp);
+	ssdp_cache_kick_deferred(sp);
 }
 
 /* A clean block of @cset went to another origin set; cache_lock held. */
@@ -920,20 +935,66 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 		/* FUA: durable only once the metadata that finds it is. */
 		pb->kind = SSDP_BK_COMMITTED;
 		pb->origin = false;
-		ssdp_meta_commit_bio(sp, bio);
+		ssdp_cache_commit_bio(sp, bio);
 		return DM_ENDIO_INCOMPLETE;
 	}
 	return DM_ENDIO_DONE;
 }
 
-/* A metadata write failed: the SSD cannot be trusted for new data. */
-void ssdp_cache_note_meta_failed(struct ssdprio *sp)
+/*
+ * Flush and FUA: what a user's flush or FUA write promises is the
+ * durability of every write completed before it, and the cache's answer
+ * is a metadata commit (meta.c), which flushes the origin if writes
+ * reached it, then the SSD (the data the records vouch for), writes the
+ * changed records and flushes again.  A flush (dm sends them empty) is
+ * queued here from .map; a FUA write has its flag stripped in .map, goes
+ * on as an ordinary write, and is queued here from its end_io, once its
+ * data is written.  The commit worker takes every bio waiting when it
+ * starts, commits once for all of them and completes them with its
+ * result: a failed commit fails them (and degrades the cache), so no
+ * flush is acknowledged that the metadata does not back.  Any context.
+ */
+void ssdp_cache_commit_bio(struct ssdprio *sp, struct bio *bio)
 {
 	unsigned long flags;
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
-	ssdp_degrade_locked(sp, "metadata write failed");
+	bio_list_add(&sp->commit_bios, bio);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
+	queue_work(sp->wq, &sp->commit_work);
+}
+
+static void ssdp_commit_work_fn(struct work_struct *work)
+{
+	struct ssdprio *sp = container_of(work, struct ssdprio, commit_work);
+	struct bio_list list;
+	unsigned long flags;
+	struct bio *bio;
+	int r;
+
+	for (;;) {
+		ssdp_bios_take(sp, &sp->commit_bios, &list);
+		if (bio_list_empty(&list))
+			break;
+
+		r = ssdp_meta_commit(sp);
+		while ((bio = bio_list_pop(&list))) {
+			if (r)
+				bio->bi_status = BLK_STS_IOERR;
+			/*
+			 * A FUA write is completed a second time here (its
+			 * end_io returned DM_ENDIO_INCOMPLETE); the lower
+			 * queue's accounting already ran once.
+			 */
+			bio_clear_flag(bio, BIO_QOS_THROTTLED);
+			bio_clear_flag(bio, BIO_QOS_MERGED);
+			bio_endio(bio);
+		}
+		/* Sets released from limbo: eviction may be waiting on them. */
+		spin_lock_irqsave(&sp->cache_lock, flags);
+		ssdp_evict_kick_locked(sp);
+		spin_unlock_irqrestore(&sp->cache_lock, flags);
+	}
 }
 
 void ssdp_cache_presuspend(struct ssdprio *sp)

@@ -246,7 +246,7 @@ static void ssdp_excl_end_locked(struct ssdprio *sp, u32 cset)
 {
 	sp->set_io[cset].excl = false;
 	ssdp_fmap_unpin(&sp->fmap, cset);
-	ssdp_cache_kick_deferred(sp);
+	sp->set_released(sp, cset);
 }
 
 /* Hold @cset aside after a failed writeback; cache_lock held. */

@@ -426,8 +426,6 @@ int ssdp_meta_ctr(struct ssdprio *sp, char **error)
 	int r;
 
 	mutex_init(&sp->meta_lock);
-	INIT_WORK(&sp->commit_work, ssdp_commit_work_fn);
-	bio_list_init(&sp->commit_bios);
 	if (bdev_logical_block_size(sp->cache->bdev) > SSDP_META_BLOCK_BYTES) {
 		*error = "Cache device logical block size is above 4096";
 		return -EINVAL;
@@ -661,7 +659,6 @@ static int ssdp_meta_alloc_bitmaps(struct ssdprio *sp)
 
 void ssdp_meta_dtr(struct ssdprio *sp)
 {
-	flush_work(&sp->commit_work);
 	kvfree(sp->meta_copy);
 	kvfree(sp->meta_todo);
 	kfree(sp->meta_list);
@@ -1102,7 +1099,9 @@ static int ssdp_meta_commit_locked(struct ssdprio *sp)
 		DMERR("%s: metadata commit failed: %d; flushes will fail from now on (meta_state failed), I/O goes on",
 		      ssdp_name(sp), r);
 		sp->meta_state = SSDP_META_FAILED;
-		ssdp_cache_note_meta_failed(sp);
+		spin_lock_irqsave(&sp->cache_lock, flags);
+		ssdp_degrade_locked(sp, "metadata write failed");
+		spin_unlock_irqrestore(&sp->cache_lock, flags);
 		return r;
 	}
 	sp->meta_commits++;
@@ -1120,10 +1119,12 @@ int ssdp_meta_commit(struct ssdprio *sp)
 	return r;
 }
 
-/* postsuspend: everything durable, then the clean flag. */
+/*
+ * postsuspend, with no commit running or to come (the caller has flushed
+ * the commit worker): everything durable, then the clean flag.
+ */
 void ssdp_meta_postsuspend(struct ssdprio *sp)
 {
-	flush_work(&sp->commit_work);
 	if (ssdp_meta_commit(sp))
 		return;
 	mutex_lock(&sp->meta_lock);
@@ -1131,61 +1132,6 @@ void ssdp_meta_postsuspend(struct ssdprio *sp)
 	    sp->meta_state != SSDP_META_FAILED && ssdp_meta_write_sb(sp, true))
 		sp->meta_state = SSDP_META_FAILED;
 	mutex_unlock(&sp->meta_lock);
-}
-
-/*
- * Complete @bio after the next commit (a flush, or a FUA write whose data
- * is written).  Any context.
- */
-void ssdp_meta_commit_bio(struct ssdprio *sp, struct bio *bio)
-{
-	unsigned long flags;
-
-	spin_lock_irqsave(&sp->cache_lock, flags);
-	bio_list_add(&sp->commit_bios, bio);
-	spin_unlock_irqrestore(&sp->cache_lock, flags);
-	queue_work(sp->wq, &sp->commit_work);
-}
-
-/* Ask for a commit with no bio waiting (limbo sets to release). */
-void ssdp_meta_commit_async(struct ssdprio *sp)
-{
-	atomic_set(&sp->commit_wanted, 1);
-	queue_work(sp->wq, &sp->commit_work);
-}
-
-void ssdp_commit_work_fn(struct work_struct *work)
-{
-	struct ssdprio *sp = container_of(work, struct ssdprio, commit_work);
-	struct bio_list list;
-	unsigned long flags;
-	struct bio *bio;
-	int r;
-
-	for (;;) {
-		ssdp_bios_take(sp, &sp->commit_bios, &list);
-		if (!atomic_xchg(&sp->commit_wanted, 0) &&
-		    bio_list_empty(&list))
-			break;
-
-		r = ssdp_meta_commit(sp);
-		while ((bio = bio_list_pop(&list))) {
-			if (r)
-				bio->bi_status = BLK_STS_IOERR;
-			/*
-			 * A FUA write is completed a second time here (its
-			 * end_io returned DM_ENDIO_INCOMPLETE); the lower
-			 * queue's accounting already ran once.
-			 */
-			bio_clear_flag(bio, BIO_QOS_THROTTLED);
-			bio_clear_flag(bio, BIO_QOS_MERGED);
-			bio_endio(bio);
-		}
-		/* Sets released from limbo: eviction may be waiting on them. */
-		spin_lock_irqsave(&sp->cache_lock, flags);
-		ssdp_evict_kick_locked(sp);
-		spin_unlock_irqrestore(&sp->cache_lock, flags);
-	}
 }
 
 unsigned int ssdp_meta_status(struct ssdprio *sp, char *result,

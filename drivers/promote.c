@@ -190,8 +190,7 @@ static void ssdp_promote_one(struct ssdprio *sp, struct ssdp_promo *p)
 		ssdp_fmap_set_valid(&sp->fmap, p->line, p->first, p->nr);
 	sp->set_io[cset].excl = false;
 	ssdp_fmap_unpin(&sp->fmap, cset);
-	ssdp_evict_unpinned_locked(sp);
-	ssdp_cache_kick_deferred(sp);
+	sp->set_released(sp, cset);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 	ssdp_count(sp, r ? SSDP_ST_PROMOTIONS_SKIPPED : SSDP_ST_PROMOTIONS);
 }

@@ -243,6 +243,13 @@ struct ssdprio {
 	struct ssdp_fmap fmap;
 	struct ssdp_evict_sm evict;
 	struct ssdp_set_io *set_io;
+	/*
+	 * Background work (evict.c, promote.c) gave back a set it held
+	 * exclusively: the cache resumes what waited for it (deferred
+	 * writes, eviction stalled on the pin).  Set by the cache, so that
+	 * the units below it need not call up into it.  cache_lock held.
+	 */
+	void (*set_released)(struct ssdprio *sp, u32 cset);
 	struct bio_list deferred;	/* writes waiting for an excl set */
 	u32 deferred_normal;		/* normal-class bios in @deferred */
 	/* Clean SSD reads that failed, to be read again from the origin. */
@@ -334,8 +341,8 @@ struct ssdprio {
 	u64 meta_commits;
 	u64 meta_block_writes;
 	u32 load_ms;
+	/* Flushes and FUA writes waiting for a commit (cache.c). */
 	struct work_struct commit_work;
-	atomic_t commit_wanted;
 
 	struct ssdp_sched sched;
 	void *idle_cgroups;		/* classify.c */
@@ -413,9 +420,6 @@ void ssdp_meta_postsuspend(struct ssdprio *sp);
 int ssdp_meta_commit(struct ssdprio *sp);
 int ssdp_meta_ctr_bypass(struct ssdprio *sp, char **error);
 int ssdp_meta_preresume_bypass(struct ssdprio *sp);
-void ssdp_meta_commit_bio(struct ssdprio *sp, struct bio *bio);
-void ssdp_meta_commit_async(struct ssdprio *sp);
-void ssdp_commit_work_fn(struct work_struct *work);
 unsigned int ssdp_meta_status(struct ssdprio *sp, char *result,
 			      unsigned int maxlen, unsigned int sz);
 const char *ssdp_meta_state_name(enum ssdp_meta_state st);
@@ -436,9 +440,8 @@ int ssdp_cache_check_config(struct ssdprio *sp, const struct ssdp_config *cfg,
 int ssdp_cache_flush_dirty(struct ssdprio *sp, bool drain);
 unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 			       unsigned int maxlen, unsigned int sz);
-void ssdp_cache_kick_deferred(struct ssdprio *sp);
 void ssdp_deferred_work_fn(struct work_struct *work);
-void ssdp_cache_note_meta_failed(struct ssdprio *sp);
+void ssdp_cache_commit_bio(struct ssdprio *sp, struct bio *bio);
 
 /* evict.c */
 void ssdp_evict_work_fn(struct work_struct *work);
