@@ -99,9 +99,11 @@ static int ssdp_parse_features(struct ssdprio *sp, struct dm_arg_set *as,
 		}
 		value = dm_shift_arg(as);
 		argc--;
-		if (!strcmp(key, "idle_cgroup"))
+		if (!strcmp(key, "idle_cgroup")) {
+			mutex_lock(&sp->cfg_lock);
 			r = ssdp_idle_cgroup_add(sp, value, &why);
-		else if (!strcmp(key, "origin_id"))
+			mutex_unlock(&sp->cfg_lock);
+		} else if (!strcmp(key, "origin_id"))
 			r = ssdp_parse_origin_id(sp, value, &why);
 		else
 			r = ssdp_config_set(&sp->cfg, key, value,
@@ -321,7 +323,9 @@ static int ssdp_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 bad_cache:
 	ssdp_cache_dtr(sp);
 bad:
+	mutex_lock(&sp->cfg_lock);
 	ssdp_idle_cgroup_clear(sp);
+	mutex_unlock(&sp->cfg_lock);
 	if (sp->origin && sp->cache)
 		ssdp_unclaim(sp);
 	if (sp->cache)
@@ -339,7 +343,9 @@ static void ssdp_dtr(struct dm_target *ti)
 	/* The cache may still write back through the scheduler. */
 	ssdp_cache_dtr(sp);
 	ssdp_sched_exit_dev(sp);
+	mutex_lock(&sp->cfg_lock);
 	ssdp_idle_cgroup_clear(sp);
+	mutex_unlock(&sp->cfg_lock);
 	ssdp_unclaim(sp);
 	dm_put_device(ti, sp->cache);
 	dm_put_device(ti, sp->origin);

@@ -62,6 +62,7 @@ static void ssdp_evict_knobs_locked(struct ssdprio *sp)
 	u32 floor = READ_ONCE(sp->cfg.free_floor);
 	u64 blocks;
 
+	lockdep_assert_held(&sp->cache_lock);
 	if (!floor)
 		floor = ssdp_auto_free_floor(sp->layout.nr_csets,
 					     READ_ONCE(sp->cfg.dirty_target_pct));
@@ -186,7 +187,10 @@ int ssdp_cache_ctr(struct ssdprio *sp, char **error)
 		goto bad_map;
 	}
 	ssdp_evict_init(&sp->evict, 1, 0, 1);
+	/* Nothing else runs yet; the lock is for the assertion's sake. */
+	spin_lock_irq(&sp->cache_lock);
 	ssdp_evict_knobs_locked(sp);
+	spin_unlock_irq(&sp->cache_lock);
 
 	r = dm_set_target_max_io_len(sp->ti, sp->layout.set_sectors);
 	if (r) {
@@ -296,6 +300,7 @@ static void ssdp_set_released_locked(struct ssdprio *sp, u32 cset)
 static void ssdp_note_replaced_locked(struct ssdprio *sp, u32 cset,
 				      bool replaced)
 {
+	lockdep_assert_held(&sp->cache_lock);
 	if (replaced)
 		sp->set_io[cset].replaced++;
 }

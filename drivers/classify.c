@@ -24,10 +24,11 @@
 #define SSDP_MAX_IDLE_CGROUPS	16
 
 /*
- * sp->idle_cgroups.  Writers (ctr, messages under cfg_lock) fill an entry,
- * then publish it by raising @nr with release semantics; readers (.map)
- * load @nr with acquire under rcu_read_lock().  Clearing unpublishes the
- * whole set and waits for an RCU grace period before dropping references.
+ * sp->idle_cgroups.  Writers (under cfg_lock) fill an entry, then publish
+ * it by raising @nr with release semantics, and a new set with
+ * rcu_assign_pointer() once its first entry is in; readers (.map) load @nr
+ * with acquire under rcu_read_lock().  Clearing unpublishes the whole set
+ * and waits for an RCU grace period before dropping references.
  */
 struct ssdp_idle_cgroups {
 	unsigned int nr;
@@ -64,6 +65,12 @@ static struct cgroup *ssdp_bio_cgroup(struct bio *bio)
 	return NULL;
 }
 
+static struct ssdp_idle_cgroups *ssdp_idle_cgroups_w(struct ssdprio *sp)
+{
+	return rcu_dereference_protected(sp->idle_cgroups,
+					 lockdep_is_held(&sp->cfg_lock));
+}
+
 static bool ssdp_idle_cgroup_match(struct ssdprio *sp, struct bio *bio)
 {
 	struct ssdp_idle_cgroups *ic;
@@ -71,7 +78,7 @@ static bool ssdp_idle_cgroup_match(struct ssdprio *sp, struct bio *bio)
 	unsigned int i, nr;
 	bool hit = false;
 
-	if (!READ_ONCE(sp->idle_cgroups))
+	if (!rcu_access_pointer(sp->idle_cgroups))
 		return false;
 	rcu_read_lock();
 	cgrp = ssdp_bio_cgroup(bio);
@@ -79,8 +86,7 @@ static bool ssdp_idle_cgroup_match(struct ssdprio *sp, struct bio *bio)
 		rcu_read_unlock();
 		return false;
 	}
-	/* Pairs with the releases in ssdp_idle_cgroup_add(). */
-	ic = smp_load_acquire(&sp->idle_cgroups);
+	ic = rcu_dereference(sp->idle_cgroups);
 	if (ic) {
 		/* Entries below @nr are filled in (release in _add()). */
 		nr = smp_load_acquire(&ic->nr);
@@ -165,7 +171,7 @@ static struct cgroup *ssdp_cgroup_lookup(const char *path, const char **why)
 int ssdp_idle_cgroup_add(struct ssdprio *sp, const char *path,
 			 const char **why)
 {
-	struct ssdp_idle_cgroups *ic = sp->idle_cgroups;
+	struct ssdp_idle_cgroups *old = ssdp_idle_cgroups_w(sp), *ic = old;
 	struct cgroup *cgrp;
 	unsigned int i;
 	char *copy;
@@ -191,7 +197,7 @@ int ssdp_idle_cgroup_add(struct ssdprio *sp, const char *path,
 		ic = kzalloc(sizeof(*ic), GFP_KERNEL);
 	if (!copy || !ic) {
 		kfree(copy);
-		if (ic != sp->idle_cgroups)
+		if (ic != old)
 			kfree(ic);
 		cgroup_put(cgrp);
 		*why = "idle_cgroup: out of memory";
@@ -201,15 +207,15 @@ int ssdp_idle_cgroup_add(struct ssdprio *sp, const char *path,
 	ic->path[ic->nr] = copy;
 	/* Publish the filled entry to lockless readers (acquire in _match). */
 	smp_store_release(&ic->nr, ic->nr + 1);
-	if (ic != sp->idle_cgroups)
+	if (ic != old)
 		/* And a new set only once it is filled in. */
-		smp_store_release(&sp->idle_cgroups, ic);
+		rcu_assign_pointer(sp->idle_cgroups, ic);
 	return 0;
 }
 
 unsigned int ssdp_idle_cgroup_emit(struct ssdprio *sp, char *buf, size_t len)
 {
-	struct ssdp_idle_cgroups *ic = sp->idle_cgroups;
+	struct ssdp_idle_cgroups *ic = ssdp_idle_cgroups_w(sp);
 	unsigned int i, pairs = 0;
 	size_t pos = 0;
 	int n;
@@ -233,15 +239,15 @@ unsigned int ssdp_idle_cgroup_emit(struct ssdprio *sp, char *buf, size_t len)
 	return pairs;
 }
 
-/* dtr, and the idle_cgroup_clear message (under cfg_lock). */
+/* ctr's error path, dtr, and the idle_cgroup_clear message. */
 void ssdp_idle_cgroup_clear(struct ssdprio *sp)
 {
-	struct ssdp_idle_cgroups *ic = sp->idle_cgroups;
+	struct ssdp_idle_cgroups *ic = ssdp_idle_cgroups_w(sp);
 	unsigned int i;
 
 	if (!ic)
 		return;
-	WRITE_ONCE(sp->idle_cgroups, NULL);
+	RCU_INIT_POINTER(sp->idle_cgroups, NULL);
 	synchronize_rcu();
 	for (i = 0; i < ic->nr; i++) {
 		cgroup_put(ic->cgrp[i]);

@@ -62,6 +62,7 @@ struct ssdp_wb_job {
 
 void ssdp_evict_kick_locked(struct ssdprio *sp)
 {
+	lockdep_assert_held(&sp->cache_lock);
 	if (!sp->suspended)
 		queue_work(sp->wq, &sp->evict_work);
 }
@@ -106,6 +107,7 @@ static u32 ssdp_lockout_pop_locked(struct ssdprio *sp)
 {
 	u32 cset = sp->lockout_ring[sp->lockout_head];
 
+	lockdep_assert_held(&sp->cache_lock);
 	sp->lockout_head = (sp->lockout_head + 1) % SSDP_LOCKOUT_RING;
 	sp->nr_lockout--;
 	return cset;
@@ -244,6 +246,7 @@ static int ssdp_writeback_set(struct ssdprio *sp,
 /* Give up exclusive ownership of @cset; cache_lock held. */
 static void ssdp_excl_end_locked(struct ssdprio *sp, u32 cset)
 {
+	lockdep_assert_held(&sp->cache_lock);
 	sp->set_io[cset].excl = false;
 	ssdp_fmap_unpin(&sp->fmap, cset);
 	sp->set_released(sp, cset);
@@ -302,6 +305,7 @@ void ssdp_wb_retry_fn(struct work_struct *work)
 	u32 n = sp->layout.nr_csets, i, cset;
 	unsigned long flags;
 
+	lockdep_assert_held(&sp->cache_lock);
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	for (i = 0; i < n && budget && !sp->suspended; i++) {
 		cset = (sp->wb_retry_cursor + i) % n;
@@ -406,6 +410,7 @@ static u32 ssdp_wb_victim_locked(struct ssdprio *sp, u32 max_scan)
 
 static u32 ssdp_oldest_dirty_locked(struct ssdprio *sp)
 {
+	lockdep_assert_held(&sp->cache_lock);
 	return ssdp_wb_victim_locked(sp, SSDP_DIRTY_SCAN);
 }
 
@@ -415,6 +420,7 @@ static u32 ssdp_oldest_dirty_locked(struct ssdprio *sp)
  */
 static enum ssdp_evict_head ssdp_head_locked(struct ssdprio *sp)
 {
+	lockdep_assert_held(&sp->cache_lock);
 	return ssdp_oldest_dirty_locked(sp) != SSDP_NONE ? SSDP_HEAD_DIRTY :
 							   SSDP_HEAD_NONE;
 }
@@ -425,6 +431,7 @@ static void ssdp_clean_view_locked(struct ssdprio *sp, u64 now_s,
 	u32 old = ssdp_oldest_dirty_locked(sp);
 	u32 since;
 
+	lockdep_assert_held(&sp->cache_lock);
 	v->dirty_blocks = sp->fmap.total_dirty;
 	v->dirty_in_writeback = sp->wb_dirty_blocks;
 	v->cleanable = old != SSDP_NONE;

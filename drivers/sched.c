@@ -117,6 +117,7 @@ static void count_inflight(struct ssdp_sched *s, struct ssdp_qnode *qn,
 static void dispatch_locked(struct ssdp_sched *s, int q,
 			    struct ssdp_qnode *qn, struct list_head *out)
 {
+	lockdep_assert_held(&s->lock);
 	qn_remove(s, q, qn);
 	s->last_pos[q] = bio_end_sector(qn->bio);
 	count_inflight(s, qn, q_idle(q));
@@ -129,6 +130,7 @@ static void release_all_locked(struct ssdp_sched *s, struct list_head *out)
 	struct ssdp_qnode *qn;
 	int q;
 
+	lockdep_assert_held(&s->lock);
 	for (q = 0; q < SSDP_Q_NR; q++) {
 		while ((qn = qn_head(s, q))) {
 			if (q_idle(q))
@@ -140,6 +142,7 @@ static void release_all_locked(struct ssdp_sched *s, struct list_head *out)
 
 static void arm_timer_locked(struct ssdp_sched *s, u64 when)
 {
+	lockdep_assert_held(&s->lock);
 	if (s->passthrough || s->dead)
 		return;
 	/*
@@ -165,6 +168,7 @@ static void run_locked(struct ssdp_sched *s, u64 now, struct list_head *out)
 	struct ssdp_qnode *next[SSDP_Q_NR], *head[SSDP_Q_NR], *qn;
 	int q;
 
+	lockdep_assert_held(&s->lock);
 	if (s->passthrough) {
 		release_all_locked(s, out);
 		return;

@@ -153,6 +153,8 @@ struct ssdp_set_io {
  */
 #define SSDP_LOCKOUT_RING	64
 
+struct ssdp_idle_cgroups;	/* classify.c */
+
 /* The origin leg's scheduler (sched.c). */
 #define SSDP_SCHED_NR_QUEUES	4
 
@@ -345,7 +347,8 @@ struct ssdprio {
 	struct work_struct commit_work;
 
 	struct ssdp_sched sched;
-	void *idle_cgroups;		/* classify.c */
+	/* classify.c: written under cfg_lock, read under RCU. */
+	struct ssdp_idle_cgroups __rcu *idle_cgroups;
 
 	atomic64_t stats[SSDP_ST_NR];
 };
