@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * dm-ssdprio internal I/O: page buffers and the synchronous reads, writes
- * and flushes that promotion and writeback jobs issue from their workers.
+ * and flushes that promotion and writeback jobs issue from their workers,
+ * and the metadata's reads and writes.
  *
  * All of it is background work, so every bio carries the idle class; the
  * origin leg goes through the scheduler, which holds it for a quiet window.
@@ -18,8 +19,6 @@
 #include "ssdprio.h"
 
 #define SSDP_IDLE_PRIO IOPRIO_PRIO_VALUE(IOPRIO_CLASS_IDLE, 0)
-/* Pages per bio: a bio holds at most BIO_MAX_VECS vectors. */
-#define SSDP_CHUNK_PAGES BIO_MAX_VECS
 
 int ssdp_buf_alloc(struct ssdp_buf *buf, unsigned int bytes, gfp_t gfp)
 {
@@ -52,23 +51,27 @@ void ssdp_buf_free(struct ssdp_buf *buf)
 	buf->pages = NULL;
 }
 
-/* A bio over @bytes of @buf starting at page @first_page. */
+/*
+ * A bio over @bytes of @buf from byte @off (sector aligned, not always page
+ * aligned: metadata blocks are packed), spanning at most BIO_MAX_VECS pages.
+ */
 static struct bio *ssdp_buf_bio_at(struct ssdprio *sp, struct ssdp_buf *buf,
-				   unsigned int first_page,
-				   struct block_device *bdev, sector_t sector,
-				   unsigned int bytes, blk_opf_t opf)
+				   size_t off, struct block_device *bdev,
+				   sector_t sector, unsigned int bytes,
+				   blk_opf_t opf)
 {
-	unsigned int nr = DIV_ROUND_UP(bytes, PAGE_SIZE), i;
+	unsigned int pages = DIV_ROUND_UP((off & ~PAGE_MASK) + bytes, PAGE_SIZE);
 	struct bio *bio;
 
-	bio = bio_alloc_bioset(bdev, nr, opf, GFP_NOIO, &sp->bs);
+	bio = bio_alloc_bioset(bdev, pages, opf, GFP_NOIO, &sp->bs);
 	bio->bi_iter.bi_sector = sector;
-	bio->bi_ioprio = SSDP_IDLE_PRIO;
-	for (i = 0; i < nr; i++) {
-		unsigned int len = min_t(unsigned int, bytes, PAGE_SIZE);
+	while (bytes) {
+		unsigned int pg_off = off & ~PAGE_MASK;
+		unsigned int n = min_t(unsigned int, bytes, PAGE_SIZE - pg_off);
 
-		__bio_add_page(bio, buf->pages[first_page + i], len, 0);
-		bytes -= len;
+		__bio_add_page(bio, buf->pages[off >> PAGE_SHIFT], n, pg_off);
+		off += n;
+		bytes -= n;
 	}
 	return bio;
 }
@@ -127,34 +130,39 @@ static int ssdp_submit_origin_wait(struct ssdprio *sp, struct bio *bio,
 	init_completion(&w.done);
 	bio->bi_private = &w;
 	bio->bi_end_io = ssdp_origin_endio;
-	if (class == SSDP_BG_NORMAL)
-		bio->bi_ioprio = 0;
 	w.qn.bio = bio;
 	ssdp_sched_submit_internal(sp, &w.qn, class);
 	wait_for_completion_io(&w.done);
 	return blk_status_to_errno(w.status);
 }
 
-/* @bytes of @buf to or from @bdev at @sector, a bio of at most a chunk at a time. */
-static int ssdp_io_sync(struct ssdprio *sp, struct ssdp_buf *buf,
+/*
+ * @bytes of @buf from byte @off, to or from @bdev at @sector, one bio of at
+ * most BIO_MAX_VECS pages at a time.  Background classes carry the idle
+ * I/O priority for the device's own scheduler too; normal is a drain's
+ * writeback or the metadata, which a user's flush waits for.
+ */
+static int ssdp_io_sync(struct ssdprio *sp, struct ssdp_buf *buf, size_t off,
 			struct block_device *bdev, sector_t sector,
 			unsigned int bytes, blk_opf_t opf,
 			enum ssdp_bg_class class)
 {
 	bool origin = bdev == sp->origin->bdev;
-	unsigned int page = 0;
 	int r = 0;
 
 	while (bytes && !r) {
 		unsigned int n = min_t(unsigned int, bytes,
-				       SSDP_CHUNK_PAGES * PAGE_SIZE);
-		struct bio *bio = ssdp_buf_bio_at(sp, buf, page, bdev, sector,
+				       BIO_MAX_VECS * PAGE_SIZE -
+				       (off & ~PAGE_MASK));
+		struct bio *bio = ssdp_buf_bio_at(sp, buf, off, bdev, sector,
 						  n, opf);
 
+		if (class != SSDP_BG_NORMAL)
+			bio->bi_ioprio = SSDP_IDLE_PRIO;
 		r = origin ? ssdp_submit_origin_wait(sp, bio, class) :
 			     submit_bio_wait(bio);
 		bio_put(bio);
-		page += n / PAGE_SIZE;
+		off += n;
 		sector += n >> SECTOR_SHIFT;
 		bytes -= n;
 	}
@@ -164,7 +172,7 @@ static int ssdp_io_sync(struct ssdprio *sp, struct ssdp_buf *buf,
 int ssdp_io_ssd_sync(struct ssdprio *sp, struct ssdp_buf *buf,
 		     sector_t sector, unsigned int bytes, blk_opf_t opf)
 {
-	return ssdp_io_sync(sp, buf, sp->cache->bdev, sector, bytes, opf,
+	return ssdp_io_sync(sp, buf, 0, sp->cache->bdev, sector, bytes, opf,
 			    SSDP_BG_IDLE);
 }
 
@@ -172,8 +180,15 @@ int ssdp_io_origin_sync(struct ssdprio *sp, struct ssdp_buf *buf,
 			sector_t sector, unsigned int bytes, blk_opf_t opf,
 			enum ssdp_bg_class class)
 {
-	return ssdp_io_sync(sp, buf, sp->origin->bdev, sector, bytes, opf,
+	return ssdp_io_sync(sp, buf, 0, sp->origin->bdev, sector, bytes, opf,
 			    class);
+}
+
+int ssdp_io_meta_sync(struct ssdprio *sp, struct ssdp_buf *buf, size_t off,
+		      sector_t sector, unsigned int bytes, blk_opf_t opf)
+{
+	return ssdp_io_sync(sp, buf, off, sp->cache->bdev, sector, bytes, opf,
+			    SSDP_BG_NORMAL);
 }
 
 int ssdp_io_origin_flush(struct ssdprio *sp)

@@ -81,47 +81,6 @@ static void *ssdp_buf_addr(struct ssdp_buf *buf, size_t off)
 	       (off & ~PAGE_MASK);
 }
 
-/*
- * Synchronous I/O of @nr sectors at @sector on the cache device, to or
- * from @buf at byte @off.  Metadata is on the user's flush path: it keeps
- * the default priority.
- */
-static int ssdp_meta_rw(struct ssdprio *sp, struct ssdp_buf *buf, size_t off,
-			sector_t sector, unsigned int nr, blk_opf_t opf)
-{
-	unsigned int bytes = nr << SECTOR_SHIFT;
-	int r = 0;
-
-	/* A bio holds at most BIO_MAX_VECS pages: one bio per such run. */
-	while (bytes && !r) {
-		unsigned int in_page = off & ~PAGE_MASK;
-		unsigned int len = min_t(unsigned int, bytes,
-					 BIO_MAX_VECS * PAGE_SIZE - in_page);
-		unsigned int left = len;
-		struct bio *bio;
-
-		bio = bio_alloc_bioset(sp->cache->bdev,
-				       DIV_ROUND_UP(in_page + len, PAGE_SIZE),
-				       opf, GFP_NOIO, &sp->bs);
-		bio->bi_iter.bi_sector = sector;
-		while (left) {
-			unsigned int pg_off = off & ~PAGE_MASK;
-			unsigned int n = min_t(unsigned int, left,
-					       PAGE_SIZE - pg_off);
-
-			__bio_add_page(bio, buf->pages[off >> PAGE_SHIFT], n,
-				       pg_off);
-			off += n;
-			left -= n;
-		}
-		r = submit_bio_wait(bio);
-		bio_put(bio);
-		sector += len >> SECTOR_SHIFT;
-		bytes -= len;
-	}
-	return r;
-}
-
 static int ssdp_meta_write_sb(struct ssdprio *sp, bool clean)
 {
 	void *block = ssdp_buf_addr(&sp->meta_buf, 0);
@@ -142,8 +101,8 @@ static int ssdp_meta_write_sb(struct ssdprio *sp, bool clean)
 	memset(block, 0, SSDP_META_BLOCK_BYTES);
 	ssdp_sb_encode(&sp->sb, block);
 	/* PREFLUSH: what the superblock vouches for is durable first. */
-	r = ssdp_meta_rw(sp, &sp->meta_buf, 0, 0, SSDP_META_BLOCK_SECTORS,
-			 REQ_OP_WRITE | REQ_SYNC | REQ_PREFLUSH | REQ_FUA);
+	r = ssdp_io_meta_sync(sp, &sp->meta_buf, 0, 0, SSDP_META_BLOCK_BYTES,
+			      REQ_OP_WRITE | REQ_SYNC | REQ_PREFLUSH | REQ_FUA);
 	if (r)
 		DMERR("%s: superblock write failed: %d", ssdp_name(sp), r);
 	return r;
@@ -324,8 +283,8 @@ static int ssdp_meta_check(struct ssdprio *sp, char **error)
 	int r;
 
 	sp->meta_must_format = false;
-	r = ssdp_meta_rw(sp, &sp->meta_buf, 0, 0, SSDP_META_BLOCK_SECTORS,
-			 REQ_OP_READ);
+	r = ssdp_io_meta_sync(sp, &sp->meta_buf, 0, 0, SSDP_META_BLOCK_BYTES,
+			      REQ_OP_READ);
 	if (r) {
 		*error = "Cannot read the cache superblock";
 		return r;
@@ -749,15 +708,16 @@ static int ssdp_meta_read_copy(struct ssdprio *sp, struct ssdp_buf *buf,
 	int r;
 
 	bitmap_zero(bad, SSDP_LOAD_CHUNK_BLOCKS);
-	r = ssdp_meta_rw(sp, buf, 0, ssdp_rec_sector(l, c, k),
-			 n * SSDP_META_BLOCK_SECTORS, REQ_OP_READ);
+	r = ssdp_io_meta_sync(sp, buf, 0, ssdp_rec_sector(l, c, k),
+			      n * SSDP_META_BLOCK_BYTES, REQ_OP_READ);
 	if (!r)
 		return 0;
 	for (s = 0; s < n; s++) {
 		size_t off = (size_t)s << SSDP_MB_SHIFT;
 
-		if (!ssdp_meta_rw(sp, buf, off, ssdp_rec_sector(l, c, k + s),
-				  SSDP_META_BLOCK_SECTORS, REQ_OP_READ))
+		if (!ssdp_io_meta_sync(sp, buf, off,
+				       ssdp_rec_sector(l, c, k + s),
+				       SSDP_META_BLOCK_BYTES, REQ_OP_READ))
 			continue;
 		memset(ssdp_buf_addr(buf, off), 0, SSDP_META_BLOCK_BYTES);
 		__set_bit(s, bad);
@@ -1015,11 +975,11 @@ static int ssdp_meta_write_list(struct ssdprio *sp, const u32 *list, u32 n)
 		       (unsigned int)!test_bit(list[i + run], sp->meta_copy) ==
 		       copy)
 			run++;
-		r = ssdp_meta_rw(sp, &sp->meta_buf,
-				 (size_t)i << SSDP_MB_SHIFT,
-				 ssdp_rec_sector(&sp->layout, copy, list[i]),
-				 run * SSDP_META_BLOCK_SECTORS,
-				 REQ_OP_WRITE | REQ_SYNC | REQ_FUA);
+		r = ssdp_io_meta_sync(sp, &sp->meta_buf,
+				      (size_t)i << SSDP_MB_SHIFT,
+				      ssdp_rec_sector(&sp->layout, copy, list[i]),
+				      run * SSDP_META_BLOCK_BYTES,
+				      REQ_OP_WRITE | REQ_SYNC | REQ_FUA);
 		if (!r) {
 			u32 j;
 

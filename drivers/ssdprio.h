@@ -518,6 +518,9 @@ int ssdp_io_ssd_sync(struct ssdprio *sp, struct ssdp_buf *buf,
 int ssdp_io_origin_sync(struct ssdprio *sp, struct ssdp_buf *buf,
 			sector_t sector, unsigned int bytes, blk_opf_t opf,
 			enum ssdp_bg_class class);
+/* Metadata: the cache device, from byte @off of @buf, normal priority. */
+int ssdp_io_meta_sync(struct ssdprio *sp, struct ssdp_buf *buf, size_t off,
+		      sector_t sector, unsigned int bytes, blk_opf_t opf);
 int ssdp_io_origin_flush(struct ssdprio *sp);
 
 #endif
