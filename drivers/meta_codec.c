@@ -96,6 +96,35 @@ void ssdp_sb_layout(const struct ssdp_sb_info *sb, struct ssdp_layout *l)
 	l->set_sectors = (u64)sb->block_sectors * sb->set_blocks;
 }
 
+/* An upper bound on the sets first, then fewer until metadata + data fit. */
+int ssdp_layout_compute(struct ssdp_layout *l, u64 cache_sectors,
+			u32 block_sectors, u32 set_blocks)
+{
+	u64 align, n;
+
+	l->set_sectors = (u64)block_sectors * set_blocks;
+	l->rec_bytes = ssdp_rec_bytes(set_blocks);
+	align = l->set_sectors > SSDP_DATA_ALIGN ? l->set_sectors :
+						   SSDP_DATA_ALIGN;
+	n = cache_sectors / l->set_sectors;
+	for (;;) {
+		l->rec_sectors = (n * l->rec_bytes + SSDP_META_BLOCK_BYTES - 1) /
+				 SSDP_META_BLOCK_BYTES * SSDP_META_BLOCK_SECTORS;
+		l->meta_sectors = SSDP_SB_SECTORS +
+				  SSDP_META_COPIES * l->rec_sectors;
+		l->data_start = (l->meta_sectors + align - 1) / align * align;
+		if (!n)
+			return -1;
+		if (l->data_start + n * l->set_sectors <= cache_sectors)
+			break;
+		n = l->data_start >= cache_sectors ? n - 1 :
+			(cache_sectors - l->data_start) / l->set_sectors;
+	}
+	l->nr_csets = n;
+	return 0;
+}
+
+
 enum ssdp_sb_result ssdp_sb_decode(const void *sector,
 				   struct ssdp_sb_info *out)
 {

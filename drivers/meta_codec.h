@@ -11,6 +11,14 @@
 #include "ssdp_compat.h"
 #include "ssdprio_format.h"
 
+/*
+ * Lay out a cache device of @cache_sectors: as many sets as fit after the
+ * metadata they need.  Returns 0, or -1 when not even one set fits.  The
+ * format's meaning (ssdprio_format.h): a superblock must agree with it.
+ */
+int ssdp_layout_compute(struct ssdp_layout *l, u64 cache_sectors,
+			u32 block_sectors, u32 set_blocks);
+
 /* The superblock in host order. */
 struct ssdp_sb_info {
 	u32 version;

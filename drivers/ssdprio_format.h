@@ -228,38 +228,4 @@ static inline uint64_t ssdp_meta_blocks(const struct ssdp_layout *l)
 	return l->rec_sectors / SSDP_META_BLOCK_SECTORS;
 }
 
-/*
- * Lay out a cache device of @cache_sectors: as many sets as fit after the
- * metadata they need.  Returns 0, or -1 when not even one set fits.
- */
-static inline int ssdp_layout_compute(struct ssdp_layout *l,
-				      uint64_t cache_sectors,
-				      uint32_t block_sectors,
-				      uint32_t set_blocks)
-{
-	uint64_t align, n;
-
-	l->set_sectors = (uint64_t)block_sectors * set_blocks;
-	l->rec_bytes = ssdp_rec_bytes(set_blocks);
-	align = l->set_sectors > SSDP_DATA_ALIGN ? l->set_sectors :
-						   SSDP_DATA_ALIGN;
-	/* An upper bound first, then shrink until metadata + data fit. */
-	n = cache_sectors / l->set_sectors;
-	for (;;) {
-		l->rec_sectors = (n * l->rec_bytes + SSDP_META_BLOCK_BYTES - 1) /
-				 SSDP_META_BLOCK_BYTES * SSDP_META_BLOCK_SECTORS;
-		l->meta_sectors = SSDP_SB_SECTORS +
-				  SSDP_META_COPIES * l->rec_sectors;
-		l->data_start = (l->meta_sectors + align - 1) / align * align;
-		if (!n)
-			return -1;
-		if (l->data_start + n * l->set_sectors <= cache_sectors)
-			break;
-		n = l->data_start >= cache_sectors ? n - 1 :
-			(cache_sectors - l->data_start) / l->set_sectors;
-	}
-	l->nr_csets = n;
-	return 0;
-}
-
 #endif

@@ -3,6 +3,7 @@
 #include "harness.h"
 #include "config.h"
 #include "ssdprio_format.h"
+#include "meta_codec.h"
 
 TEST(config_defaults_print_nothing)
 {
