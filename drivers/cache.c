@@ -319,7 +319,7 @@ static u32 ssdp_alloc_line(struct ssdprio *sp, u64 oset)
 	if (line != SSDP_NONE)
 		ssdp_note_replaced_locked(sp, cset, replaced);
 	else if (ssdp_fmap_nr_dirty(&sp->fmap, cset))
-		ssdp_lockout_note_locked(sp, cset);
+		ssdp_lockout_note_locked(sp, cset, SSDP_NONE);
 	return line;
 }
 
@@ -344,7 +344,7 @@ static enum ssdp_dest ssdp_route_read(struct ssdprio *sp, struct bio *bio,
 	u32 cutoff = READ_ONCE(sp->cfg.seq_cutoff_kib);
 	enum ssdp_fmap_hit hit = SSDP_FMAP_MISS;
 	u64 stream;
-	u32 cset;
+	u32 cset, blk;
 
 	if (line != SSDP_NONE) {
 		u32 run = ssdp_hit_run(sp, line, pb->first, pb->nr, &hit);
@@ -393,9 +393,10 @@ static enum ssdp_dest ssdp_route_read(struct ssdprio *sp, struct bio *bio,
 			return SSDP_TO_ORIGIN;
 		}
 	}
-	/* The copy could not go in before the set is written back. */
-	if (ssdp_fmap_foreign_dirty(&sp->fmap, line, pb->first, pb->nr)) {
-		ssdp_lockout_note_locked(sp, ssdp_line_cset(line));
+	/* The copy could not go in before that block is written back. */
+	blk = ssdp_fmap_foreign_dirty(&sp->fmap, line, pb->first, pb->nr);
+	if (blk != SSDP_NONE) {
+		ssdp_lockout_note_locked(sp, ssdp_line_cset(line), blk);
 		ssdp_count(sp, SSDP_ST_PROMOTIONS_SKIPPED);
 		return SSDP_TO_ORIGIN;
 	}
@@ -471,12 +472,12 @@ static bool ssdp_route_write_conflict(struct ssdprio *sp, struct bio *bio,
 				      u32 claimed, bool may_split,
 				      enum ssdp_dest *dest)
 {
-	u32 run;
+	u32 run, blk;
 
-	if (!sp->degraded &&
-	    ssdp_fmap_foreign_dirty(&sp->fmap, line, pb->first + claimed,
-				    pb->nr - claimed))
-		ssdp_lockout_note_locked(sp, ssdp_line_cset(line));
+	blk = ssdp_fmap_foreign_dirty(&sp->fmap, line, pb->first + claimed,
+				      pb->nr - claimed);
+	if (!sp->degraded && blk != SSDP_NONE)
+		ssdp_lockout_note_locked(sp, ssdp_line_cset(line), blk);
 	if (!may_split) {
 		*dest = ssdp_origin_write_drop(sp, pb, line);
 		return true;

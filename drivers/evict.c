@@ -30,9 +30,11 @@
  * it without I/O, and the SSD is not the only copy of old data for long.
  *
  * Lock-out cleaning (evict_sm.h) writes back, at once and one at a time,
- * the sets whose dirty block refused another origin set's block, oldest
- * refusal first, its origin writes in the pressure share.  It keeps the
- * set mapped and clean, as cleaning does.
+ * a dirty block that refused another origin set's block, with the dirty
+ * run it starts, oldest refusal first, its origin writes in the pressure
+ * share; the blocks stay cached, clean.  Only that run: the set is held
+ * exclusively while it is written back, and writes to it wait meanwhile.
+ * When all of a set's tags were refused, the whole set goes.
  *
  * A drain (the "drain" message) is a flush that must finish under load:
  * its origin writes go out as normal I/O (io.c), the only background I/O
@@ -58,6 +60,12 @@ struct ssdp_wb_job {
 	u32 dirty;		/* the set's dirty blocks when it started */
 	enum ssdp_evict_wb_kind kind;
 	bool pressure;		/* eviction without a quiet window */
+	/*
+	 * Lock-out cleaning: only the dirty run from this block (SSDP_NONE:
+	 * the whole set).  A short writeback, for the writes to the set
+	 * wait for it.
+	 */
+	u32 only;
 };
 
 void ssdp_evict_kick_locked(struct ssdprio *sp)
@@ -83,13 +91,15 @@ void ssdp_evict_unpinned_locked(struct ssdprio *sp)
 }
 
 /*
- * @cset's dirty block refused another origin set's block.  Counted every
- * time; noted once until written back.  A full ring drops the note: the
- * next refusal notes it again.
+ * @cset's dirty block @blk refused another origin set's block (SSDP_NONE:
+ * its tags did, the set's dirty blocks hold them all).  Counted every
+ * time; noted once per set until written back.  A full ring drops the
+ * note: the next refusal notes it again.
  */
-void ssdp_lockout_note_locked(struct ssdprio *sp, u32 cset)
+void ssdp_lockout_note_locked(struct ssdprio *sp, u32 cset, u32 blk)
 {
 	struct ssdp_set_io *sio = &sp->set_io[cset];
+	struct ssdp_lockout *lo;
 
 	lockdep_assert_held(&sp->cache_lock);
 	ssdp_count(sp, SSDP_ST_LOCKOUTS);
@@ -97,50 +107,53 @@ void ssdp_lockout_note_locked(struct ssdprio *sp, u32 cset)
 	    !ssdp_evict_lockout_on(&sp->evict))
 		return;
 	sio->lockout = true;
-	sp->lockout_ring[(sp->lockout_head + sp->nr_lockout++) %
-			 SSDP_LOCKOUT_RING] = cset;
+	lo = &sp->lockout_ring[(sp->lockout_head + sp->nr_lockout++) %
+			       SSDP_LOCKOUT_RING];
+	lo->cset = cset;
+	lo->blk = blk;
 	if (ssdp_evict_lockout(&sp->evict))
 		ssdp_evict_kick_locked(sp);
 }
 
-static u32 ssdp_lockout_pop_locked(struct ssdprio *sp)
+static struct ssdp_lockout ssdp_lockout_pop_locked(struct ssdprio *sp)
 {
-	u32 cset = sp->lockout_ring[sp->lockout_head];
+	struct ssdp_lockout lo = sp->lockout_ring[sp->lockout_head];
 
 	lockdep_assert_held(&sp->cache_lock);
 	sp->lockout_head = (sp->lockout_head + 1) % SSDP_LOCKOUT_RING;
 	sp->nr_lockout--;
-	return cset;
+	return lo;
 }
 
 /*
- * The oldest lock-out set that can be written back now, left at the head
- * of the ring; those in use go to the tail, those with nothing dirty left
- * (written back or dropped since) out.  SSDP_NONE if none.
+ * Is there a lock-out to write back now?  The oldest such is left at the
+ * head of the ring; those whose set is in use go to the tail, those with
+ * nothing dirty left in the set (written back or dropped since) out.
  */
-static u32 ssdp_lockout_victim_locked(struct ssdprio *sp)
+static bool ssdp_lockout_ready_locked(struct ssdprio *sp)
 {
-	u32 n = sp->nr_lockout, cset;
+	u32 n = sp->nr_lockout;
 	struct ssdp_set_io *sio;
+	struct ssdp_lockout lo;
 
 	lockdep_assert_held(&sp->cache_lock);
 	while (n--) {
-		cset = sp->lockout_ring[sp->lockout_head];
-		sio = &sp->set_io[cset];
-		if (sio->lockout && ssdp_fmap_nr_dirty(&sp->fmap, cset) &&
+		lo = sp->lockout_ring[sp->lockout_head];
+		sio = &sp->set_io[lo.cset];
+		if (sio->lockout && ssdp_fmap_nr_dirty(&sp->fmap, lo.cset) &&
 		    !sio->writers && !sio->excl && !sio->wb_failed)
-			return cset;
+			return true;
 		ssdp_lockout_pop_locked(sp);
 		if (!sio->lockout)
 			continue;	/* a stale entry */
-		if (!ssdp_fmap_nr_dirty(&sp->fmap, cset)) {
+		if (!ssdp_fmap_nr_dirty(&sp->fmap, lo.cset)) {
 			sio->lockout = false;
 			continue;
 		}
 		sp->lockout_ring[(sp->lockout_head + sp->nr_lockout++) %
-				 SSDP_LOCKOUT_RING] = cset;
+				 SSDP_LOCKOUT_RING] = lo;
 	}
-	return SSDP_NONE;
+	return false;
 }
 
 void ssdp_evict_timer_fn(struct work_struct *work)
@@ -164,14 +177,18 @@ static enum ssdp_bg_class ssdp_wb_class(struct ssdprio *sp,
 	return job->pressure ? SSDP_BG_PRESSURE : SSDP_BG_IDLE;
 }
 
-/* Copy the dirty blocks of @line to the origin; *written counts them. */
+/*
+ * Copy the dirty blocks of @line from block @from on to the origin, one
+ * buffer's worth only if @one; *written counts them, *end is past the last.
+ */
 static int ssdp_writeback_line(struct ssdprio *sp,
 			       const struct ssdp_wb_job *job, u32 line,
-			       struct ssdp_buf *buf, u32 *written)
+			       u32 from, bool one, struct ssdp_buf *buf,
+			       u32 *written, u32 *end)
 {
 	u32 block_bytes = sp->cfg.block_sectors << SECTOR_SHIFT;
 	u32 buf_blocks = (buf->nr_pages << PAGE_SHIFT) / block_bytes;
-	u32 from = 0, first, nr;
+	u32 first, nr;
 	sector_t origin_sector;
 	unsigned long flags;
 	bool more;
@@ -201,38 +218,58 @@ static int ssdp_writeback_line(struct ssdprio *sp,
 			return r;
 		*written += nr;
 		from = first + nr;
+		*end = from;
+		if (one)
+			return 0;
 	}
 }
 
 /*
- * Write the dirty blocks of @cset back, mark them clean and commit.  The
- * caller holds the set exclusively, so its dirty bits change only here.
+ * Write the dirty blocks of @cset back (or, job->only, one run of them),
+ * mark what was written clean and commit.  The caller holds the set
+ * exclusively, so its dirty bits change only here.
  */
 static int ssdp_writeback_set(struct ssdprio *sp,
 			      const struct ssdp_wb_job *job,
 			      struct ssdp_buf *buf)
 {
 	u32 lines[SSDP_FMAP_TAGS], nr_lines, i, written = 0;
-	u32 cset = job->cset;
+	u32 cset = job->cset, from = 0, end = 0;
+	bool one = job->only != SSDP_NONE;
 	unsigned long flags;
 	int r = 0;
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	nr_lines = ssdp_fmap_dirty_lines(&sp->fmap, cset, lines);
+	if (one) {
+		u32 n = 0;
+
+		/* The line whose dirty block holds the frame, if still so. */
+		for (i = 0; i < nr_lines; i++)
+			if (ssdp_fmap_block(&sp->fmap, lines[i], job->only) ==
+			    SSDP_FMAP_DIRTY)
+				lines[n++] = lines[i];
+		nr_lines = n;
+		from = job->only;
+	}
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 	for (i = 0; i < nr_lines && !r; i++)
-		r = ssdp_writeback_line(sp, job, lines[i], buf, &written);
+		r = ssdp_writeback_line(sp, job, lines[i], from, one, buf,
+					&written, &end);
+	if (!one)
+		end = sp->cfg.set_blocks;
 	if (!r && written)
 		r = ssdp_io_origin_flush(sp);
 	if (r) {
 		DMERR_LIMIT("writeback of cache set %u failed: %d", cset, r);
 		return r;
 	}
+	if (!written)
+		return 0;
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	for (i = 0; i < nr_lines; i++)
-		ssdp_fmap_clear_dirty(&sp->fmap, lines[i], 0,
-				      sp->cfg.set_blocks);
+		ssdp_fmap_clear_dirty(&sp->fmap, lines[i], from, end - from);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 	ssdp_count_n(sp, SSDP_ST_BLOCKS_WRITTEN_BACK, written);
 	/*
@@ -293,7 +330,7 @@ void ssdp_wb_retry_now_locked(struct ssdprio *sp)
 	ssdp_evict_kick_locked(sp);
 }
 
-static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset,
+static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset, u32 only,
 				 enum ssdp_evict_wb_kind kind, bool pressure);
 
 /* Backoff over: write back a few sets held aside, where they are. */
@@ -310,7 +347,8 @@ void ssdp_wb_retry_fn(struct work_struct *work)
 	for (i = 0; i < n && budget && !sp->suspended; i++) {
 		cset = (sp->wb_retry_cursor + i) % n;
 		if (sp->set_io[cset].wb_failed && !sp->set_io[cset].excl &&
-		    ssdp_wb_start_locked(sp, cset, SSDP_WB_RETRY, false))
+		    ssdp_wb_start_locked(sp, cset, SSDP_NONE, SSDP_WB_RETRY,
+					 false))
 			budget--;
 	}
 	sp->wb_retry_cursor = (sp->wb_retry_cursor + i) % n;
@@ -358,8 +396,11 @@ static void ssdp_wb_job_fn(struct work_struct *work)
 		wake_up(&sp->bg_wait);
 }
 
-/* Start a writeback job on @cset; cache_lock held. */
-static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset,
+/*
+ * Start a writeback job on @cset (@only: one run of it, see the job);
+ * cache_lock held.
+ */
+static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset, u32 only,
 				 enum ssdp_evict_wb_kind kind, bool pressure)
 {
 	struct ssdp_wb_job *job;
@@ -371,11 +412,14 @@ static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset,
 		return false;
 	job->sp = sp;
 	job->cset = cset;
-	job->dirty = ssdp_fmap_nr_dirty(&sp->fmap, cset);
+	/* One run: at least its first block. */
+	job->dirty = only == SSDP_NONE ? ssdp_fmap_nr_dirty(&sp->fmap, cset) :
+					 1;
 	sp->wb_dirty_blocks += job->dirty;
 	job->kind = kind;
 	job->pressure = pressure;
-	/* All its dirty blocks go: its ring entry is stale now. */
+	job->only = only;
+	/* Its ring entry is stale now; a lock-out left is noted again. */
 	sp->set_io[cset].lockout = false;
 	INIT_WORK(&job->work, ssdp_wb_job_fn);
 	sp->set_io[cset].excl = true;
@@ -449,6 +493,7 @@ void ssdp_evict_work_fn(struct work_struct *work)
 	struct ssdprio *sp = container_of(work, struct ssdprio, evict_work);
 	struct ssdp_evict_action act;
 	struct ssdp_evict_view view;
+	struct ssdp_lockout lo;
 	unsigned long flags;
 	bool flushing;
 	u64 now;
@@ -466,7 +511,7 @@ void ssdp_evict_work_fn(struct work_struct *work)
 		view.head = ssdp_head_locked(sp);
 		ssdp_clean_view_locked(sp, ktime_get_seconds(), &view);
 		view.lockout_ready = ssdp_evict_lockout_on(&sp->evict) &&
-				     ssdp_lockout_victim_locked(sp) != SSDP_NONE;
+				     ssdp_lockout_ready_locked(sp);
 		view.lockout_sets = sp->nr_lockout;
 		act = ssdp_evict_next_action(&sp->evict, now, &view);
 
@@ -477,28 +522,31 @@ void ssdp_evict_work_fn(struct work_struct *work)
 			continue;
 		case SSDP_EVICT_ACT_START_WRITEBACK:
 			cset = ssdp_oldest_dirty_locked(sp);
-			if (!ssdp_wb_start_locked(sp, cset, SSDP_WB_EVICT,
+			if (!ssdp_wb_start_locked(sp, cset, SSDP_NONE,
+						  SSDP_WB_EVICT,
 						  act.pressure))
 				ssdp_evict_action_failed(&sp->evict, act.type);
 			continue;
 		case SSDP_EVICT_ACT_START_FLUSH:
 			cset = ssdp_wb_victim_locked(sp, U32_MAX);
-			if (!ssdp_wb_start_locked(sp, cset, SSDP_WB_FLUSH,
+			if (!ssdp_wb_start_locked(sp, cset, SSDP_NONE,
+						  SSDP_WB_FLUSH,
 						  false))
 				ssdp_evict_action_failed(&sp->evict, act.type);
 			continue;
 		case SSDP_EVICT_ACT_START_CLEAN:
 			cset = ssdp_oldest_dirty_locked(sp);
-			if (!ssdp_wb_start_locked(sp, cset, SSDP_WB_CLEAN,
+			if (!ssdp_wb_start_locked(sp, cset, SSDP_NONE,
+						  SSDP_WB_CLEAN,
 						  false))
 				ssdp_evict_action_failed(&sp->evict, act.type);
 			continue;
 		case SSDP_EVICT_ACT_START_LOCKOUT:
-			cset = ssdp_lockout_pop_locked(sp);
+			lo = ssdp_lockout_pop_locked(sp);
 			/* Not started: the next refusal notes it again. */
-			sp->set_io[cset].lockout = false;
-			if (!ssdp_wb_start_locked(sp, cset, SSDP_WB_LOCKOUT,
-						  true))
+			sp->set_io[lo.cset].lockout = false;
+			if (!ssdp_wb_start_locked(sp, lo.cset, lo.blk,
+						  SSDP_WB_LOCKOUT, true))
 				ssdp_evict_action_failed(&sp->evict, act.type);
 			continue;
 		case SSDP_EVICT_ACT_ARM_TIMER:

@@ -19,9 +19,10 @@
  * and a frame holding another origin set's dirty block refuses it until
  * that block is written back.  Under a load that never pauses, a hot set
  * gone cold keeps the new hot blocks out that way, though the cache has
- * room.  So a set that refused a claim so is written back at once (one at
- * a time, in the scheduler's pressure share), whatever the dirty share;
- * off with the knob, or with max_wait_ns 0 (nothing under load).
+ * room.  So the dirty block that refused a claim is written back at once
+ * (one writeback at a time, in the scheduler's pressure share), whatever
+ * the dirty share; off with the knob, or with max_wait_ns 0 (nothing under
+ * load).  Which blocks go is the engine's choice (evict.c).
  *
  * Use: on every bio, ssdp_evict_io_arrival() (O(1)); after a mapping, a
  * writeback completion, a timer expiry or a message, run the worker, which
@@ -99,8 +100,8 @@ enum ssdp_evict_act_type {
 	 */
 	SSDP_EVICT_ACT_START_CLEAN,
 	/*
-	 * Lock-out cleaning: write back the set that refused a claim, keep
-	 * it mapped and clean, origin writes in the pressure share; report
+	 * Lock-out cleaning: write back what refused a claim, keep it
+	 * mapped and clean, origin writes in the pressure share; report
 	 * with ssdp_evict_wb_done(LOCKOUT).
 	 */
 	SSDP_EVICT_ACT_START_LOCKOUT,

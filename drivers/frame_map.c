@@ -336,22 +336,22 @@ u32 ssdp_fmap_unclaimable_run(const struct ssdp_fmap *fm, u32 line,
 	return n;
 }
 
-bool ssdp_fmap_foreign_dirty(const struct ssdp_fmap *fm, u32 line, u32 first,
-			     u32 nr)
+u32 ssdp_fmap_foreign_dirty(const struct ssdp_fmap *fm, u32 line, u32 first,
+			    u32 nr)
 {
 	u32 cset = ssdp_line_cset(line), t = ssdp_line_tag(line), o, n;
 	size_t f;
 
 	if (WARN_ON_ONCE(!line_ok(fm, line, first, nr)))
-		return false;
+		return SSDP_NONE;
 	for (n = 0; n < nr; n++) {
 		f = frame_of(fm, cset, first + n);
 		o = owner_get(fm, f);
 		if (o != t && o != SSDP_FMAP_FREE && test_bit(f, fm->valid) &&
 		    test_bit(f, fm->dirty))
-			return true;
+			return first + n;
 	}
-	return false;
+	return SSDP_NONE;
 }
 
 enum ssdp_fmap_hit ssdp_fmap_block(const struct ssdp_fmap *fm, u32 line,

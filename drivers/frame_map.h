@@ -165,10 +165,11 @@ u32 ssdp_fmap_unclaimable_run(const struct ssdp_fmap *fm, u32 line,
 			      u32 first, u32 nr, bool own_only);
 
 /*
- * Some frame in [first, first + nr) holds another tag's dirty block: only
- * writing it back lets @line's block in (a lock-out).
+ * The first frame in [first, first + nr) that holds another tag's dirty
+ * block (only writing it back lets @line's block in: a lock-out), or
+ * SSDP_NONE.
  */
-bool ssdp_fmap_foreign_dirty(const struct ssdp_fmap *fm, u32 line, u32 first,
+u32 ssdp_fmap_foreign_dirty(const struct ssdp_fmap *fm, u32 line, u32 first,
 			     u32 nr);
 
 /* Block state, as a read sees it. */

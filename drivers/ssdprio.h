@@ -153,6 +153,11 @@ struct ssdp_set_io {
  */
 #define SSDP_LOCKOUT_RING	64
 
+struct ssdp_lockout {
+	u32 cset;
+	u32 blk;	/* the refusing frame; SSDP_NONE: the set's tags */
+};
+
 struct ssdp_idle_cgroups;	/* classify.c */
 
 /* The origin leg's scheduler (sched.c). */
@@ -281,7 +286,7 @@ struct ssdprio {
 	 * set's, oldest first, for lock-out cleaning (evict_sm.h).  May
 	 * hold stale entries (set_io.lockout clear); cache_lock.
 	 */
-	u32 lockout_ring[SSDP_LOCKOUT_RING];
+	struct ssdp_lockout lockout_ring[SSDP_LOCKOUT_RING];
 	u32 lockout_head;
 	u32 nr_lockout;
 	bool flush_failed;
@@ -451,7 +456,7 @@ void ssdp_evict_work_fn(struct work_struct *work);
 void ssdp_evict_timer_fn(struct work_struct *work);
 void ssdp_evict_kick_locked(struct ssdprio *sp);
 void ssdp_evict_unpinned_locked(struct ssdprio *sp);
-void ssdp_lockout_note_locked(struct ssdprio *sp, u32 cset);
+void ssdp_lockout_note_locked(struct ssdprio *sp, u32 cset, u32 blk);
 void ssdp_wb_retry_fn(struct work_struct *work);
 void ssdp_wb_retry_now_locked(struct ssdprio *sp);
 void ssdp_wb_unfail_locked(struct ssdprio *sp, u32 cset);

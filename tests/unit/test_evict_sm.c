@@ -440,7 +440,9 @@ struct sim {
 	u32 cleaned;		/* cleaning writebacks started */
 	/* Lock-out sets noted, oldest first (the engine's ring). */
 	u32 lockout[64];
+	u32 lockout_blk[64];	/* the refusing frame */
 	u32 nr_lockout;
+	u32 wb_only[8];		/* a lock-out writeback: its block */
 	u32 refused;		/* writes a foreign dirty block kept out */
 };
 
@@ -540,9 +542,13 @@ static void sim_run(struct sim *s, u64 now)
 
 			ASSERT_TRUE(a.pressure);
 			ASSERT_NE(i, SSDP_NONE);
+			s->wb_only[s->nr_wb] = s->lockout_blk[i];
 			sim_start_set(s, s->lockout[i], SIM_LOCKOUT);
+			s->nr_lockout--;
 			memmove(&s->lockout[i], &s->lockout[i + 1],
-				(--s->nr_lockout - i) * sizeof(s->lockout[0]));
+				(s->nr_lockout - i) * sizeof(s->lockout[0]));
+			memmove(&s->lockout_blk[i], &s->lockout_blk[i + 1],
+				(s->nr_lockout - i) * sizeof(s->lockout[0]));
 			break;
 		}
 		case SSDP_EVICT_ACT_START_FLUSH:
@@ -562,6 +568,7 @@ static void sim_complete(struct sim *s, u64 now)
 {
 	u32 c = s->wb[0] & SIM_CSET, lines[SSDP_FMAP_TAGS], n, i;
 	enum ssdp_evict_wb_kind kind = SSDP_WB_FLUSH;
+	u32 only = s->wb_only[0], first, nr;
 
 	if (s->wb[0] & SIM_EVICT)
 		kind = SSDP_WB_EVICT;
@@ -571,11 +578,22 @@ static void sim_complete(struct sim *s, u64 now)
 		kind = SSDP_WB_LOCKOUT;
 
 	memmove(&s->wb[0], &s->wb[1], (s->nr_wb - 1) * sizeof(s->wb[0]));
+	memmove(&s->wb_only[0], &s->wb_only[1],
+		(s->nr_wb - 1) * sizeof(s->wb_only[0]));
 	memmove(&s->wb_dirty[0], &s->wb_dirty[1],
 		--s->nr_wb * sizeof(s->wb_dirty[0]));
 	n = ssdp_fmap_dirty_lines(&s->fm, c, lines);
-	for (i = 0; i < n; i++)
-		ssdp_fmap_clear_dirty(&s->fm, lines[i], 0, s->fm.set_blocks);
+	for (i = 0; i < n; i++) {
+		/* A lock-out writeback: only the dirty run from its block. */
+		if (kind != SSDP_WB_LOCKOUT)
+			ssdp_fmap_clear_dirty(&s->fm, lines[i], 0,
+					      s->fm.set_blocks);
+		else if (ssdp_fmap_block(&s->fm, lines[i], only) ==
+			 SSDP_FMAP_DIRTY &&
+			 ssdp_fmap_next_dirty_run(&s->fm, lines[i], only, &first,
+						  &nr))
+			ssdp_fmap_clear_dirty(&s->fm, lines[i], first, nr);
+	}
 	ssdp_fmap_unpin(&s->fm, c);
 	ssdp_evict_wb_done(&s->sm, kind);
 	sim_run(s, now);
@@ -610,7 +628,7 @@ static void sim_write(struct sim *s, u64 now, u64 oset, u32 blk)
 		ssdp_fmap_touch(&s->fm, line);
 		ssdp_fmap_set_valid(&s->fm, line, blk, 1);
 		ssdp_fmap_set_dirty(&s->fm, line, blk, 1);
-	} else if (ssdp_fmap_foreign_dirty(&s->fm, line, blk, 1)) {
+	} else if (ssdp_fmap_foreign_dirty(&s->fm, line, blk, 1) != SSDP_NONE) {
 		u32 c = ssdp_line_cset(line), i;
 
 		s->refused++;
@@ -618,6 +636,7 @@ static void sim_write(struct sim *s, u64 now, u64 oset, u32 blk)
 			;
 		if (i == s->nr_lockout && ssdp_evict_lockout_on(&s->sm) &&
 		    s->nr_lockout < 64) {
+			s->lockout_blk[s->nr_lockout] = blk;
 			s->lockout[s->nr_lockout++] = c;
 			ssdp_evict_lockout(&s->sm);
 		}

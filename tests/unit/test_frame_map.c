@@ -155,10 +155,10 @@ TEST(fmap_claim_rules)
 	ASSERT_EQ(ssdp_fmap_unclaimable_run(&fm, b, 2, 12, false), 0);
 	ASSERT_EQ(ssdp_fmap_unclaimable_run(&fm, b, 6, 10, true), 10);
 	/* A lock-out is another tag's dirty block; a claim is not one. */
-	ASSERT_TRUE(ssdp_fmap_foreign_dirty(&fm, b, 4, 1));
-	ASSERT_TRUE(ssdp_fmap_foreign_dirty(&fm, b, 0, 16));
-	ASSERT_FALSE(ssdp_fmap_foreign_dirty(&fm, b, 5, 11));
-	ASSERT_FALSE(ssdp_fmap_foreign_dirty(&fm, a, 0, 16));
+	ASSERT_EQ(ssdp_fmap_foreign_dirty(&fm, b, 4, 1), 4);
+	ASSERT_EQ(ssdp_fmap_foreign_dirty(&fm, b, 0, 16), 4);
+	ASSERT_EQ(ssdp_fmap_foreign_dirty(&fm, b, 5, 11), SSDP_NONE);
+	ASSERT_EQ(ssdp_fmap_foreign_dirty(&fm, a, 0, 16), SSDP_NONE);
 	/* Own frames and free ones. */
 	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 0, 2, true, &repl), 2);
 	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 6, 2, true, &repl), 0);
