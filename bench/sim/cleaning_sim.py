@@ -8,10 +8,13 @@ that block is written back, and under continuous load the engine writes
 back only when the cache as a whole runs short of non-dirty frames
 (pressure, at twice dirty_target): dirty blocks of a hot set that has gone
 cold lock the new hot blocks out.  This replays fio traces (write_iolog)
-through the placement with no quiet window at all, and one set written back
-at most every WB_EVERY accesses (the pressure share), under two policies:
-  today:    the oldest dirty set, while dirty blocks exceed PRESSURE_AT;
-  lock-out: that, plus every set whose dirty block refused a claim, first.
+through the placement with no quiet window at all, dirty data written back
+at the pace of the pressure share: one origin write (one dirty
+run of one origin set) per WB_EVERY accesses, under three policies:
+  today:        the oldest dirty set, while dirty blocks exceed PRESSURE_AT;
+  lock-out:     that, plus every set whose dirty block refused a claim, first;
+  lock-out run: that, but only the dirty run from the refusing frame (what
+                the engine does: a writeback holds its set, writes to it wait).
 
     cleaning_sim.py NR_CSETS SET_BLOCKS [--pressure-at 0.2] [--wb-every 100]
                     LOG[:counted] ...
@@ -30,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from frame_sim import ios, oset_cset  # noqa: E402  (the same trace reader and placement)
 
 
-def run(trace, nsets, S, pressure_at, wb_every, lockout):
+def run(trace, nsets, S, pressure_at, wb_every, lockout, run_only=False):
     frames = [dict() for _ in range(nsets)]     # offset -> [oset, dirty]
     dirty_sets = OrderedDict()                   # oldest first
     queue, queued = deque(), set()
@@ -51,7 +54,7 @@ def run(trace, nsets, S, pressure_at, wb_every, lockout):
         elif not hit:
             if v and v[1]:
                 if lockout and cs not in queued:
-                    queue.append(cs)
+                    queue.append((cs, off if run_only else None))
                     queued.add(cs)
             else:
                 fr[off] = [o, not is_read]
@@ -68,19 +71,33 @@ def run(trace, nsets, S, pressure_at, wb_every, lockout):
                 win_hits = win_reads = 0
         if ndirty > pressure_at * cap and dirty_sets and not queue:
             c = next(iter(dirty_sets))
-            queue.append(c)
+            queue.append((c, None))
             queued.add(c)
         since += 1
         if queue and since >= wb_every:
             since = 0
-            c = queue.popleft()
+            c, first = queue.popleft()
             queued.discard(c)
-            for x in frames[c].values():
+            if first is None:
+                run_offs = list(frames[c])
+            else:
+                owner, run_offs, k = frames[c].get(first, [None])[0], [], first
+                while k in frames[c] and frames[c][k][0] == owner and frames[c][k][1]:
+                    run_offs.append(k)
+                    k += 1
+            runs, prev = 0, None
+            for k in sorted(run_offs):
+                x = frames[c][k]
                 if x[1]:
+                    runs += prev is None or prev != (x[0], k - 1)
+                    prev = (x[0], k)
                     x[1] = False
                     ndirty -= 1
                     written += 1
-            dirty_sets.pop(c, None)
+            # One origin write per run: the next waits for as many slots.
+            since = -wb_every * max(runs - 1, 0)
+            if not any(x[1] for x in frames[c].values()):
+                dirty_sets.pop(c, None)
     return hits / max(reads, 1), ndirty / cap, written, series
 
 
@@ -98,11 +115,12 @@ def main():
         counted = p.endswith(":counted") or not marked
         path = p[:-len(":counted")] if p.endswith(":counted") else p
         trace += [(r, b, counted) for r, b in ios(path)]
-    for name, lockout in (("today", False), ("lock-out", True)):
+    for name, lockout, run_only in (("today", False, False), ("lock-out", True, False),
+                                    ("lock-out run", True, True)):
         hr, dirty, written, series = run(trace, a.nsets, a.set_blocks, a.pressure_at,
-                                         a.wb_every, lockout)
-        print(f"{name:9} read hits {hr:.3f}  dirty at end {dirty:5.1%}  written back {written}")
-        print(f"{'':9} per 1000 reads: {' '.join(str(x) for x in series)}")
+                                         a.wb_every, lockout, run_only)
+        print(f"{name:12} read hits {hr:.3f}  dirty at end {dirty:5.1%}  written back {written}")
+        print(f"{'':12} per 1000 reads: {' '.join(str(x) for x in series)}")
 
 
 if __name__ == "__main__":
