@@ -33,20 +33,17 @@
 # The engine units, one concern each.
 SSDP_ENGINE_SRCS := drivers/config.c drivers/frame_map.c drivers/evict_sm.c drivers/seq_detect.c \
 	drivers/sched_policy.c drivers/classify.c drivers/sched.c drivers/cache.c \
-	drivers/evict.c drivers/promote.c drivers/io.c \
+	drivers/evict.c drivers/promote.c drivers/bg_io.c \
 	drivers/meta_codec.c drivers/meta.c
 
 ifneq ($(KERNELRELEASE),)
 # ---- Kbuild half -------------------------------------------------------
 obj-m := dm-ssdprio.o
 
-# The composite module cannot contain an object of its own name, so the
-# top-level dm-ssdprio.c is compiled as ssdprio-target.o.
-dm-ssdprio-y := ssdprio-target.o $(patsubst %.c,%.o,$(SSDP_ENGINE_SRCS))
+# The glue is dm-ssdprio-target.c: a composite module cannot contain an
+# object of its own name (dm-cache-target.c's reason).
+dm-ssdprio-y := dm-ssdprio-target.o $(patsubst %.c,%.o,$(SSDP_ENGINE_SRCS))
 ccflags-y := -I$(src)/drivers
-
-$(obj)/ssdprio-target.o: $(src)/dm-ssdprio.c FORCE
-	$(call if_changed_rule,cc_o_c)
 
 else
 # ---- user half ---------------------------------------------------------

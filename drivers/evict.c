@@ -37,7 +37,7 @@
  * When all of a set's tags were refused, the whole set goes.
  *
  * A drain (the "drain" message) is a flush that must finish under load:
- * its origin writes go out as normal I/O (io.c), the only background I/O
+ * its origin writes go out as normal I/O (bg_io.c), the only background I/O
  * that does.  Eviction writebacks stay idle class even then; one started
  * under pressure (no quiet window within evict_max_wait) goes in the
  * scheduler's pressure share.

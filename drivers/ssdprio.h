@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * dm-ssdprio: the per-device context shared by the target glue
- * (dm-ssdprio.c) and the engine units in drivers/:
+ * (dm-ssdprio-target.c) and the engine units in drivers/:
  *
  *   cache.c   cache engine: where each bio goes, per-set exclusion
  *   evict.c   deferred eviction worker and writeback jobs
  *   promote.c copies of read misses into the cache
  *   sched.c   the origin leg's deadline + idle queues
- *   io.c      page buffers and synchronous internal I/O
+ *   bg_io.c   page buffers and synchronous background I/O
  *   meta.c    persistent metadata: format, load, commit
  *
  * Lock order (outermost first): cfg_lock (mutex) -> meta_lock (mutex) ->
@@ -67,7 +67,7 @@ enum ssdp_stat {
 	SSDP_ST_NR,
 };
 
-/* A buffer of whole pages for internal I/O (io.c). */
+/* A buffer of whole pages for internal I/O (bg_io.c). */
 struct ssdp_buf {
 	struct page **pages;
 	unsigned int nr_pages;
@@ -512,7 +512,7 @@ unsigned int ssdp_idle_cgroup_emit(struct ssdprio *sp, char *buf,
 				   size_t len);
 void ssdp_idle_cgroup_clear(struct ssdprio *sp);
 
-/* io.c */
+/* bg_io.c */
 
 int ssdp_buf_alloc(struct ssdp_buf *buf, unsigned int bytes, gfp_t gfp);
 void ssdp_buf_free(struct ssdp_buf *buf);

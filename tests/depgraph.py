@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Calls between the module's units (dm-ssdprio.c and drivers/*.c).
+"""Calls between the module's units (dm-ssdprio-target.c and drivers/*.c).
 
     tests/depgraph.py            print the edges and any cycle
     tests/depgraph.py --check    exit 1 on an edge against LAYERS or a cycle
@@ -14,11 +14,11 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAYERS = [
-    ["dm-ssdprio"],
+    ["dm-ssdprio-target"],
     ["cache"],
     ["evict", "promote"],
     ["meta"],
-    ["io"],
+    ["bg_io"],
     ["sched", "classify"],
     ["frame_map", "evict_sm", "meta_codec", "sched_policy", "seq_detect", "config"],
 ]
@@ -33,7 +33,7 @@ def strip(src):
 
 
 def units():
-    files = {"dm-ssdprio": os.path.join(REPO, "dm-ssdprio.c")}
+    files = {"dm-ssdprio-target": os.path.join(REPO, "dm-ssdprio-target.c")}
     d = os.path.join(REPO, "drivers")
     for f in sorted(os.listdir(d)):
         if f.endswith(".c"):
