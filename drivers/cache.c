@@ -67,20 +67,20 @@ static void ssdp_evict_knobs_locked(struct ssdprio *sp)
 		floor = ssdp_auto_free_floor(sp->layout.nr_csets,
 					     READ_ONCE(sp->cfg.dirty_target_pct));
 	blocks = (u64)sp->layout.nr_csets * sp->cfg.set_blocks;
-	ssdp_evict_set_knobs(&sp->evict, min_t(u32, floor,
-					       sp->layout.nr_csets),
+	ssdp_esm_set_knobs(&sp->evict, min_t(u32, floor,
+					     sp->layout.nr_csets),
 			     (u64)READ_ONCE(sp->cfg.evict_wait_ms) *
 			     NSEC_PER_MSEC,
 			     READ_ONCE(sp->cfg.evict_inflight));
-	ssdp_evict_set_max_wait(&sp->evict,
-				(u64)READ_ONCE(sp->cfg.evict_max_wait_ms) *
-				NSEC_PER_MSEC);
-	ssdp_evict_set_cleaning(&sp->evict,
-				div_u64(blocks *
+	ssdp_esm_set_max_wait(&sp->evict,
+			      (u64)READ_ONCE(sp->cfg.evict_max_wait_ms) *
+			      NSEC_PER_MSEC);
+	ssdp_esm_set_cleaning(&sp->evict,
+			      div_u64(blocks *
 					READ_ONCE(sp->cfg.dirty_target_pct), 100),
-				(u64)READ_ONCE(sp->cfg.dirty_max_age_s) *
-				NSEC_PER_SEC);
-	ssdp_evict_set_lockout(&sp->evict, READ_ONCE(sp->cfg.lockout_clean));
+			      (u64)READ_ONCE(sp->cfg.dirty_max_age_s) *
+			      NSEC_PER_SEC);
+	ssdp_esm_set_lockout(&sp->evict, READ_ONCE(sp->cfg.lockout_clean));
 }
 
 static void ssdp_retry_work_fn(struct work_struct *work);
@@ -186,7 +186,7 @@ int ssdp_cache_ctr(struct ssdprio *sp, char **error)
 		r = -ENOMEM;
 		goto bad_map;
 	}
-	ssdp_evict_init(&sp->evict, 1, 0, 1);
+	ssdp_esm_init(&sp->evict, 1, 0, 1);
 	/* Nothing else runs yet; the lock is for the assertion's sake. */
 	spin_lock_irq(&sp->cache_lock);
 	ssdp_evict_knobs_locked(sp);
@@ -669,7 +669,7 @@ static int ssdp_route(struct ssdprio *sp, struct bio *bio, bool may_split)
 	unsigned long flags;
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
-	ssdp_evict_io_arrival(&sp->evict, ktime_get_ns());
+	ssdp_esm_io_arrival(&sp->evict, ktime_get_ns());
 	if (bio_op(bio) == REQ_OP_DISCARD)
 		dest = ssdp_route_discard(sp, pb);
 	else if (bio_data_dir(bio) == WRITE)
@@ -1011,7 +1011,7 @@ void ssdp_cache_presuspend(struct ssdprio *sp)
 		return;
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	sp->suspended = true;
-	ssdp_evict_stop(&sp->evict);
+	ssdp_esm_stop(&sp->evict);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 }
 
@@ -1039,7 +1039,7 @@ void ssdp_cache_resume(struct ssdprio *sp)
 		return;
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	sp->suspended = false;
-	ssdp_evict_resume(&sp->evict);
+	ssdp_esm_resume(&sp->evict);
 	/* Also gives sets whose writeback failed another try. */
 	ssdp_wb_retry_now_locked(sp);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
@@ -1053,7 +1053,7 @@ void ssdp_cache_apply_config(struct ssdprio *sp)
 		return;
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	ssdp_evict_knobs_locked(sp);
-	ssdp_evict_kick(&sp->evict);
+	ssdp_esm_kick(&sp->evict);
 	ssdp_evict_kick_locked(sp);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 }
@@ -1069,7 +1069,7 @@ int ssdp_cache_flush_dirty(struct ssdprio *sp, bool drain)
 	/* A drain stays one until its flush ends; a flush_dirty joins it. */
 	if (drain)
 		sp->draining = true;
-	ssdp_evict_flush_all(&sp->evict);
+	ssdp_esm_flush_all(&sp->evict);
 	/* Asked again: the sets that failed before are tried at once. */
 	ssdp_wb_retry_now_locked(sp);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
@@ -1098,8 +1098,8 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 	tags = fm->nr_tags_used;
 	replaced = fm->replaced;
 	total = fm->nr_csets;
-	state = ssdp_evict_state(&sp->evict);
-	wb = ssdp_evict_inflight(&sp->evict);
+	state = ssdp_esm_state(&sp->evict);
+	wb = ssdp_esm_inflight(&sp->evict);
 	evicted = sp->evict.sets_evicted;
 	deferred = bio_list_size(&sp->deferred);
 	failed = sp->nr_wb_failed;
@@ -1110,7 +1110,7 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 	cleaned = sp->evict.clean_started;
 	pressed = sp->evict.pressure_started;
 	lockout = sp->evict.lockout_started;
-	why = ssdp_evict_why(&sp->evict);
+	why = ssdp_esm_why(&sp->evict);
 	old = ssdp_fmap_oldest_dirty(fm);
 	if (old != SSDP_NONE)
 		age = (u32)ktime_get_seconds() - ssdp_fmap_dirty_since(fm, old);
@@ -1125,7 +1125,7 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 	DMEMIT(" tags_used %u tags_total %u blocks_replaced %llu", tags,
 	       total * SSDP_FMAP_TAGS, replaced);
 	DMEMIT(" evict_state %s writeback_sets %u sets_evicted %llu deferred_now %u",
-	       ssdp_evict_state_name(state), wb, evicted, deferred);
+	       ssdp_esm_state_name(state), wb, evicted, deferred);
 	DMEMIT(" failed_sets %u flush_state %s draining %u", failed, flush,
 	       draining);
 	DMEMIT(" sets_cleaned %llu oldest_dirty_s %llu pressure_writebacks %llu",

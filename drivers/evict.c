@@ -83,9 +83,9 @@ void ssdp_evict_kick_locked(struct ssdprio *sp)
 void ssdp_evict_unpinned_locked(struct ssdprio *sp)
 {
 	lockdep_assert_held(&sp->cache_lock);
-	if (ssdp_evict_needs_run(&sp->evict, ssdp_room_sets(sp),
-				 sp->fmap.total_dirty)) {
-		ssdp_evict_kick(&sp->evict);
+	if (ssdp_esm_needs_run(&sp->evict, ssdp_room_sets(sp),
+			       sp->fmap.total_dirty)) {
+		ssdp_esm_kick(&sp->evict);
 		ssdp_evict_kick_locked(sp);
 	}
 }
@@ -104,14 +104,14 @@ void ssdp_lockout_note_locked(struct ssdprio *sp, u32 cset, u32 blk)
 	lockdep_assert_held(&sp->cache_lock);
 	ssdp_count(sp, SSDP_ST_LOCKOUTS);
 	if (sio->lockout || sp->nr_lockout == SSDP_LOCKOUT_RING ||
-	    !ssdp_evict_lockout_on(&sp->evict))
+	    !ssdp_esm_lockout_on(&sp->evict))
 		return;
 	sio->lockout = true;
 	lo = &sp->lockout_ring[(sp->lockout_head + sp->nr_lockout++) %
 			       SSDP_LOCKOUT_RING];
 	lo->cset = cset;
 	lo->blk = blk;
-	if (ssdp_evict_lockout(&sp->evict))
+	if (ssdp_esm_lockout(&sp->evict))
 		ssdp_evict_kick_locked(sp);
 }
 
@@ -163,7 +163,7 @@ void ssdp_evict_timer_fn(struct work_struct *work)
 	unsigned long flags;
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
-	ssdp_evict_timer(&sp->evict);
+	ssdp_esm_timer(&sp->evict);
 	ssdp_evict_kick_locked(sp);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 }
@@ -326,7 +326,7 @@ void ssdp_wb_retry_now_locked(struct ssdprio *sp)
 	lockdep_assert_held(&sp->cache_lock);
 	for (cset = 0; sp->nr_wb_failed && cset < sp->layout.nr_csets; cset++)
 		ssdp_wb_unfail_locked(sp, cset);
-	ssdp_evict_kick(&sp->evict);
+	ssdp_esm_kick(&sp->evict);
 	ssdp_evict_kick_locked(sp);
 }
 
@@ -379,14 +379,14 @@ static void ssdp_wb_job_fn(struct work_struct *work)
 	sp->wb_dirty_blocks -= job->dirty;
 	if (r) {
 		ssdp_wb_fail_locked(sp, job->cset);
-		ssdp_evict_wb_failed(&sp->evict, job->kind);
+		ssdp_esm_wb_failed(&sp->evict, job->kind);
 	} else {
 		sp->wb_backoff_ms = SSDP_WB_BACKOFF_MIN_MS;
 		ssdp_wb_unfail_locked(sp, job->cset);
 		/* Others held aside may work now too. */
 		if (sp->nr_wb_failed && !sp->suspended)
 			mod_delayed_work(sp->wq, &sp->wb_retry, 0);
-		ssdp_evict_wb_done(&sp->evict, job->kind);
+		ssdp_esm_wb_done(&sp->evict, job->kind);
 	}
 	ssdp_evict_kick_locked(sp);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
@@ -510,36 +510,36 @@ void ssdp_evict_work_fn(struct work_struct *work)
 			view.nr_dirty_sets -= sp->nr_wb_failed;
 		view.head = ssdp_head_locked(sp);
 		ssdp_clean_view_locked(sp, ktime_get_seconds(), &view);
-		view.lockout_ready = ssdp_evict_lockout_on(&sp->evict) &&
+		view.lockout_ready = ssdp_esm_lockout_on(&sp->evict) &&
 				     ssdp_lockout_ready_locked(sp);
 		view.lockout_sets = sp->nr_lockout;
-		act = ssdp_evict_next_action(&sp->evict, now, &view);
+		act = ssdp_esm_next_action(&sp->evict, now, &view);
 
 		switch (act.type) {
 		case SSDP_EVICT_ACT_FREE_CLEAN_HEAD:
 			/* Never asked for: the head is never clean. */
-			ssdp_evict_action_failed(&sp->evict, act.type);
+			ssdp_esm_action_failed(&sp->evict, act.type);
 			continue;
 		case SSDP_EVICT_ACT_START_WRITEBACK:
 			cset = ssdp_oldest_dirty_locked(sp);
 			if (!ssdp_wb_start_locked(sp, cset, SSDP_NONE,
 						  SSDP_WB_EVICT,
 						  act.pressure))
-				ssdp_evict_action_failed(&sp->evict, act.type);
+				ssdp_esm_action_failed(&sp->evict, act.type);
 			continue;
 		case SSDP_EVICT_ACT_START_FLUSH:
 			cset = ssdp_wb_victim_locked(sp, U32_MAX);
 			if (!ssdp_wb_start_locked(sp, cset, SSDP_NONE,
 						  SSDP_WB_FLUSH,
 						  false))
-				ssdp_evict_action_failed(&sp->evict, act.type);
+				ssdp_esm_action_failed(&sp->evict, act.type);
 			continue;
 		case SSDP_EVICT_ACT_START_CLEAN:
 			cset = ssdp_oldest_dirty_locked(sp);
 			if (!ssdp_wb_start_locked(sp, cset, SSDP_NONE,
 						  SSDP_WB_CLEAN,
 						  false))
-				ssdp_evict_action_failed(&sp->evict, act.type);
+				ssdp_esm_action_failed(&sp->evict, act.type);
 			continue;
 		case SSDP_EVICT_ACT_START_LOCKOUT:
 			lo = ssdp_lockout_pop_locked(sp);
@@ -547,7 +547,7 @@ void ssdp_evict_work_fn(struct work_struct *work)
 			sp->set_io[lo.cset].lockout = false;
 			if (!ssdp_wb_start_locked(sp, lo.cset, lo.blk,
 						  SSDP_WB_LOCKOUT, true))
-				ssdp_evict_action_failed(&sp->evict, act.type);
+				ssdp_esm_action_failed(&sp->evict, act.type);
 			continue;
 		case SSDP_EVICT_ACT_ARM_TIMER:
 			if (!sp->suspended)

@@ -12,48 +12,48 @@ static const char * const state_names[SSDP_EVICT_NR_STATES] = {
 	[SSDP_EVICT_WRITEBACK] = "writeback",
 };
 
-const char *ssdp_evict_state_name(enum ssdp_evict_state state)
+const char *ssdp_esm_state_name(enum ssdp_evict_state state)
 {
 	return state < SSDP_EVICT_NR_STATES ? state_names[state] : "?";
 }
 
-void ssdp_evict_set_knobs(struct ssdp_evict_sm *sm, u32 free_floor,
-			  u64 wait_ns, u32 inflight_max)
+void ssdp_esm_set_knobs(struct ssdp_evict_sm *sm, u32 free_floor,
+			u64 wait_ns, u32 inflight_max)
 {
 	sm->free_floor = free_floor;
 	sm->wait_ns = wait_ns;
 	sm->inflight_max = inflight_max ? inflight_max : 1;
 }
 
-void ssdp_evict_set_max_wait(struct ssdp_evict_sm *sm, u64 max_wait_ns)
+void ssdp_esm_set_max_wait(struct ssdp_evict_sm *sm, u64 max_wait_ns)
 {
 	sm->max_wait_ns = max_wait_ns;
 }
 
-void ssdp_evict_set_cleaning(struct ssdp_evict_sm *sm, u64 dirty_target,
-			     u64 max_age_ns)
+void ssdp_esm_set_cleaning(struct ssdp_evict_sm *sm, u64 dirty_target,
+			   u64 max_age_ns)
 {
 	sm->dirty_target = dirty_target;
 	sm->max_age_ns = max_age_ns;
 	sm->clean_armed = SSDP_CLEAN_UNARMED;
 }
 
-void ssdp_evict_set_lockout(struct ssdp_evict_sm *sm, bool on)
+void ssdp_esm_set_lockout(struct ssdp_evict_sm *sm, bool on)
 {
 	sm->lockout_on = on;
 }
 
-void ssdp_evict_init(struct ssdp_evict_sm *sm, u32 free_floor, u64 wait_ns,
-		     u32 inflight_max)
+void ssdp_esm_init(struct ssdp_evict_sm *sm, u32 free_floor, u64 wait_ns,
+		   u32 inflight_max)
 {
 	memset(sm, 0, sizeof(*sm));
-	ssdp_evict_set_knobs(sm, free_floor, wait_ns, inflight_max);
-	ssdp_evict_set_cleaning(sm, ~0ULL, 0);
+	ssdp_esm_set_knobs(sm, free_floor, wait_ns, inflight_max);
+	ssdp_esm_set_cleaning(sm, ~0ULL, 0);
 	sm->state = SSDP_EVICT_NORMAL;
 	sm->state_entries[SSDP_EVICT_NORMAL] = 1;
 }
 
-const char *ssdp_evict_why(const struct ssdp_evict_sm *sm)
+const char *ssdp_esm_why(const struct ssdp_evict_sm *sm)
 {
 	if (sm->stopped)
 		return "suspended";
@@ -61,7 +61,7 @@ const char *ssdp_evict_why(const struct ssdp_evict_sm *sm)
 		return "flush";
 	switch (sm->state) {
 	case SSDP_EVICT_WRITEBACK:
-		if (sm->stalled && !ssdp_evict_inflight(sm))
+		if (sm->stalled && !ssdp_esm_inflight(sm))
 			return "blocked";
 		return "quiet_writeback";
 	case SSDP_EVICT_WAIT:
@@ -94,7 +94,7 @@ static void enter(struct ssdp_evict_sm *sm, enum ssdp_evict_state state,
 	sm->io_seen = false;
 }
 
-void ssdp_evict_io_arrival(struct ssdp_evict_sm *sm, u64 now)
+void ssdp_esm_io_arrival(struct ssdp_evict_sm *sm, u64 now)
 {
 	sm->last_io = now;
 	if (sm->state == SSDP_EVICT_WRITEBACK)
@@ -132,21 +132,21 @@ static bool wb_slot_end(struct ssdp_evict_sm *sm, enum ssdp_evict_wb_kind kind)
 	return slots == &sm->nr_wb;
 }
 
-void ssdp_evict_wb_done(struct ssdp_evict_sm *sm,
-			enum ssdp_evict_wb_kind kind)
+void ssdp_esm_wb_done(struct ssdp_evict_sm *sm,
+		      enum ssdp_evict_wb_kind kind)
 {
 	if (wb_slot_end(sm, kind))
 		sm->sets_evicted++;
 }
 
-void ssdp_evict_wb_failed(struct ssdp_evict_sm *sm,
-			  enum ssdp_evict_wb_kind kind)
+void ssdp_esm_wb_failed(struct ssdp_evict_sm *sm,
+			enum ssdp_evict_wb_kind kind)
 {
 	sm->wb_failed++;
 	wb_slot_end(sm, kind);
 }
 
-bool ssdp_evict_lockout(struct ssdp_evict_sm *sm)
+bool ssdp_esm_lockout(struct ssdp_evict_sm *sm)
 {
 	bool was = sm->lockout_pending;
 
@@ -155,36 +155,36 @@ bool ssdp_evict_lockout(struct ssdp_evict_sm *sm)
 	return !was && !sm->stopped;
 }
 
-void ssdp_evict_timer(struct ssdp_evict_sm *sm)
+void ssdp_esm_timer(struct ssdp_evict_sm *sm)
 {
 	sm->stalled = false;
 	sm->clean_armed = SSDP_CLEAN_UNARMED;
 }
 
-void ssdp_evict_kick(struct ssdp_evict_sm *sm)
+void ssdp_esm_kick(struct ssdp_evict_sm *sm)
 {
 	sm->stalled = false;
 }
 
-void ssdp_evict_flush_all(struct ssdp_evict_sm *sm)
+void ssdp_esm_flush_all(struct ssdp_evict_sm *sm)
 {
 	sm->flushing = true;
 	sm->stalled = false;
 }
 
-void ssdp_evict_stop(struct ssdp_evict_sm *sm)
+void ssdp_esm_stop(struct ssdp_evict_sm *sm)
 {
 	sm->stopped = true;
 }
 
-void ssdp_evict_resume(struct ssdp_evict_sm *sm)
+void ssdp_esm_resume(struct ssdp_evict_sm *sm)
 {
 	sm->stopped = false;
 	sm->stalled = false;
 }
 
-void ssdp_evict_action_failed(struct ssdp_evict_sm *sm,
-			      enum ssdp_evict_act_type type)
+void ssdp_esm_action_failed(struct ssdp_evict_sm *sm,
+			    enum ssdp_evict_act_type type)
 {
 	switch (type) {
 	case SSDP_EVICT_ACT_FREE_CLEAN_HEAD:
@@ -220,15 +220,15 @@ void ssdp_evict_action_failed(struct ssdp_evict_sm *sm,
 	sm->stalled = true;
 }
 
-bool ssdp_evict_needs_run(const struct ssdp_evict_sm *sm, u32 nr_free,
-			  u64 dirty_blocks)
+bool ssdp_esm_needs_run(const struct ssdp_evict_sm *sm, u32 nr_free,
+			u64 dirty_blocks)
 {
 	if (sm->stopped)
 		return false;
 	if (sm->flushing || sm->state != SSDP_EVICT_NORMAL ||
 	    (u64)nr_free + sm->nr_wb < sm->free_floor ||
 	    (sm->lockout_pending && !sm->nr_lockout &&
-	     ssdp_evict_lockout_on(sm)))
+	     ssdp_esm_lockout_on(sm)))
 		return true;
 	/* Cleaning to consider, and no timer that will. */
 	switch (sm->clean_armed) {
@@ -282,7 +282,7 @@ static struct ssdp_evict_action clean_action(struct ssdp_evict_sm *sm, u64 now,
 		sm->clean_armed = SSDP_CLEAN_AT_QUIET;
 		return act(SSDP_EVICT_ACT_ARM_TIMER, quiet_at);
 	}
-	if (ssdp_evict_inflight(sm) >= sm->inflight_max)
+	if (ssdp_esm_inflight(sm) >= sm->inflight_max)
 		return act(SSDP_EVICT_ACT_NONE, 0);	/* a completion calls */
 	sm->nr_clean++;
 	sm->clean_started++;
@@ -301,8 +301,8 @@ static struct ssdp_evict_action lockout_action(struct ssdp_evict_sm *sm,
 
 	if (!v->lockout_sets)
 		sm->lockout_pending = false;
-	if (!ssdp_evict_lockout_on(sm) || !v->lockout_ready ||
-	    sm->nr_lockout || ssdp_evict_inflight(sm) >= sm->inflight_max)
+	if (!ssdp_esm_lockout_on(sm) || !v->lockout_ready ||
+	    sm->nr_lockout || ssdp_esm_inflight(sm) >= sm->inflight_max)
 		return a;
 	sm->nr_lockout++;
 	sm->lockout_started++;
@@ -315,9 +315,9 @@ static struct ssdp_evict_action evict_action(struct ssdp_evict_sm *sm,
 					     u64 now,
 					     const struct ssdp_evict_view *v);
 
-struct ssdp_evict_action ssdp_evict_next_action(struct ssdp_evict_sm *sm,
-						u64 now,
-						const struct ssdp_evict_view *v)
+struct ssdp_evict_action ssdp_esm_next_action(struct ssdp_evict_sm *sm,
+					      u64 now,
+					      const struct ssdp_evict_view *v)
 {
 	struct ssdp_evict_action e, c, l;
 
@@ -347,7 +347,7 @@ static struct ssdp_evict_action evict_action(struct ssdp_evict_sm *sm,
 {
 	/* Sets under eviction writeback are as good as free already. */
 	bool short_of_space = (u64)v->nr_free + sm->nr_wb < sm->free_floor;
-	u32 inflight = ssdp_evict_inflight(sm);
+	u32 inflight = ssdp_esm_inflight(sm);
 	u64 deadline;
 
 	/* Dropping a clean set costs no I/O: never defer it. */

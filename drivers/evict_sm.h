@@ -24,15 +24,18 @@
  * the dirty share; off with the knob, or with max_wait_ns 0 (nothing under
  * load).  Which blocks go is the engine's choice (evict.c).
  *
- * Use: on every bio, ssdp_evict_io_arrival() (O(1)); after a mapping, a
+ * Use: on every bio, ssdp_esm_io_arrival() (O(1)); after a mapping, a
  * writeback completion, a timer expiry or a message, run the worker, which
  * loops:
  *	fill a struct ssdp_evict_view from the cache map;
- *	act = ssdp_evict_next_action(sm, now, &view);
+ *	act = ssdp_esm_next_action(sm, now, &view);
  * and performs act until it is NONE or ARM_TIMER. next_action() assumes the
  * returned action is carried out (it counts the writeback as in flight);
- * if the engine cannot, it calls ssdp_evict_action_failed(), which also
+ * if the engine cannot, it calls ssdp_esm_action_failed(), which also
  * stops further actions until the next event, so the loop cannot spin.
+ *
+ * Its functions are ssdp_esm_* (eviction state machine); the engine that
+ * carries its actions out (evict.c) names its own ssdp_evict_*.
  */
 #ifndef SSDP_EVICT_SM_H
 #define SSDP_EVICT_SM_H
@@ -72,7 +75,7 @@ struct ssdp_evict_view {
 	u64 dirty_in_writeback;
 	bool cleanable;		/* there is an unpinned dirty set */
 	u64 oldest_age;		/* ns since its first dirty block */
-	/* Sets noted by ssdp_evict_lockout() still to write back. */
+	/* Sets noted by ssdp_esm_lockout() still to write back. */
 	u32 lockout_sets;
 	bool lockout_ready;	/* one of them can be written back now */
 };
@@ -82,27 +85,28 @@ enum ssdp_evict_act_type {
 	/* Unmap the LRU-head unpinned set (clean): metadata only. */
 	SSDP_EVICT_ACT_FREE_CLEAN_HEAD,
 	/*
-	 * Pin the LRU-head unpinned set (dirty), write its dirty blocks to
-	 * the origin, then unmap it; report with ssdp_evict_wb_done(EVICT).
+	 * Pin the oldest unpinned dirty set, write its dirty blocks to the
+	 * origin, keep them cached and clean (new blocks take clean frames
+	 * in place); report with ssdp_esm_wb_done(EVICT).
 	 */
 	SSDP_EVICT_ACT_START_WRITEBACK,
 	/*
-	 * flush_dirty: pin any dirty unpinned set (ssdp_cmap_next_dirty_set
-	 * with a cursor), write its dirty blocks back, mark them clean, keep
-	 * it mapped; report with ssdp_evict_wb_done(FLUSH).
+	 * flush_dirty: pin any dirty unpinned set (the dirty list, oldest
+	 * first), write its dirty blocks back, mark them clean, keep it
+	 * mapped; report with ssdp_esm_wb_done(FLUSH).
 	 */
 	SSDP_EVICT_ACT_START_FLUSH,
 	/* Call the worker again at .deadline (ns) unless an event does. */
 	SSDP_EVICT_ACT_ARM_TIMER,
 	/*
 	 * Cleaning in a quiet window: write back the oldest unpinned dirty
-	 * set, keep it mapped and clean; report with ssdp_evict_wb_done(CLEAN).
+	 * set, keep it mapped and clean; report with ssdp_esm_wb_done(CLEAN).
 	 */
 	SSDP_EVICT_ACT_START_CLEAN,
 	/*
 	 * Lock-out cleaning: write back what refused a claim, keep it
 	 * mapped and clean, origin writes in the pressure share; report
-	 * with ssdp_evict_wb_done(LOCKOUT).
+	 * with ssdp_esm_wb_done(LOCKOUT).
 	 */
 	SSDP_EVICT_ACT_START_LOCKOUT,
 };
@@ -183,81 +187,81 @@ struct ssdp_evict_sm {
 	u64 state_entries[SSDP_EVICT_NR_STATES];
 };
 
-void ssdp_evict_init(struct ssdp_evict_sm *sm, u32 free_floor, u64 wait_ns,
-		     u32 inflight_max);
-void ssdp_evict_set_knobs(struct ssdp_evict_sm *sm, u32 free_floor,
-			  u64 wait_ns, u32 inflight_max);
+void ssdp_esm_init(struct ssdp_evict_sm *sm, u32 free_floor, u64 wait_ns,
+		   u32 inflight_max);
+void ssdp_esm_set_knobs(struct ssdp_evict_sm *sm, u32 free_floor,
+			u64 wait_ns, u32 inflight_max);
 /* Eviction under pressure (see above); after init, never. */
-void ssdp_evict_set_max_wait(struct ssdp_evict_sm *sm, u64 max_wait_ns);
+void ssdp_esm_set_max_wait(struct ssdp_evict_sm *sm, u64 max_wait_ns);
 /* Cleaning knobs; after init, cleaning is off (target ~0, no age). */
-void ssdp_evict_set_cleaning(struct ssdp_evict_sm *sm, u64 dirty_target,
-			     u64 max_age_ns);
+void ssdp_esm_set_cleaning(struct ssdp_evict_sm *sm, u64 dirty_target,
+			   u64 max_age_ns);
 /* Lock-out cleaning; after init, off. */
-void ssdp_evict_set_lockout(struct ssdp_evict_sm *sm, bool on);
+void ssdp_esm_set_lockout(struct ssdp_evict_sm *sm, bool on);
 
 /*
  * Events. Only io_arrival is on the I/O path; the others clear the "stalled"
  * flag set by action_failed, so the worker may act again.
  */
 /* A bio arrived (any bio): restarts the quiet window, interrupts writeback. */
-void ssdp_evict_io_arrival(struct ssdp_evict_sm *sm, u64 now);
-/* A started writeback finished (EVICT: the engine has unmapped the set). */
-void ssdp_evict_wb_done(struct ssdp_evict_sm *sm,
-			enum ssdp_evict_wb_kind kind);
+void ssdp_esm_io_arrival(struct ssdp_evict_sm *sm, u64 now);
+/* A started writeback finished, its blocks clean. */
+void ssdp_esm_wb_done(struct ssdp_evict_sm *sm,
+		      enum ssdp_evict_wb_kind kind);
 /*
  * A started writeback failed: the set stays mapped and dirty (the engine
  * holds it aside; v->nr_dirty_sets must not count it, or a flush waits
  * for it forever).
  */
-void ssdp_evict_wb_failed(struct ssdp_evict_sm *sm,
-			  enum ssdp_evict_wb_kind kind);
+void ssdp_esm_wb_failed(struct ssdp_evict_sm *sm,
+			enum ssdp_evict_wb_kind kind);
 /*
  * A set's dirty block refused another origin set's block.  True if the
  * worker should run (it was not already due to look at lock-out sets).
  */
-bool ssdp_evict_lockout(struct ssdp_evict_sm *sm);
+bool ssdp_esm_lockout(struct ssdp_evict_sm *sm);
 /* The timer armed by ARM_TIMER fired. */
-void ssdp_evict_timer(struct ssdp_evict_sm *sm);
+void ssdp_esm_timer(struct ssdp_evict_sm *sm);
 /* The cache map changed (mapping, unpin, discard): re-evaluate. */
-void ssdp_evict_kick(struct ssdp_evict_sm *sm);
+void ssdp_esm_kick(struct ssdp_evict_sm *sm);
 /* flush_dirty: write back every dirty set now, ignoring quiet and floor. */
-void ssdp_evict_flush_all(struct ssdp_evict_sm *sm);
+void ssdp_esm_flush_all(struct ssdp_evict_sm *sm);
 /* Suspend: start nothing (in-flight writebacks still report wb_done). */
-void ssdp_evict_stop(struct ssdp_evict_sm *sm);
-void ssdp_evict_resume(struct ssdp_evict_sm *sm);
+void ssdp_esm_stop(struct ssdp_evict_sm *sm);
+void ssdp_esm_resume(struct ssdp_evict_sm *sm);
 /* The engine could not perform the action returned by next_action. */
-void ssdp_evict_action_failed(struct ssdp_evict_sm *sm,
-			      enum ssdp_evict_act_type type);
+void ssdp_esm_action_failed(struct ssdp_evict_sm *sm,
+			    enum ssdp_evict_act_type type);
 
 /*
  * Cheap test for the I/O path: does the worker have anything to do?
  * @dirty_blocks: the cache's dirty blocks now.
  */
-bool ssdp_evict_needs_run(const struct ssdp_evict_sm *sm, u32 nr_free,
-			  u64 dirty_blocks);
+bool ssdp_esm_needs_run(const struct ssdp_evict_sm *sm, u32 nr_free,
+			u64 dirty_blocks);
 
-struct ssdp_evict_action ssdp_evict_next_action(struct ssdp_evict_sm *sm,
-						u64 now,
-						const struct ssdp_evict_view *v);
+struct ssdp_evict_action ssdp_esm_next_action(struct ssdp_evict_sm *sm,
+					      u64 now,
+					      const struct ssdp_evict_view *v);
 
 static inline enum ssdp_evict_state
-ssdp_evict_state(const struct ssdp_evict_sm *sm)
+ssdp_esm_state(const struct ssdp_evict_sm *sm)
 {
 	return sm->state;
 }
 
-static inline u32 ssdp_evict_inflight(const struct ssdp_evict_sm *sm)
+static inline u32 ssdp_esm_inflight(const struct ssdp_evict_sm *sm)
 {
 	return sm->nr_wb + sm->nr_flush + sm->nr_clean + sm->nr_lockout;
 }
 
-/* Lock-out sets are worth noting (ssdp_evict_lockout()). */
-static inline bool ssdp_evict_lockout_on(const struct ssdp_evict_sm *sm)
+/* Lock-out sets are worth noting (ssdp_esm_lockout()). */
+static inline bool ssdp_esm_lockout_on(const struct ssdp_evict_sm *sm)
 {
 	return sm->lockout_on && sm->max_wait_ns;
 }
 
-const char *ssdp_evict_state_name(enum ssdp_evict_state state);
+const char *ssdp_esm_state_name(enum ssdp_evict_state state);
 
 /*
  * Why eviction and cleaning are (or are not) writing back now, for the
@@ -269,6 +273,6 @@ const char *ssdp_evict_state_name(enum ssdp_evict_state state);
  * dirty_max_age, waiting for a quiet window), "blocked" (what it would
  * take is in use or held aside: waiting for an event), "not_needed".
  */
-const char *ssdp_evict_why(const struct ssdp_evict_sm *sm);
+const char *ssdp_esm_why(const struct ssdp_evict_sm *sm);
 
 #endif /* SSDP_EVICT_SM_H */

@@ -21,7 +21,7 @@ static enum ssdp_evict_act_type next(struct ssdp_evict_sm *sm, u64 now,
 				     enum ssdp_evict_head head, u64 *deadline)
 {
 	struct ssdp_evict_view v = view(nr_free, dirty_sets, head);
-	struct ssdp_evict_action a = ssdp_evict_next_action(sm, now, &v);
+	struct ssdp_evict_action a = ssdp_esm_next_action(sm, now, &v);
 
 	if (deadline)
 		*deadline = a.deadline;
@@ -31,8 +31,8 @@ static enum ssdp_evict_act_type next(struct ssdp_evict_sm *sm, u64 now,
 /* free_floor 10, wait 1 s, 4 in flight */
 static void setup(struct ssdp_evict_sm *sm)
 {
-	ssdp_evict_init(sm, 10, WAIT, 4);
-	ASSERT_EQ(ssdp_evict_state(sm), SSDP_EVICT_NORMAL);
+	ssdp_esm_init(sm, 10, WAIT, 4);
+	ASSERT_EQ(ssdp_esm_state(sm), SSDP_EVICT_NORMAL);
 }
 
 TEST(evict_normal_idle_above_floor)
@@ -40,13 +40,13 @@ TEST(evict_normal_idle_above_floor)
 	struct ssdp_evict_sm sm;
 
 	setup(&sm);
-	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 10, 0));
-	ASSERT_TRUE(ssdp_evict_needs_run(&sm, 9, 0));
+	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 10, 0));
+	ASSERT_TRUE(ssdp_esm_needs_run(&sm, 9, 0));
 	ASSERT_EQ(next(&sm, 0, 10, 5, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_NONE);
 	ASSERT_EQ(next(&sm, 0, 50, 5, SSDP_HEAD_CLEAN, NULL),
 		  SSDP_EVICT_ACT_NONE);
-	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_NORMAL);
+	ASSERT_EQ(ssdp_esm_state(&sm), SSDP_EVICT_NORMAL);
 	ASSERT_EQ(sm.sets_evicted, 0);
 }
 
@@ -57,14 +57,14 @@ TEST(evict_clean_head_freed_at_once)
 	setup(&sm);
 	ASSERT_EQ(next(&sm, 5, 9, 3, SSDP_HEAD_CLEAN, NULL),
 		  SSDP_EVICT_ACT_FREE_CLEAN_HEAD);
-	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_NORMAL);
+	ASSERT_EQ(ssdp_esm_state(&sm), SSDP_EVICT_NORMAL);
 	ASSERT_EQ(next(&sm, 5, 10, 3, SSDP_HEAD_CLEAN, NULL),
 		  SSDP_EVICT_ACT_NONE);
 	ASSERT_EQ(sm.sets_evicted, 1);
 	/* no sets mapped or all pinned: nothing to do, no state change */
 	ASSERT_EQ(next(&sm, 5, 3, 0, SSDP_HEAD_NONE, NULL),
 		  SSDP_EVICT_ACT_NONE);
-	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_NORMAL);
+	ASSERT_EQ(ssdp_esm_state(&sm), SSDP_EVICT_NORMAL);
 }
 
 TEST(evict_dirty_head_enters_wait_then_writeback)
@@ -73,31 +73,31 @@ TEST(evict_dirty_head_enters_wait_then_writeback)
 	u64 dl;
 
 	setup(&sm);
-	ssdp_evict_io_arrival(&sm, 100 * MS);
+	ssdp_esm_io_arrival(&sm, 100 * MS);
 	ASSERT_EQ(next(&sm, 100 * MS, 9, 20, SSDP_HEAD_DIRTY, &dl),
 		  SSDP_EVICT_ACT_ARM_TIMER);
-	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_WAIT);
+	ASSERT_EQ(ssdp_esm_state(&sm), SSDP_EVICT_WAIT);
 	ASSERT_EQ(dl, 100 * MS + WAIT);
 	ASSERT_EQ(sm.state_entries[SSDP_EVICT_WAIT], 1);
 	/* an early wake-up only re-arms */
-	ssdp_evict_timer(&sm);
+	ssdp_esm_timer(&sm);
 	ASSERT_EQ(next(&sm, 600 * MS, 9, 20, SSDP_HEAD_DIRTY, &dl),
 		  SSDP_EVICT_ACT_ARM_TIMER);
 	ASSERT_EQ(dl, 100 * MS + WAIT);
 	/* quiet for evict_wait: writeback of LRU-head sets */
 	ASSERT_EQ(next(&sm, 1100 * MS, 9, 20, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_START_WRITEBACK);
-	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_WRITEBACK);
+	ASSERT_EQ(ssdp_esm_state(&sm), SSDP_EVICT_WRITEBACK);
 	ASSERT_EQ(sm.wb_started, 1);
 	/* free + in flight = 10 = floor: no second set */
 	ASSERT_EQ(next(&sm, 1100 * MS, 9, 19, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_NONE);
-	ASSERT_TRUE(ssdp_evict_needs_run(&sm, 100, 0));
-	ssdp_evict_wb_done(&sm, SSDP_WB_EVICT);
+	ASSERT_TRUE(ssdp_esm_needs_run(&sm, 100, 0));
+	ssdp_esm_wb_done(&sm, SSDP_WB_EVICT);
 	ASSERT_EQ(sm.sets_evicted, 1);
 	ASSERT_EQ(next(&sm, 1200 * MS, 10, 19, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_NONE);
-	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_NORMAL);
+	ASSERT_EQ(ssdp_esm_state(&sm), SSDP_EVICT_NORMAL);
 	ASSERT_EQ(sm.state_entries[SSDP_EVICT_NORMAL], 2);
 }
 
@@ -119,7 +119,7 @@ TEST(evict_wait_restarted_by_every_arrival_then_pressure)
 	ASSERT_EQ(next(&sm, 0, 5, 20, SSDP_HEAD_DIRTY, &dl),
 		  SSDP_EVICT_ACT_ARM_TIMER);
 	for (t = 900 * MS; t < 20000 * MS; t += 900 * MS) {
-		ssdp_evict_io_arrival(&sm, t);
+		ssdp_esm_io_arrival(&sm, t);
 		ASSERT_EQ(next(&sm, dl, 5, 20, SSDP_HEAD_DIRTY, &dl),
 			  SSDP_EVICT_ACT_ARM_TIMER);
 		ASSERT_EQ(dl, t + WAIT);
@@ -127,35 +127,35 @@ TEST(evict_wait_restarted_by_every_arrival_then_pressure)
 	ASSERT_EQ(sm.wb_started, 0);
 
 	setup(&sm);
-	ssdp_evict_set_max_wait(&sm, WAIT);
+	ssdp_esm_set_max_wait(&sm, WAIT);
 	ASSERT_EQ(next(&sm, 0, 5, 20, SSDP_HEAD_DIRTY, &dl),
 		  SSDP_EVICT_ACT_ARM_TIMER);
 	ASSERT_EQ(dl, WAIT);
-	ssdp_evict_io_arrival(&sm, 900 * MS);
+	ssdp_esm_io_arrival(&sm, 900 * MS);
 	ASSERT_EQ(next(&sm, 950 * MS, 5, 20, SSDP_HEAD_DIRTY, &dl),
 		  SSDP_EVICT_ACT_ARM_TIMER);
 	ASSERT_EQ(dl, WAIT);			/* the pressure point */
 	/* arrivals every 100 ms: no quiet window, pressure one at a time */
 	for (i = 0, t = WAIT; i < 20; i++, t += 100 * MS) {
-		ssdp_evict_io_arrival(&sm, t);
-		a = ssdp_evict_next_action(&sm, t, &v);
+		ssdp_esm_io_arrival(&sm, t);
+		a = ssdp_esm_next_action(&sm, t, &v);
 		ASSERT_EQ(a.type, SSDP_EVICT_ACT_START_WRITEBACK);
 		ASSERT_TRUE(a.pressure);
-		ASSERT_EQ(ssdp_evict_next_action(&sm, t, &v).type,
+		ASSERT_EQ(ssdp_esm_next_action(&sm, t, &v).type,
 			  SSDP_EVICT_ACT_NONE);
-		ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_WAIT);
-		ssdp_evict_wb_done(&sm, SSDP_WB_EVICT);
+		ASSERT_EQ(ssdp_esm_state(&sm), SSDP_EVICT_WAIT);
+		ssdp_esm_wb_done(&sm, SSDP_WB_EVICT);
 	}
 	ASSERT_EQ(sm.pressure_started, 20);
 	ASSERT_EQ(sm.state_entries[SSDP_EVICT_WAIT], 1);
 	/* quiet at last: the writeback phase, evict_inflight at once */
 	t += WAIT;
 	for (i = 0; i < 4; i++) {
-		a = ssdp_evict_next_action(&sm, t, &v);
+		a = ssdp_esm_next_action(&sm, t, &v);
 		ASSERT_EQ(a.type, SSDP_EVICT_ACT_START_WRITEBACK);
 		ASSERT_FALSE(a.pressure);
 	}
-	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_WRITEBACK);
+	ASSERT_EQ(ssdp_esm_state(&sm), SSDP_EVICT_WRITEBACK);
 	ASSERT_EQ(sm.pressure_started, 20);
 	/* a clean head while waiting is still freed at once */
 	setup(&sm);
@@ -165,7 +165,7 @@ TEST(evict_wait_restarted_by_every_arrival_then_pressure)
 	/* space came back (discard, clean frees): wait -> normal */
 	ASSERT_EQ(next(&sm, 20, 10, 20, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_NONE);
-	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_NORMAL);
+	ASSERT_EQ(ssdp_esm_state(&sm), SSDP_EVICT_NORMAL);
 }
 
 /* enter writeback at time 'at' with nr_free free sets */
@@ -188,35 +188,35 @@ TEST(evict_writeback_inflight_limit_and_refill)
 	for (i = 1; i < 4; i++)
 		ASSERT_EQ(next(&sm, t, 0, 50, SSDP_HEAD_DIRTY, NULL),
 			  SSDP_EVICT_ACT_START_WRITEBACK);
-	ASSERT_EQ(ssdp_evict_inflight(&sm), 4);
+	ASSERT_EQ(ssdp_esm_inflight(&sm), 4);
 	ASSERT_EQ(next(&sm, t, 0, 50, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_NONE);
 	/* clean sets behind are freed even with 4 in flight */
 	ASSERT_EQ(next(&sm, t, 0, 50, SSDP_HEAD_CLEAN, NULL),
 		  SSDP_EVICT_ACT_FREE_CLEAN_HEAD);
 	/* each completion lets one more start */
-	ssdp_evict_wb_done(&sm, SSDP_WB_EVICT);
+	ssdp_esm_wb_done(&sm, SSDP_WB_EVICT);
 	ASSERT_EQ(next(&sm, t, 2, 49, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_START_WRITEBACK);
 	ASSERT_EQ(next(&sm, t, 2, 49, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_NONE);
 	/* all pinned: nothing to start */
-	ssdp_evict_wb_done(&sm, SSDP_WB_EVICT);
+	ssdp_esm_wb_done(&sm, SSDP_WB_EVICT);
 	ASSERT_EQ(next(&sm, t, 3, 48, SSDP_HEAD_NONE, NULL),
 		  SSDP_EVICT_ACT_NONE);
-	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_WRITEBACK);
+	ASSERT_EQ(ssdp_esm_state(&sm), SSDP_EVICT_WRITEBACK);
 	/* finish: 3 in flight; free 7 + 3 = floor -> wait for them */
 	ASSERT_EQ(next(&sm, t, 7, 48, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_NONE);
-	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_WRITEBACK);
+	ASSERT_EQ(ssdp_esm_state(&sm), SSDP_EVICT_WRITEBACK);
 	for (i = 0; i < 3; i++)
-		ssdp_evict_wb_done(&sm, SSDP_WB_EVICT);
+		ssdp_esm_wb_done(&sm, SSDP_WB_EVICT);
 	ASSERT_EQ(next(&sm, t, 10, 45, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_NONE);
-	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_NORMAL);
+	ASSERT_EQ(ssdp_esm_state(&sm), SSDP_EVICT_NORMAL);
 	ASSERT_EQ(sm.wb_started, 5);
 	ASSERT_EQ(sm.sets_evicted, 6);
-	ASSERT_EQ(ssdp_evict_inflight(&sm), 0);
+	ASSERT_EQ(ssdp_esm_inflight(&sm), 0);
 }
 
 TEST(evict_writeback_interrupted_by_io)
@@ -227,19 +227,19 @@ TEST(evict_writeback_interrupted_by_io)
 	to_writeback(&sm, t, 0);
 	ASSERT_EQ(next(&sm, t, 0, 50, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_START_WRITEBACK);
-	ssdp_evict_io_arrival(&sm, t + 5 * MS);
+	ssdp_esm_io_arrival(&sm, t + 5 * MS);
 	/* no new set starts while the two finish */
 	ASSERT_EQ(next(&sm, t + 6 * MS, 0, 50, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_NONE);
-	ssdp_evict_wb_done(&sm, SSDP_WB_EVICT);
+	ssdp_esm_wb_done(&sm, SSDP_WB_EVICT);
 	ASSERT_EQ(next(&sm, t + 7 * MS, 1, 49, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_NONE);
-	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_WRITEBACK);
-	ssdp_evict_wb_done(&sm, SSDP_WB_EVICT);
+	ASSERT_EQ(ssdp_esm_state(&sm), SSDP_EVICT_WRITEBACK);
+	ssdp_esm_wb_done(&sm, SSDP_WB_EVICT);
 	/* last one done: back to wait, quiet timer restarted from now */
 	ASSERT_EQ(next(&sm, t + 50 * MS, 2, 48, SSDP_HEAD_DIRTY, &dl),
 		  SSDP_EVICT_ACT_ARM_TIMER);
-	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_WAIT);
+	ASSERT_EQ(ssdp_esm_state(&sm), SSDP_EVICT_WAIT);
 	ASSERT_EQ(dl, t + 50 * MS + WAIT);
 	ASSERT_EQ(sm.state_entries[SSDP_EVICT_WAIT], 2);
 	/* quiet again: writeback resumes */
@@ -255,30 +255,30 @@ TEST(evict_interrupted_but_space_recovered_goes_normal)
 	struct ssdp_evict_sm sm;
 
 	to_writeback(&sm, WAIT, 9);
-	ssdp_evict_io_arrival(&sm, WAIT + 1);
-	ssdp_evict_wb_done(&sm, SSDP_WB_EVICT);
+	ssdp_esm_io_arrival(&sm, WAIT + 1);
+	ssdp_esm_wb_done(&sm, SSDP_WB_EVICT);
 	ASSERT_EQ(next(&sm, WAIT + 2, 10, 49, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_NONE);
-	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_NORMAL);
+	ASSERT_EQ(ssdp_esm_state(&sm), SSDP_EVICT_NORMAL);
 }
 
 TEST(evict_zero_wait_starts_immediately)
 {
 	struct ssdp_evict_sm sm;
 
-	ssdp_evict_init(&sm, 4, 0, 1);
-	ssdp_evict_io_arrival(&sm, 7);
+	ssdp_esm_init(&sm, 4, 0, 1);
+	ssdp_esm_io_arrival(&sm, 7);
 	ASSERT_EQ(next(&sm, 7, 0, 9, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_START_WRITEBACK);
 	ASSERT_EQ(next(&sm, 7, 0, 9, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_NONE);
-	ssdp_evict_io_arrival(&sm, 8);
-	ssdp_evict_wb_done(&sm, SSDP_WB_EVICT);
+	ssdp_esm_io_arrival(&sm, 8);
+	ssdp_esm_wb_done(&sm, SSDP_WB_EVICT);
 	/* interrupted -> wait of 0 -> writeback again at once */
 	ASSERT_EQ(next(&sm, 9, 1, 8, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_START_WRITEBACK);
 	/* inflight_max 0 is treated as 1 */
-	ssdp_evict_set_knobs(&sm, 4, 0, 0);
+	ssdp_esm_set_knobs(&sm, 4, 0, 0);
 	ASSERT_EQ(sm.inflight_max, 1);
 }
 
@@ -289,17 +289,17 @@ TEST(evict_flush_all_ignores_wait_and_floor)
 
 	setup(&sm);
 	/* plenty of free sets, I/O going on: flush anyway */
-	ssdp_evict_flush_all(&sm);
-	ASSERT_TRUE(ssdp_evict_needs_run(&sm, 100, 0));
-	ssdp_evict_io_arrival(&sm, 1);
+	ssdp_esm_flush_all(&sm);
+	ASSERT_TRUE(ssdp_esm_needs_run(&sm, 100, 0));
+	ssdp_esm_io_arrival(&sm, 1);
 	for (i = 0; i < 4; i++)
 		ASSERT_EQ(next(&sm, 1, 100, 6, SSDP_HEAD_CLEAN, NULL),
 			  SSDP_EVICT_ACT_START_FLUSH);
 	ASSERT_EQ(next(&sm, 1, 100, 6, SSDP_HEAD_CLEAN, NULL),
 		  SSDP_EVICT_ACT_NONE);
-	ssdp_evict_io_arrival(&sm, 2);
+	ssdp_esm_io_arrival(&sm, 2);
 	for (i = 0; i < 4; i++)
-		ssdp_evict_wb_done(&sm, SSDP_WB_FLUSH);
+		ssdp_esm_wb_done(&sm, SSDP_WB_FLUSH);
 	/* 2 dirty sets left: only 2 started */
 	ASSERT_EQ(next(&sm, 3, 100, 2, SSDP_HEAD_CLEAN, NULL),
 		  SSDP_EVICT_ACT_START_FLUSH);
@@ -307,17 +307,17 @@ TEST(evict_flush_all_ignores_wait_and_floor)
 		  SSDP_EVICT_ACT_START_FLUSH);
 	ASSERT_EQ(next(&sm, 3, 100, 2, SSDP_HEAD_CLEAN, NULL),
 		  SSDP_EVICT_ACT_NONE);
-	ssdp_evict_wb_done(&sm, SSDP_WB_FLUSH);
+	ssdp_esm_wb_done(&sm, SSDP_WB_FLUSH);
 	ASSERT_EQ(next(&sm, 3, 100, 1, SSDP_HEAD_CLEAN, NULL),
 		  SSDP_EVICT_ACT_NONE);
 	ASSERT_TRUE(sm.flushing);
-	ssdp_evict_wb_done(&sm, SSDP_WB_FLUSH);
+	ssdp_esm_wb_done(&sm, SSDP_WB_FLUSH);
 	ASSERT_EQ(next(&sm, 3, 100, 0, SSDP_HEAD_CLEAN, NULL),
 		  SSDP_EVICT_ACT_NONE);
 	ASSERT_FALSE(sm.flushing);
 	ASSERT_EQ(sm.flush_started, 6);
-	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_NORMAL);
-	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 100, 0));
+	ASSERT_EQ(ssdp_esm_state(&sm), SSDP_EVICT_NORMAL);
+	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 100, 0));
 }
 
 /*
@@ -329,29 +329,29 @@ TEST(evict_failed_writeback_frees_slot_and_ends_flush)
 {
 	struct ssdp_evict_sm sm;
 
-	ssdp_evict_init(&sm, 10, 0, 1);
+	ssdp_esm_init(&sm, 10, 0, 1);
 	ASSERT_EQ(next(&sm, 1, 0, 3, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_START_WRITEBACK);
 	ASSERT_EQ(next(&sm, 1, 0, 3, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_NONE);
-	ssdp_evict_wb_failed(&sm, SSDP_WB_EVICT);
+	ssdp_esm_wb_failed(&sm, SSDP_WB_EVICT);
 	ASSERT_EQ(sm.sets_evicted, 0);
 	ASSERT_EQ(sm.wb_failed, 1);
 	/* The slot is free again: the next head may be tried. */
 	ASSERT_EQ(next(&sm, 2, 0, 2, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_START_WRITEBACK);
 
-	ssdp_evict_init(&sm, 1, WAIT, 4);
-	ssdp_evict_flush_all(&sm);
+	ssdp_esm_init(&sm, 1, WAIT, 4);
+	ssdp_esm_flush_all(&sm);
 	ASSERT_EQ(next(&sm, 1, 100, 1, SSDP_HEAD_CLEAN, NULL),
 		  SSDP_EVICT_ACT_START_FLUSH);
-	ssdp_evict_wb_failed(&sm, SSDP_WB_FLUSH);
+	ssdp_esm_wb_failed(&sm, SSDP_WB_FLUSH);
 	ASSERT_TRUE(sm.flushing);
 	/* The failed set is held aside: no dirty set is left to try. */
 	ASSERT_EQ(next(&sm, 2, 100, 0, SSDP_HEAD_CLEAN, NULL),
 		  SSDP_EVICT_ACT_NONE);
 	ASSERT_FALSE(sm.flushing);
-	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 100, 0));
+	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 100, 0));
 }
 
 TEST(evict_flush_all_during_wait_then_normal_rules)
@@ -361,17 +361,17 @@ TEST(evict_flush_all_during_wait_then_normal_rules)
 	setup(&sm);
 	ASSERT_EQ(next(&sm, 0, 5, 1, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_ARM_TIMER);
-	ssdp_evict_flush_all(&sm);
+	ssdp_esm_flush_all(&sm);
 	ASSERT_EQ(next(&sm, 1, 5, 1, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_START_FLUSH);
-	ssdp_evict_wb_done(&sm, SSDP_WB_FLUSH);
+	ssdp_esm_wb_done(&sm, SSDP_WB_FLUSH);
 	/* flushed and still short of space: the clean head goes */
 	ASSERT_EQ(next(&sm, 2, 5, 0, SSDP_HEAD_CLEAN, NULL),
 		  SSDP_EVICT_ACT_FREE_CLEAN_HEAD);
 	ASSERT_EQ(next(&sm, 2, 10, 0, SSDP_HEAD_CLEAN, NULL),
 		  SSDP_EVICT_ACT_NONE);
 	ASSERT_FALSE(sm.flushing);
-	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_NORMAL);
+	ASSERT_EQ(ssdp_esm_state(&sm), SSDP_EVICT_NORMAL);
 }
 
 TEST(evict_stop_and_resume)
@@ -379,19 +379,19 @@ TEST(evict_stop_and_resume)
 	struct ssdp_evict_sm sm;
 
 	to_writeback(&sm, WAIT, 0);
-	ssdp_evict_stop(&sm);
-	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 0, 0));
+	ssdp_esm_stop(&sm);
+	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 0, 0));
 	ASSERT_EQ(next(&sm, WAIT, 0, 50, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_NONE);
 	ASSERT_EQ(next(&sm, WAIT, 0, 50, SSDP_HEAD_CLEAN, NULL),
 		  SSDP_EVICT_ACT_NONE);
-	ssdp_evict_flush_all(&sm);
+	ssdp_esm_flush_all(&sm);
 	ASSERT_EQ(next(&sm, WAIT, 0, 50, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_NONE);
 	/* in-flight work still completes */
-	ssdp_evict_wb_done(&sm, SSDP_WB_EVICT);
-	ASSERT_EQ(ssdp_evict_inflight(&sm), 0);
-	ssdp_evict_resume(&sm);
+	ssdp_esm_wb_done(&sm, SSDP_WB_EVICT);
+	ASSERT_EQ(ssdp_esm_inflight(&sm), 0);
+	ssdp_esm_resume(&sm);
 	ASSERT_EQ(next(&sm, WAIT, 1, 50, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_START_FLUSH);
 }
@@ -401,26 +401,26 @@ TEST(evict_action_failed_stalls_until_event)
 	struct ssdp_evict_sm sm;
 
 	to_writeback(&sm, WAIT, 0);
-	ssdp_evict_action_failed(&sm, SSDP_EVICT_ACT_START_WRITEBACK);
+	ssdp_esm_action_failed(&sm, SSDP_EVICT_ACT_START_WRITEBACK);
 	ASSERT_EQ(sm.wb_started, 0);
-	ASSERT_EQ(ssdp_evict_inflight(&sm), 0);
+	ASSERT_EQ(ssdp_esm_inflight(&sm), 0);
 	ASSERT_EQ(next(&sm, WAIT, 0, 50, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_NONE);
-	ssdp_evict_kick(&sm);
+	ssdp_esm_kick(&sm);
 	ASSERT_EQ(next(&sm, WAIT, 0, 50, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_START_WRITEBACK);
 	ASSERT_EQ(next(&sm, WAIT, 0, 50, SSDP_HEAD_CLEAN, NULL),
 		  SSDP_EVICT_ACT_FREE_CLEAN_HEAD);
-	ssdp_evict_action_failed(&sm, SSDP_EVICT_ACT_FREE_CLEAN_HEAD);
+	ssdp_esm_action_failed(&sm, SSDP_EVICT_ACT_FREE_CLEAN_HEAD);
 	ASSERT_EQ(sm.sets_evicted, 0);
-	ssdp_evict_timer(&sm);
-	ssdp_evict_flush_all(&sm);
+	ssdp_esm_timer(&sm);
+	ssdp_esm_flush_all(&sm);
 	ASSERT_EQ(next(&sm, WAIT, 0, 50, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_START_FLUSH);
-	ssdp_evict_action_failed(&sm, SSDP_EVICT_ACT_START_FLUSH);
+	ssdp_esm_action_failed(&sm, SSDP_EVICT_ACT_START_FLUSH);
 	ASSERT_EQ(sm.flush_started, 0);
-	EXPECT_WARNS(ssdp_evict_wb_done(&sm, SSDP_WB_FLUSH));
-	ASSERT_EQ(ssdp_evict_state_name(SSDP_EVICT_WAIT)[0], 'w');
+	EXPECT_WARNS(ssdp_esm_wb_done(&sm, SSDP_WB_FLUSH));
+	ASSERT_EQ(ssdp_esm_state_name(SSDP_EVICT_WAIT)[0], 'w');
 }
 
 /*
@@ -517,7 +517,7 @@ static void sim_run(struct sim *s, u64 now)
 
 	for (;;) {
 		sim_view(s, now, &v);
-		a = ssdp_evict_next_action(&s->sm, now, &v);
+		a = ssdp_esm_next_action(&s->sm, now, &v);
 		switch (a.type) {
 		case SSDP_EVICT_ACT_NONE:
 			return;
@@ -554,7 +554,7 @@ static void sim_run(struct sim *s, u64 now)
 		case SSDP_EVICT_ACT_START_FLUSH:
 			if (ssdp_fmap_oldest_dirty_unpinned(&s->fm, ~0U) ==
 			    SSDP_NONE) {
-				ssdp_evict_action_failed(&s->sm, a.type);
+				ssdp_esm_action_failed(&s->sm, a.type);
 				break;
 			}
 			sim_start(s, 0);
@@ -595,7 +595,7 @@ static void sim_complete(struct sim *s, u64 now)
 			ssdp_fmap_clear_dirty(&s->fm, lines[i], first, nr);
 	}
 	ssdp_fmap_unpin(&s->fm, c);
-	ssdp_evict_wb_done(&s->sm, kind);
+	ssdp_esm_wb_done(&s->sm, kind);
 	sim_run(s, now);
 }
 
@@ -616,7 +616,7 @@ static void sim_write(struct sim *s, u64 now, u64 oset, u32 blk)
 
 	s->last_io = now;
 	s->fm.clock = now / MS;
-	ssdp_evict_io_arrival(&s->sm, now);
+	ssdp_esm_io_arrival(&s->sm, now);
 	line = ssdp_fmap_lookup(&s->fm, oset);
 	if (line == SSDP_NONE)
 		line = ssdp_fmap_tag_alloc(&s->fm, oset, &repl);
@@ -634,15 +634,15 @@ static void sim_write(struct sim *s, u64 now, u64 oset, u32 blk)
 		s->refused++;
 		for (i = 0; i < s->nr_lockout && s->lockout[i] != c; i++)
 			;
-		if (i == s->nr_lockout && ssdp_evict_lockout_on(&s->sm) &&
+		if (i == s->nr_lockout && ssdp_esm_lockout_on(&s->sm) &&
 		    s->nr_lockout < 64) {
 			s->lockout_blk[s->nr_lockout] = blk;
 			s->lockout[s->nr_lockout++] = c;
-			ssdp_evict_lockout(&s->sm);
+			ssdp_esm_lockout(&s->sm);
 		}
 	}
 	ssdp_fmap_unpin(&s->fm, ssdp_line_cset(line));
-	if (ssdp_evict_needs_run(&s->sm, sim_room_sets(s), s->fm.total_dirty))
+	if (ssdp_esm_needs_run(&s->sm, sim_room_sets(s), s->fm.total_dirty))
 		sim_run(s, now);
 }
 
@@ -660,8 +660,8 @@ static void simulate(u64 target, u64 age)
 
 	memset(&s, 0, sizeof(s));
 	ASSERT_EQ(ssdp_fmap_init(&s.fm, 64, 16), 0);
-	ssdp_evict_init(&s.sm, 8, WAIT, 4);
-	ssdp_evict_set_cleaning(&s.sm, target, age);
+	ssdp_esm_init(&s.sm, 8, WAIT, 4);
+	ssdp_esm_set_cleaning(&s.sm, target, age);
 	for (burst = 0; burst < 200; burst++) {
 		u32 n = 1 + srnd(200);
 
@@ -683,7 +683,7 @@ static void simulate(u64 target, u64 age)
 				} else if (s.timer && s.timer <= end) {
 					now = s.timer;
 					s.timer = 0;
-					ssdp_evict_timer(&s.sm);
+					ssdp_esm_timer(&s.sm);
 					sim_run(&s, now);
 				} else {
 					now = end;
@@ -692,7 +692,7 @@ static void simulate(u64 target, u64 age)
 		}
 		ASSERT_EQ(ssdp_fmap_check(&s.fm, &why), 0);
 		/* a quiet gap longer than wait + writeback restored room */
-		if (ssdp_evict_state(&s.sm) == SSDP_EVICT_NORMAL)
+		if (ssdp_esm_state(&s.sm) == SSDP_EVICT_NORMAL)
 			ASSERT_GE(sim_room_sets(&s) + s.nr_wb, 8);
 		/* 1 s window + at most 64 sets at 10 ms: 2 s is enough. */
 		if (now - gap_start >= 2000 * MS && !s.nr_wb) {
@@ -712,8 +712,8 @@ static void simulate(u64 target, u64 age)
 		ASSERT_GT(s.cleaned, 0);
 	}
 
-	ssdp_evict_flush_all(&s.sm);
-	ssdp_evict_io_arrival(&s.sm, now);
+	ssdp_esm_flush_all(&s.sm);
+	ssdp_esm_io_arrival(&s.sm, now);
 	sim_run(&s, now);
 	while (s.nr_wb)
 		sim_complete(&s, now += MS);
@@ -754,38 +754,38 @@ TEST(evict_cleaning_waits_for_quiet_and_age)
 
 	setup(&sm);
 	/* No bio since the table loaded: still a window from when it is due. */
-	ssdp_evict_set_cleaning(&sm, 50, 0);
-	a = ssdp_evict_next_action(&sm, 5 * WAIT, &v);
+	ssdp_esm_set_cleaning(&sm, 50, 0);
+	a = ssdp_esm_next_action(&sm, 5 * WAIT, &v);
 	ASSERT_EQ(a.type, SSDP_EVICT_ACT_ARM_TIMER);
 	ASSERT_EQ(a.deadline, 6 * WAIT);
-	ssdp_evict_set_cleaning(&sm, ~0ULL, 0);
-	ssdp_evict_timer(&sm);
-	ASSERT_EQ(ssdp_evict_next_action(&sm, 5 * WAIT, &v).type,
+	ssdp_esm_set_cleaning(&sm, ~0ULL, 0);
+	ssdp_esm_timer(&sm);
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 5 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_NONE);
 	ASSERT_EQ(sm.clean_due_since, 0);
 	/* Off by default. */
-	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 50, 100));
-	ASSERT_EQ(ssdp_evict_next_action(&sm, 0, &v).type, SSDP_EVICT_ACT_NONE);
+	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 50, 100));
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 0, &v).type, SSDP_EVICT_ACT_NONE);
 
-	ssdp_evict_set_cleaning(&sm, 200, 60000 * MS);
-	ASSERT_TRUE(ssdp_evict_needs_run(&sm, 50, 100));
-	a = ssdp_evict_next_action(&sm, 5 * WAIT, &v);
+	ssdp_esm_set_cleaning(&sm, 200, 60000 * MS);
+	ASSERT_TRUE(ssdp_esm_needs_run(&sm, 50, 100));
+	a = ssdp_esm_next_action(&sm, 5 * WAIT, &v);
 	ASSERT_EQ(a.type, SSDP_EVICT_ACT_ARM_TIMER);	/* when it is 60 s old */
 	ASSERT_EQ(a.deadline, 5 * WAIT + 60000 * MS);
 	ASSERT_EQ(sm.clean_armed, SSDP_CLEAN_AT_AGE);
-	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 50, 150));
-	ASSERT_TRUE(ssdp_evict_needs_run(&sm, 50, 201));
+	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 50, 150));
+	ASSERT_TRUE(ssdp_esm_needs_run(&sm, 50, 201));
 
 	/* Over the target, I/O just now: wait for the window. */
 	v.dirty_blocks = 300;
-	ssdp_evict_io_arrival(&sm, 10 * WAIT);
-	a = ssdp_evict_next_action(&sm, 10 * WAIT + 1, &v);
+	ssdp_esm_io_arrival(&sm, 10 * WAIT);
+	a = ssdp_esm_next_action(&sm, 10 * WAIT + 1, &v);
 	ASSERT_EQ(a.type, SSDP_EVICT_ACT_ARM_TIMER);
 	ASSERT_EQ(a.deadline, 11 * WAIT + 1);	/* due since then */
-	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 50, 300));
-	ssdp_evict_io_arrival(&sm, 10 * WAIT + 500 * MS);
-	ssdp_evict_timer(&sm);
-	a = ssdp_evict_next_action(&sm, 11 * WAIT + 1, &v);
+	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 50, 300));
+	ssdp_esm_io_arrival(&sm, 10 * WAIT + 500 * MS);
+	ssdp_esm_timer(&sm);
+	a = ssdp_esm_next_action(&sm, 11 * WAIT + 1, &v);
 	ASSERT_EQ(a.type, SSDP_EVICT_ACT_ARM_TIMER);
 	ASSERT_EQ(a.deadline, 11 * WAIT + 500 * MS);
 	/*
@@ -793,46 +793,46 @@ TEST(evict_cleaning_waits_for_quiet_and_age)
 	 * of the 300 per set): four at once, then the completions call again.
 	 */
 	for (i = 0; i < 4; i++) {
-		ASSERT_EQ(ssdp_evict_next_action(&sm, 12 * WAIT, &v).type,
+		ASSERT_EQ(ssdp_esm_next_action(&sm, 12 * WAIT, &v).type,
 			  SSDP_EVICT_ACT_START_CLEAN);
 		v.dirty_in_writeback += 20;
 	}
-	ASSERT_EQ(ssdp_evict_next_action(&sm, 12 * WAIT, &v).type,
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 12 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_NONE);
-	ASSERT_EQ(ssdp_evict_inflight(&sm), 4);
-	ssdp_evict_wb_done(&sm, SSDP_WB_CLEAN);
-	ssdp_evict_wb_failed(&sm, SSDP_WB_CLEAN);
-	ASSERT_EQ(ssdp_evict_inflight(&sm), 2);
+	ASSERT_EQ(ssdp_esm_inflight(&sm), 4);
+	ssdp_esm_wb_done(&sm, SSDP_WB_CLEAN);
+	ssdp_esm_wb_failed(&sm, SSDP_WB_CLEAN);
+	ASSERT_EQ(ssdp_esm_inflight(&sm), 2);
 	/* Not yet under the target, but the rest is being written back. */
 	v.dirty_in_writeback = 101;
-	ASSERT_EQ(ssdp_evict_next_action(&sm, 12 * WAIT, &v).type,
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 12 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_ARM_TIMER);
 	v.dirty_in_writeback = 0;
 	v.dirty_blocks = 150;			/* under the target: done */
-	ASSERT_EQ(ssdp_evict_next_action(&sm, 12 * WAIT, &v).type,
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 12 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_ARM_TIMER);
 	/* Too old, though under the target: cleaned in the window. */
 	v.oldest_age = 60000 * MS;
-	a = ssdp_evict_next_action(&sm, 12 * WAIT, &v);
+	a = ssdp_esm_next_action(&sm, 12 * WAIT, &v);
 	ASSERT_EQ(a.type, SSDP_EVICT_ACT_ARM_TIMER);	/* due from now */
 	ASSERT_EQ(a.deadline, 13 * WAIT);
-	ssdp_evict_timer(&sm);
-	ASSERT_EQ(ssdp_evict_next_action(&sm, 13 * WAIT, &v).type,
+	ssdp_esm_timer(&sm);
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 13 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_START_CLEAN);
 	/* Nothing unpinned to clean: nothing to do. */
 	v.cleanable = false;
-	ASSERT_EQ(ssdp_evict_next_action(&sm, 12 * WAIT, &v).type,
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 12 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_NONE);
 	/* Short of space with a clean victim: eviction first. */
 	v.cleanable = true;
 	v.nr_free = 1;
 	v.head = SSDP_HEAD_CLEAN;
-	ASSERT_EQ(ssdp_evict_next_action(&sm, 12 * WAIT, &v).type,
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 12 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_FREE_CLEAN_HEAD);
 	/* Suspended: nothing. */
 	v.nr_free = 50;
-	ssdp_evict_stop(&sm);
-	ASSERT_EQ(ssdp_evict_next_action(&sm, 13 * WAIT, &v).type,
+	ssdp_esm_stop(&sm);
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 13 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_NONE);
 }
 
@@ -847,51 +847,51 @@ TEST(evict_why_names_each_phase)
 	struct ssdp_evict_action a;
 
 	setup(&sm);
-	ASSERT_STR_EQ(ssdp_evict_why(&sm), "not_needed");
+	ASSERT_STR_EQ(ssdp_esm_why(&sm), "not_needed");
 	/* short of space: wait for quiet, then pressure, then a window */
-	ssdp_evict_set_max_wait(&sm, 3 * WAIT);
+	ssdp_esm_set_max_wait(&sm, 3 * WAIT);
 	ASSERT_EQ(next(&sm, 0, 5, 20, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_ARM_TIMER);
-	ASSERT_STR_EQ(ssdp_evict_why(&sm), "wait_quiet");
-	ssdp_evict_io_arrival(&sm, 3 * WAIT - MS);
-	a = ssdp_evict_next_action(&sm, 3 * WAIT, &(struct ssdp_evict_view){
+	ASSERT_STR_EQ(ssdp_esm_why(&sm), "wait_quiet");
+	ssdp_esm_io_arrival(&sm, 3 * WAIT - MS);
+	a = ssdp_esm_next_action(&sm, 3 * WAIT, &(struct ssdp_evict_view){
 		.nr_free = 5, .nr_dirty_sets = 20, .head = SSDP_HEAD_DIRTY });
 	ASSERT_EQ(a.type, SSDP_EVICT_ACT_START_WRITEBACK);
 	ASSERT_TRUE(a.pressure);
-	ASSERT_STR_EQ(ssdp_evict_why(&sm), "pressure");
-	ssdp_evict_wb_done(&sm, SSDP_WB_EVICT);
-	ASSERT_STR_EQ(ssdp_evict_why(&sm), "wait_quiet");
+	ASSERT_STR_EQ(ssdp_esm_why(&sm), "pressure");
+	ssdp_esm_wb_done(&sm, SSDP_WB_EVICT);
+	ASSERT_STR_EQ(ssdp_esm_why(&sm), "wait_quiet");
 	ASSERT_EQ(next(&sm, 10 * WAIT, 5, 20, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_START_WRITEBACK);
-	ASSERT_STR_EQ(ssdp_evict_why(&sm), "quiet_writeback");
+	ASSERT_STR_EQ(ssdp_esm_why(&sm), "quiet_writeback");
 	/* all it could take is in use */
-	ssdp_evict_action_failed(&sm, SSDP_EVICT_ACT_START_WRITEBACK);
-	ASSERT_STR_EQ(ssdp_evict_why(&sm), "blocked");
-	ssdp_evict_kick(&sm);
+	ssdp_esm_action_failed(&sm, SSDP_EVICT_ACT_START_WRITEBACK);
+	ASSERT_STR_EQ(ssdp_esm_why(&sm), "blocked");
+	ssdp_esm_kick(&sm);
 	ASSERT_EQ(next(&sm, 10 * WAIT, 50, 20, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_NONE);
-	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_NORMAL);
-	ASSERT_STR_EQ(ssdp_evict_why(&sm), "not_needed");
+	ASSERT_EQ(ssdp_esm_state(&sm), SSDP_EVICT_NORMAL);
+	ASSERT_STR_EQ(ssdp_esm_why(&sm), "not_needed");
 
 	/* cleaning: over the target, the window, then writing back */
-	ssdp_evict_set_cleaning(&sm, 200, 0);
-	ssdp_evict_io_arrival(&sm, 20 * WAIT);
-	a = ssdp_evict_next_action(&sm, 20 * WAIT + 1, &v);
+	ssdp_esm_set_cleaning(&sm, 200, 0);
+	ssdp_esm_io_arrival(&sm, 20 * WAIT);
+	a = ssdp_esm_next_action(&sm, 20 * WAIT + 1, &v);
 	ASSERT_EQ(a.type, SSDP_EVICT_ACT_ARM_TIMER);
-	ASSERT_STR_EQ(ssdp_evict_why(&sm), "clean_wait_quiet");
-	ssdp_evict_timer(&sm);
-	ASSERT_EQ(ssdp_evict_next_action(&sm, 22 * WAIT, &v).type,
+	ASSERT_STR_EQ(ssdp_esm_why(&sm), "clean_wait_quiet");
+	ssdp_esm_timer(&sm);
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 22 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_START_CLEAN);
-	ASSERT_STR_EQ(ssdp_evict_why(&sm), "cleaning");
+	ASSERT_STR_EQ(ssdp_esm_why(&sm), "cleaning");
 	/* the engine found the set in use */
-	ssdp_evict_action_failed(&sm, SSDP_EVICT_ACT_START_CLEAN);
-	ASSERT_STR_EQ(ssdp_evict_why(&sm), "blocked");
-	ssdp_evict_kick(&sm);
+	ssdp_esm_action_failed(&sm, SSDP_EVICT_ACT_START_CLEAN);
+	ASSERT_STR_EQ(ssdp_esm_why(&sm), "blocked");
+	ssdp_esm_kick(&sm);
 
-	ssdp_evict_flush_all(&sm);
-	ASSERT_STR_EQ(ssdp_evict_why(&sm), "flush");
-	ssdp_evict_stop(&sm);
-	ASSERT_STR_EQ(ssdp_evict_why(&sm), "suspended");
+	ssdp_esm_flush_all(&sm);
+	ASSERT_STR_EQ(ssdp_esm_why(&sm), "flush");
+	ssdp_esm_stop(&sm);
+	ASSERT_STR_EQ(ssdp_esm_why(&sm), "suspended");
 }
 
 /*
@@ -911,121 +911,121 @@ TEST(evict_lockout_cleans_without_quiet)
 	int i;
 
 	setup(&sm);
-	ssdp_evict_set_max_wait(&sm, 3 * WAIT);
+	ssdp_esm_set_max_wait(&sm, 3 * WAIT);
 	/* Off after init: nothing noted, nothing started. */
-	ASSERT_FALSE(ssdp_evict_lockout_on(&sm));
-	ASSERT_EQ(ssdp_evict_next_action(&sm, 0, &v).type, SSDP_EVICT_ACT_NONE);
+	ASSERT_FALSE(ssdp_esm_lockout_on(&sm));
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 0, &v).type, SSDP_EVICT_ACT_NONE);
 
-	ssdp_evict_set_lockout(&sm, true);
-	ASSERT_TRUE(ssdp_evict_lockout_on(&sm));
-	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 50, 10));
-	ASSERT_TRUE(ssdp_evict_lockout(&sm));
-	ASSERT_FALSE(ssdp_evict_lockout(&sm));	/* already due */
-	ASSERT_TRUE(ssdp_evict_needs_run(&sm, 50, 10));
+	ssdp_esm_set_lockout(&sm, true);
+	ASSERT_TRUE(ssdp_esm_lockout_on(&sm));
+	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 50, 10));
+	ASSERT_TRUE(ssdp_esm_lockout(&sm));
+	ASSERT_FALSE(ssdp_esm_lockout(&sm));	/* already due */
+	ASSERT_TRUE(ssdp_esm_needs_run(&sm, 50, 10));
 	/* I/O this very moment, room and dirty share fine: at once. */
-	ssdp_evict_io_arrival(&sm, 5 * WAIT);
-	a = ssdp_evict_next_action(&sm, 5 * WAIT, &v);
+	ssdp_esm_io_arrival(&sm, 5 * WAIT);
+	a = ssdp_esm_next_action(&sm, 5 * WAIT, &v);
 	ASSERT_EQ(a.type, SSDP_EVICT_ACT_START_LOCKOUT);
 	ASSERT_TRUE(a.pressure);
-	ASSERT_STR_EQ(ssdp_evict_why(&sm), "lockout_cleaning");
+	ASSERT_STR_EQ(ssdp_esm_why(&sm), "lockout_cleaning");
 	/* One at a time: its completion calls again, not every unpin. */
-	ASSERT_EQ(ssdp_evict_next_action(&sm, 5 * WAIT, &v).type,
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 5 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_NONE);
-	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 50, 10));
-	ssdp_evict_wb_done(&sm, SSDP_WB_LOCKOUT);
-	ASSERT_EQ(ssdp_evict_inflight(&sm), 0);
+	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 50, 10));
+	ssdp_esm_wb_done(&sm, SSDP_WB_LOCKOUT);
+	ASSERT_EQ(ssdp_esm_inflight(&sm), 0);
 	ASSERT_EQ(sm.sets_evicted, 0);		/* kept, not evicted */
-	ASSERT_EQ(ssdp_evict_next_action(&sm, 5 * WAIT, &v).type,
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 5 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_START_LOCKOUT);
-	ssdp_evict_wb_failed(&sm, SSDP_WB_LOCKOUT);
-	ASSERT_EQ(ssdp_evict_inflight(&sm), 0);
+	ssdp_esm_wb_failed(&sm, SSDP_WB_LOCKOUT);
+	ASSERT_EQ(ssdp_esm_inflight(&sm), 0);
 	ASSERT_EQ(sm.lockout_started, 2);
 
 	/* The engine could not start it: counted back, stalled. */
-	a = ssdp_evict_next_action(&sm, 5 * WAIT, &v);
+	a = ssdp_esm_next_action(&sm, 5 * WAIT, &v);
 	ASSERT_EQ(a.type, SSDP_EVICT_ACT_START_LOCKOUT);
-	ssdp_evict_action_failed(&sm, a.type);
+	ssdp_esm_action_failed(&sm, a.type);
 	ASSERT_EQ(sm.lockout_started, 2);
-	ASSERT_EQ(ssdp_evict_inflight(&sm), 0);
-	ASSERT_EQ(ssdp_evict_next_action(&sm, 5 * WAIT, &v).type,
+	ASSERT_EQ(ssdp_esm_inflight(&sm), 0);
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 5 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_NONE);
-	ssdp_evict_kick(&sm);
+	ssdp_esm_kick(&sm);
 
 	/* All in use: wait for an unpin, still due. */
 	v.lockout_ready = false;
-	ASSERT_EQ(ssdp_evict_next_action(&sm, 5 * WAIT, &v).type,
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 5 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_NONE);
-	ASSERT_TRUE(ssdp_evict_needs_run(&sm, 50, 10));
+	ASSERT_TRUE(ssdp_esm_needs_run(&sm, 50, 10));
 	/* None left: no longer due. */
 	v.lockout_sets = 0;
-	ssdp_evict_next_action(&sm, 5 * WAIT, &v);
-	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 50, 10));
+	ssdp_esm_next_action(&sm, 5 * WAIT, &v);
+	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 50, 10));
 	v.lockout_sets = 1;
 	v.lockout_ready = true;
 
 	/* The in-flight bound holds for it too. */
-	ssdp_evict_set_cleaning(&sm, 0, 0);
-	ssdp_evict_io_arrival(&sm, 10 * WAIT);
-	ASSERT_EQ(ssdp_evict_next_action(&sm, 12 * WAIT, &v).type,
+	ssdp_esm_set_cleaning(&sm, 0, 0);
+	ssdp_esm_io_arrival(&sm, 10 * WAIT);
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 12 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_START_LOCKOUT);
-	ASSERT_EQ(ssdp_evict_next_action(&sm, 12 * WAIT, &v).type,
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 12 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_ARM_TIMER);	/* cleaning's window */
 	for (i = 0; i < 3; i++)
-		ASSERT_EQ(ssdp_evict_next_action(&sm, 13 * WAIT, &v).type,
+		ASSERT_EQ(ssdp_esm_next_action(&sm, 13 * WAIT, &v).type,
 			  SSDP_EVICT_ACT_START_CLEAN);
-	ssdp_evict_wb_done(&sm, SSDP_WB_LOCKOUT);
-	ASSERT_EQ(ssdp_evict_next_action(&sm, 13 * WAIT, &v).type,
+	ssdp_esm_wb_done(&sm, SSDP_WB_LOCKOUT);
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 13 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_START_LOCKOUT);
-	ASSERT_EQ(ssdp_evict_next_action(&sm, 13 * WAIT, &v).type,
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 13 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_NONE);
-	ssdp_evict_wb_done(&sm, SSDP_WB_LOCKOUT);
+	ssdp_esm_wb_done(&sm, SSDP_WB_LOCKOUT);
 	for (i = 0; i < 3; i++)
-		ssdp_evict_wb_done(&sm, SSDP_WB_CLEAN);
-	ssdp_evict_set_cleaning(&sm, ~0ULL, 0);
+		ssdp_esm_wb_done(&sm, SSDP_WB_CLEAN);
+	ssdp_esm_set_cleaning(&sm, ~0ULL, 0);
 
 	/*
 	 * Short of space: while eviction waits for its window, lock-out
 	 * cleaning goes on; in the window, eviction first.
 	 */
 	v.nr_free = 5;
-	a = ssdp_evict_next_action(&sm, 20 * WAIT, &v);
+	a = ssdp_esm_next_action(&sm, 20 * WAIT, &v);
 	ASSERT_EQ(a.type, SSDP_EVICT_ACT_START_LOCKOUT);
-	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_WAIT);
-	ssdp_evict_wb_done(&sm, SSDP_WB_LOCKOUT);
-	a = ssdp_evict_next_action(&sm, 22 * WAIT, &v);
+	ASSERT_EQ(ssdp_esm_state(&sm), SSDP_EVICT_WAIT);
+	ssdp_esm_wb_done(&sm, SSDP_WB_LOCKOUT);
+	a = ssdp_esm_next_action(&sm, 22 * WAIT, &v);
 	ASSERT_EQ(a.type, SSDP_EVICT_ACT_START_WRITEBACK);
-	ssdp_evict_wb_done(&sm, SSDP_WB_EVICT);
+	ssdp_esm_wb_done(&sm, SSDP_WB_EVICT);
 	v.nr_free = 50;
-	ssdp_evict_next_action(&sm, 22 * WAIT, &v);
-	ASSERT_EQ(ssdp_evict_state(&sm), SSDP_EVICT_NORMAL);
-	ssdp_evict_wb_done(&sm, SSDP_WB_LOCKOUT);
+	ssdp_esm_next_action(&sm, 22 * WAIT, &v);
+	ASSERT_EQ(ssdp_esm_state(&sm), SSDP_EVICT_NORMAL);
+	ssdp_esm_wb_done(&sm, SSDP_WB_LOCKOUT);
 	/* A flush writes everything back anyway. */
-	ssdp_evict_flush_all(&sm);
+	ssdp_esm_flush_all(&sm);
 	v.nr_dirty_sets = 1;
-	ASSERT_EQ(ssdp_evict_next_action(&sm, 20 * WAIT, &v).type,
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 20 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_START_FLUSH);
-	ASSERT_EQ(ssdp_evict_next_action(&sm, 20 * WAIT, &v).type,
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 20 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_NONE);
-	ssdp_evict_wb_done(&sm, SSDP_WB_FLUSH);
+	ssdp_esm_wb_done(&sm, SSDP_WB_FLUSH);
 	v.nr_dirty_sets = 0;
-	ssdp_evict_next_action(&sm, 20 * WAIT, &v);
+	ssdp_esm_next_action(&sm, 20 * WAIT, &v);
 	ASSERT_FALSE(sm.flushing);
 
 	/* Suspended: nothing. */
-	ssdp_evict_stop(&sm);
-	ASSERT_FALSE(ssdp_evict_lockout(&sm));
-	ASSERT_EQ(ssdp_evict_next_action(&sm, 20 * WAIT, &v).type,
+	ssdp_esm_stop(&sm);
+	ASSERT_FALSE(ssdp_esm_lockout(&sm));
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 20 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_NONE);
-	ssdp_evict_resume(&sm);
+	ssdp_esm_resume(&sm);
 	/* evict_max_wait 0, the paper's rule: nothing under load at all. */
-	ssdp_evict_set_max_wait(&sm, 0);
-	ASSERT_FALSE(ssdp_evict_lockout_on(&sm));
-	ASSERT_FALSE(ssdp_evict_needs_run(&sm, 50, 10));
-	ASSERT_EQ(ssdp_evict_next_action(&sm, 20 * WAIT, &v).type,
+	ssdp_esm_set_max_wait(&sm, 0);
+	ASSERT_FALSE(ssdp_esm_lockout_on(&sm));
+	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 50, 10));
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 20 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_NONE);
-	ssdp_evict_set_max_wait(&sm, 3 * WAIT);
-	ssdp_evict_set_lockout(&sm, false);
-	ASSERT_EQ(ssdp_evict_next_action(&sm, 20 * WAIT, &v).type,
+	ssdp_esm_set_max_wait(&sm, 3 * WAIT);
+	ssdp_esm_set_lockout(&sm, false);
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 20 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_NONE);
 }
 
@@ -1046,9 +1046,9 @@ static u32 simulate_shift(bool lockout)
 	memset(&s, 0, sizeof(s));
 	sim_rnd = 88172645463325252ULL;
 	ASSERT_EQ(ssdp_fmap_init(&s.fm, 64, 16), 0);
-	ssdp_evict_init(&s.sm, 8, WAIT, 4);
-	ssdp_evict_set_max_wait(&s.sm, 10 * WAIT);
-	ssdp_evict_set_lockout(&s.sm, lockout);
+	ssdp_esm_init(&s.sm, 8, WAIT, 4);
+	ssdp_esm_set_max_wait(&s.sm, 10 * WAIT);
+	ssdp_esm_set_lockout(&s.sm, lockout);
 	for (phase = 0; phase < 2; phase++) {
 		for (i = 0; i < 6000; i++) {
 			now += 1 + srnd(5 * MS);
