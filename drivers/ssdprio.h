@@ -242,14 +242,15 @@ struct ssdprio {
 	bool bypass_check_at_resume;
 
 	/*
-	 * cache_lock protects: fmap, evict, set_io, deferred, promo_gen,
-	 * origin_writes, origin_unflushed, ssd_unflushed, commit_bios, seq.
-	 * Taken with irqsave: end_io may run in hard irq.
+	 * cache_lock protects every field below tagged [cache_lock], the
+	 * frame map, the eviction machine and the per-set holds among them.
+	 * Taken with irqsave: end_io may run in hard irq.  Inside meta_lock
+	 * and cfg_lock, outside sched.lock.
 	 */
 	spinlock_t cache_lock;
-	struct ssdp_fmap fmap;
-	struct ssdp_evict_sm evict;
-	struct ssdp_set_io *set_io;
+	struct ssdp_fmap fmap;			/* [cache_lock] */
+	struct ssdp_evict_sm evict;		/* [cache_lock] */
+	struct ssdp_set_io *set_io;		/* [cache_lock], per cset */
 	/*
 	 * Background work (evict.c, promote.c) gave back a set it held
 	 * exclusively: the cache resumes what waited for it (deferred
@@ -257,9 +258,12 @@ struct ssdprio {
 	 * the units below it need not call up into it.  cache_lock held.
 	 */
 	void (*set_released)(struct ssdprio *sp, u32 cset);
-	struct bio_list deferred;	/* writes waiting for an excl set */
-	u32 deferred_normal;		/* normal-class bios in @deferred */
-	/* Clean SSD reads that failed, to be read again from the origin. */
+	struct bio_list deferred;	/* [cache_lock] writes waiting for excl */
+	u32 deferred_normal;		/* [cache_lock] normal ones in @deferred */
+	/*
+	 * [cache_lock] Clean SSD reads that failed, to be read again from
+	 * the origin.
+	 */
 	struct bio_list retry;
 	struct work_struct retry_work;
 	/*
@@ -267,9 +271,9 @@ struct ssdprio {
 	 * write).  No new allocation, clean blocks are read from the origin,
 	 * writes to blocks that are not dirty go around the cache; dirty
 	 * blocks are still served and written back.  Set once, cleared only
-	 * by a new table.  cache_lock.
+	 * by a new table.
 	 */
-	bool degraded;
+	bool degraded;			/* [cache_lock] */
 	/*
 	 * Sets whose writeback failed sit pinned (set_io.wb_failed) until
 	 * wb_retry fires, wb_backoff_ms later (doubling up to a bound), so a
@@ -277,53 +281,53 @@ struct ssdprio {
 	 * flush_failed: a flush_dirty ended with only failed sets left.
 	 * All cache_lock.
 	 */
-	u32 nr_wb_failed;
-	u64 wb_dirty_blocks;		/* dirty blocks of sets under writeback */
-	u32 wb_backoff_ms;
-	u32 wb_retry_cursor;
+	u32 nr_wb_failed;		/* [cache_lock] */
+	u64 wb_dirty_blocks;		/* [cache_lock] of sets under writeback */
+	u32 wb_backoff_ms;		/* [cache_lock] */
+	u32 wb_retry_cursor;		/* [cache_lock] */
 	/*
 	 * Lock-out ring: sets whose dirty block refused another origin
 	 * set's, oldest first, for lock-out cleaning (evict_sm.h).  May
 	 * hold stale entries (set_io.lockout clear); cache_lock.
 	 */
-	struct ssdp_lockout lockout_ring[SSDP_LOCKOUT_RING];
-	u32 lockout_head;
-	u32 nr_lockout;
-	bool flush_failed;
+	struct ssdp_lockout lockout_ring[SSDP_LOCKOUT_RING]; /* [cache_lock] */
+	u32 lockout_head;		/* [cache_lock] */
+	u32 nr_lockout;			/* [cache_lock] */
+	bool flush_failed;		/* [cache_lock] */
 	/*
 	 * A "drain" is running: the flush's origin writes compete as normal
 	 * I/O instead of waiting in the idle queue, so that it finishes
-	 * under any load.  Cleared when the flush ends.  cache_lock.
+	 * under any load.  Cleared when the flush ends.
 	 */
-	bool draining;
+	bool draining;			/* [cache_lock] */
 	struct delayed_work wb_retry;
-	struct ssdp_seq_detect seq;	/* recent read streams */
+	struct ssdp_seq_detect seq;	/* [cache_lock] recent read streams */
 	/*
 	 * promo_gen moves whenever a user write or discard to the origin
 	 * completes; origin_writes counts those in flight.  Together with
 	 * the set's set_io.replaced they tell a promotion whether its data
 	 * may be older than the origin's or the cache's.
 	 */
-	u64 promo_gen;
-	u32 origin_writes;
-	/* User writes completed since the last flush of each device. */
+	u64 promo_gen;			/* [cache_lock] */
+	u32 origin_writes;		/* [cache_lock] */
+	/* [cache_lock] User writes completed since each device's flush. */
 	u32 origin_unflushed;
 	u32 ssd_unflushed;
-	struct bio_list commit_bios;	/* waiting for the next commit */
+	struct bio_list commit_bios;	/* [cache_lock] waiting for a commit */
 
 	struct workqueue_struct *wq;	/* eviction, promotion, deferred */
 	struct work_struct evict_work;
 	struct delayed_work evict_timer;
 	struct work_struct deferred_work;
-	struct list_head promotions;	/* cache_lock; copies for the worker */
+	struct list_head promotions;	/* [cache_lock] copies for the worker */
 	struct work_struct promote_work;
-	/* cache_lock; read misses held until their data is copied */
+	/* [cache_lock] read misses held until their data is copied */
 	struct bio_list captures;
 	struct work_struct capture_work;
 	atomic_t promote_bytes;		/* memory held (or reserved) by copies */
 	atomic_t bg_jobs;		/* writeback + promotion in flight */
 	wait_queue_head_t bg_wait;
-	bool suspended;			/* cache_lock */
+	bool suspended;			/* [cache_lock] */
 	bool claimed;			/* origin and cache in ssdp_claims */
 	struct bio_set bs;		/* writethrough clones, internal bios */
 
