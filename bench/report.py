@@ -154,7 +154,7 @@ def cache(rows):
             if len(rr) > 1 and med(rr):
                 spread[w] = (max(rr) - min(rr)) / med(rr)
         res["ssdprio_spread"] = spread
-        md += ["", "Goals (issue 6, scenario 4), ssdprio:", "",
+        md += ["", "Goals (the cache scenario, the dm-ssd paper's table 3), ssdprio:", "",
                "| goal | ssdprio | verdict |", "|---|---|---|"]
         for g, (x, ok) in goals.items():
             unit = "x the best peer" if "peer" in g else ("x SSD" if "SSD" in g else "x HDD")
@@ -498,7 +498,7 @@ def evict(rows, raw):
 
 
 # ---- scenario: memory --------------------------------------------------------
-# Published RAM per cached 4 KiB block (issue 6).
+# Published RAM per cached 4 KiB block.
 PUBLISHED = {"EnhanceIO (set-associative)": 4, "dm-cache smq": 25, "flashcache": 24}
 
 

@@ -1,6 +1,5 @@
 # shellcheck shell=bash
-# Scenario 1 (the deadline-with-low-priority paper, fig. 10/11; issue 4's
-# figure): a normal direct-I/O job (seqread, seqwrite 128 KiB; randread,
+# Scenario 1 (the deadline-with-low-priority paper, fig. 10/11): a normal direct-I/O job (seqread, seqwrite 128 KiB; randread,
 # randwrite 4 KiB; psync, queue depth 1) alone, then with a concurrent
 # `ionice -c3` 128 KiB sequential reader on another region of the disk.
 #

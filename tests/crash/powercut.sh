@@ -1,5 +1,5 @@
 #!/bin/bash
-# Power cut (issue 5, crash consistency way 1): QEMU is killed with SIGKILL
+# Power cut: QEMU is killed with SIGKILL
 # while writes and eviction are going on; after a reboot the cache is loaded
 # (no `format`) and every write that was durable before the kill must read
 # back intact, through the cache and, after flush_dirty, from the origin alone.

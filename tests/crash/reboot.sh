@@ -1,5 +1,5 @@
 #!/bin/bash
-# Warm restart across a guest reboot (issue 5): after a clean remove and a
+# Warm restart across a guest reboot: after a clean remove and a
 # reboot, the cache loads warm: the same valid and dirty blocks, reads of the
 # cached range are SSD hits, the data verifies, and after flush_dirty the
 # origin alone holds it.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Crash consistency with dm-log-writes (issue 5, way 2).
+# Crash consistency with dm-log-writes (replaying the order writes became durable).
 # timeout: 1800
 #
 # One null_blk data device under a log-writes target; the ssdprio origin and
