@@ -7,7 +7,9 @@
 # not in the cache). The raw HDD gets
 # the same two writes. Patterns: sequential 1 MiB (libaio, queue depth 4) and
 # random 4 KiB (psync, queue depth 1). Throughput per second from fio's
-# bandwidth log; ssdprio's counters after each run.
+# bandwidth log; ssdprio's counters after each run. Also, named in
+# CACHEFULL_CONFIGS: ssdprio-nolockout (lockout_clean off), ssdprio-paper
+# (evict_max_wait 0: no writeback at all under load, the dm-ssd paper's rule).
 # status: ready
 # minutes: 4
 # mem_mb: 400
@@ -32,6 +34,12 @@ setup() {
 	ssdprio)
 		ssd=$(ssd_dev ssd "$CACHE_MB")
 		ssdprio_dev ssdprio "$hdd" "$ssd" ;;
+	ssdprio-nolockout)
+		ssd=$(ssd_dev ssd "$CACHE_MB")
+		ssdprio_dev ssdprio "$hdd" "$ssd" lockout_clean off ;;
+	ssdprio-paper)
+		ssd=$(ssd_dev ssd "$CACHE_MB")
+		ssdprio_dev ssdprio "$hdd" "$ssd" evict_max_wait 0 ;;
 	*) return 1 ;;
 	esac
 }
@@ -53,7 +61,7 @@ for rep in $(seq "$REPS"); do
 			fi
 			rm -f /tmp/cf_*
 			post=()
-			[[ $config == ssdprio ]] && post=(--exec_postrun="sh -c 'dmsetup status ssdprio >/tmp/cf_full.st'")
+			[[ $config == ssdprio* ]] && post=(--exec_postrun="sh -c 'dmsetup status ssdprio >/tmp/cf_full.st'")
 			# Fill, then at once (stonewall, same fio run: no quiet time in
 			# which deferred eviction could free sets) the sustained writes.
 			# shellcheck disable=SC2046
@@ -64,7 +72,7 @@ for rep in $(seq "$REPS"); do
 				--log_avg_msec=1000 --log_unix_epoch=1 --write_bw_log=/tmp/cf
 			read -r _ wmb _ wiops _ < <(fio_sum /tmp/cf.json sustained)
 			extra=()
-			[[ $config == ssdprio ]] && extra+=(status_full="$(status_json - </tmp/cf_full.st 2>/dev/null)"
+			[[ $config == ssdprio* ]] && extra+=(status_full="$(status_json - </tmp/cf_full.st 2>/dev/null)"
 				status="$(status_json ssdprio)")
 			record "$config" "$p" "$rep" write_mbps="$wmb" write_iops="$wiops" \
 				series="$(bwlog_json /tmp/cf_bw.2.log)" "${extra[@]}"
