@@ -110,6 +110,7 @@ int ssdp_cache_ctr(struct ssdprio *sp, char **error)
 	bio_list_init(&sp->deferred);
 	INIT_LIST_HEAD(&sp->promotions);
 	ssdp_seq_init(&sp->seq);
+	ssdp_seq_init(&sp->wseq);
 	init_waitqueue_head(&sp->bg_wait);
 	INIT_WORK(&sp->evict_work, ssdp_evict_work_fn);
 	INIT_DELAYED_WORK(&sp->evict_timer, ssdp_evict_timer_fn);
@@ -310,7 +311,7 @@ static void ssdp_note_replaced_locked(struct ssdprio *sp, u32 cset,
  * while every tag of the set holds blocks in use or dirty ones, which
  * writing the set back would release.
  */
-static u32 ssdp_alloc_line(struct ssdprio *sp, u64 oset)
+static u32 ssdp_alloc_line(struct ssdprio *sp, u64 oset, bool note_lockout)
 {
 	bool replaced;
 	u32 line = ssdp_fmap_tag_alloc(&sp->fmap, oset, &replaced);
@@ -318,7 +319,7 @@ static u32 ssdp_alloc_line(struct ssdprio *sp, u64 oset)
 
 	if (line != SSDP_NONE)
 		ssdp_note_replaced_locked(sp, cset, replaced);
-	else if (ssdp_fmap_nr_dirty(&sp->fmap, cset))
+	else if (note_lockout && ssdp_fmap_nr_dirty(&sp->fmap, cset))
 		ssdp_lockout_note_locked(sp, cset, SSDP_NONE);
 	return line;
 }
@@ -387,7 +388,7 @@ static enum ssdp_dest ssdp_route_read(struct ssdprio *sp, struct bio *bio,
 		return SSDP_TO_ORIGIN;
 	}
 	if (line == SSDP_NONE) {
-		line = ssdp_alloc_line(sp, pb->oset);
+		line = ssdp_alloc_line(sp, pb->oset, true);
 		if (line == SSDP_NONE) {
 			ssdp_count(sp, SSDP_ST_BYPASSED);
 			return SSDP_TO_ORIGIN;
@@ -470,13 +471,13 @@ static enum ssdp_dest ssdp_route_write_partial(struct ssdprio *sp,
 static bool ssdp_route_write_conflict(struct ssdprio *sp, struct bio *bio,
 				      struct ssdp_bio *pb, u32 line,
 				      u32 claimed, bool may_split,
-				      enum ssdp_dest *dest)
+				      bool note_lockout, enum ssdp_dest *dest)
 {
 	u32 run, blk;
 
 	blk = ssdp_fmap_foreign_dirty(&sp->fmap, line, pb->first + claimed,
 				      pb->nr - claimed);
-	if (!sp->degraded && blk != SSDP_NONE)
+	if (note_lockout && !sp->degraded && blk != SSDP_NONE)
 		ssdp_lockout_note_locked(sp, ssdp_line_cset(line), blk);
 	if (!may_split) {
 		*dest = ssdp_origin_write_drop(sp, pb, line);
@@ -504,8 +505,9 @@ static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
 {
 	u32 policy = READ_ONCE(sp->cfg.write_policy);
 	u32 line = ssdp_fmap_lookup(&sp->fmap, pb->oset);
+	u32 cutoff = READ_ONCE(sp->cfg.seq_cutoff_kib);
 	enum ssdp_dest dest;
-	bool replaced;
+	bool replaced, note_lockout;
 	u32 cset, n;
 
 	if (line != SSDP_NONE && sp->set_io[ssdp_line_cset(line)].excl)
@@ -515,6 +517,14 @@ static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
 		policy = SSDP_WP_WRITEAROUND;
 	if (pb->partial)
 		return ssdp_route_write_partial(sp, pb, line, policy);
+	/*
+	 * A write in a long sequential stream that finds its frames taken
+	 * goes to the origin at the stream's rate; writing back what holds
+	 * them would only add origin writes (seq_cutoff, as for reads).
+	 */
+	note_lockout = !cutoff || ssdp_seq_peek(&sp->wseq,
+						bio->bi_iter.bi_sector) <=
+				  (u64)cutoff << 1;
 
 	/*
 	 * A dirty block's data exists only in the cache: a write to it stays
@@ -535,7 +545,7 @@ static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
 	}
 	if (line == SSDP_NONE) {
 		ssdp_count(sp, SSDP_ST_WRITE_MISSES);
-		line = ssdp_alloc_line(sp, pb->oset);
+		line = ssdp_alloc_line(sp, pb->oset, note_lockout);
 		if (line == SSDP_NONE) {
 			ssdp_count(sp, SSDP_ST_BYPASSED);
 			return ssdp_origin_write(sp, pb);
@@ -548,7 +558,8 @@ static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
 			    &replaced);
 	ssdp_note_replaced_locked(sp, cset, replaced);
 	if (n < pb->nr && ssdp_route_write_conflict(sp, bio, pb, line, n,
-						    may_split, &dest))
+						    may_split, note_lockout,
+						    &dest))
 		return dest;
 	pb->line = line;
 	ssdp_hold(sp, cset, true);
@@ -676,6 +687,11 @@ static int ssdp_route(struct ssdprio *sp, struct bio *bio, bool may_split)
 		dest = ssdp_route_write(sp, bio, pb, may_split);
 	else
 		dest = ssdp_route_read(sp, bio, pb, may_split);
+	/* After any split: the rest comes back as the stream's next bio. */
+	if (dest != SSDP_DEFERRED && bio_op(bio) != REQ_OP_DISCARD &&
+	    bio_data_dir(bio) == WRITE)
+		ssdp_seq_note(&sp->wseq, bio->bi_iter.bi_sector,
+			      bio_sectors(bio));
 	if (dest == SSDP_DEFERRED) {
 		bio_list_add(&sp->deferred, bio);
 		ssdp_count(sp, SSDP_ST_DEFERRED);

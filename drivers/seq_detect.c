@@ -38,3 +38,13 @@ u64 ssdp_seq_note(struct ssdp_seq_detect *d, u64 start, u64 len)
 	st->used = ++d->tick;
 	return st->sectors;
 }
+
+u64 ssdp_seq_peek(const struct ssdp_seq_detect *d, u64 start)
+{
+	int i;
+
+	for (i = 0; i < SSDP_SEQ_STREAMS; i++)
+		if (d->s[i].next == start)
+			return d->s[i].sectors;
+	return 0;
+}

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * dm-ssdprio sequential read detection: which read misses are part of a
+ * dm-ssdprio sequential stream detection: which read misses are part of a
  * long sequential stream (a scan, a backup, a big file copy) and so are
- * not worth promoting.  Copying such a stream into the SSD costs the
+ * not worth promoting (and which writes, not worth cleaning for).  Copying such a stream into the SSD costs the
  * reader a copy per bio and pushes the hot sets out, while a rescan would
  * be served at the HDD's sequential rate anyway (bcache's
  * sequential_cutoff, dm-cache mq's sequential_threshold).
@@ -39,5 +39,8 @@ void ssdp_seq_init(struct ssdp_seq_detect *d);
  * the sequential stream it belongs to, itself included.
  */
 u64 ssdp_seq_note(struct ssdp_seq_detect *d, u64 start, u64 len);
+
+/* The length of the stream a bio at @start would continue (0: none). */
+u64 ssdp_seq_peek(const struct ssdp_seq_detect *d, u64 start);
 
 #endif /* SSDP_SEQ_DETECT_H */

@@ -302,6 +302,7 @@ struct ssdprio {
 	bool draining;			/* [cache_lock] */
 	struct delayed_work wb_retry;
 	struct ssdp_seq_detect seq;	/* [cache_lock] recent read streams */
+	struct ssdp_seq_detect wseq;	/* [cache_lock] recent write streams */
 	/*
 	 * promo_gen moves whenever a user write or discard to the origin
 	 * completes; origin_writes counts those in flight.  Together with

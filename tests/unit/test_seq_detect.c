@@ -71,3 +71,17 @@ TEST(seq_random_noise_evicts_the_least_recent_stream_only)
 		ssdp_seq_note(&d, 5000000 + j * 10, 1);
 	ASSERT_EQ(ssdp_seq_note(&d, a, 8), 8);
 }
+
+/* A peek tells the stream a bio would continue, and changes nothing. */
+TEST(seq_peek_is_read_only)
+{
+	struct ssdp_seq_detect d;
+
+	ssdp_seq_init(&d);
+	ASSERT_EQ(ssdp_seq_peek(&d, 0), 0);
+	ASSERT_EQ(ssdp_seq_note(&d, 1000, 8), 8);
+	ASSERT_EQ(ssdp_seq_peek(&d, 1008), 8);
+	ASSERT_EQ(ssdp_seq_peek(&d, 1008), 8);
+	ASSERT_EQ(ssdp_seq_peek(&d, 1016), 0);
+	ASSERT_EQ(ssdp_seq_note(&d, 1008, 8), 16);
+}
