@@ -291,8 +291,11 @@ static struct ssdp_evict_action clean_action(struct ssdp_evict_sm *sm, u64 now,
 
 /*
  * Lock-out cleaning does not wait for quiet: the load it serves is what
- * the dirty block keeps out.  One set at a time bounds what it adds to
- * the origin's load beside the pressure share's own pace.
+ * the dirty block keeps out.  One writeback at a time bounds what it adds
+ * to the origin's load beside the pressure share's own pace.  And none
+ * while the cache is short of room: eviction writes back then, for every
+ * block, and a second writer against the same load would only slow the
+ * writes that go to the origin meanwhile.
  */
 static struct ssdp_evict_action lockout_action(struct ssdp_evict_sm *sm,
 					       const struct ssdp_evict_view *v)
@@ -302,7 +305,8 @@ static struct ssdp_evict_action lockout_action(struct ssdp_evict_sm *sm,
 	if (!v->lockout_sets)
 		sm->lockout_pending = false;
 	if (!ssdp_esm_lockout_on(sm) || !v->lockout_ready ||
-	    sm->nr_lockout || ssdp_esm_inflight(sm) >= sm->inflight_max)
+	    sm->state != SSDP_EVICT_NORMAL || sm->nr_lockout ||
+	    ssdp_esm_inflight(sm) >= sm->inflight_max)
 		return a;
 	sm->nr_lockout++;
 	sm->lockout_started++;

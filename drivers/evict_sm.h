@@ -21,8 +21,9 @@
  * gone cold keeps the new hot blocks out that way, though the cache has
  * room.  So the dirty block that refused a claim is written back at once
  * (one writeback at a time, in the scheduler's pressure share), whatever
- * the dirty share; off with the knob, or with max_wait_ns 0 (nothing under
- * load).  Which blocks go is the engine's choice (evict.c).
+ * the dirty share, unless the cache is short of room (eviction's turn);
+ * off with the knob, or with max_wait_ns 0 (nothing under load).  Which
+ * blocks go is the engine's choice (evict.c).
  *
  * Use: on every bio, ssdp_esm_io_arrival() (O(1)); after a mapping, a
  * writeback completion, a timer expiry or a message, run the worker, which

@@ -984,14 +984,15 @@ TEST(evict_lockout_cleans_without_quiet)
 	ssdp_esm_set_cleaning(&sm, ~0ULL, 0);
 
 	/*
-	 * Short of space: while eviction waits for its window, lock-out
-	 * cleaning goes on; in the window, eviction first.
+	 * Short of space: eviction's turn, no lock-out cleaning while it
+	 * waits for its window, then eviction in the window.
 	 */
 	v.nr_free = 5;
 	a = ssdp_esm_next_action(&sm, 20 * WAIT, &v);
-	ASSERT_EQ(a.type, SSDP_EVICT_ACT_START_LOCKOUT);
+	ASSERT_EQ(a.type, SSDP_EVICT_ACT_ARM_TIMER);
 	ASSERT_EQ(ssdp_esm_state(&sm), SSDP_EVICT_WAIT);
-	ssdp_esm_wb_done(&sm, SSDP_WB_LOCKOUT);
+	ASSERT_TRUE(ssdp_esm_needs_run(&sm, 5, 10));
+	ssdp_esm_timer(&sm);
 	a = ssdp_esm_next_action(&sm, 22 * WAIT, &v);
 	ASSERT_EQ(a.type, SSDP_EVICT_ACT_START_WRITEBACK);
 	ssdp_esm_wb_done(&sm, SSDP_WB_EVICT);
