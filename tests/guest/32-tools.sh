@@ -76,7 +76,7 @@ grep -q blank "$T/out" || fail "show on a blank cache: $(cat "$T/out")"
 expect_rc 2 "$TOOL" check "$ssd"
 
 # --- format, write, remove: show agrees with the status ---------------------------
-dm_create sp "0 $len ssdprio $hdd $ssd 9 format set_size 128 origin_id $id evict_wait 60000 lockout_clean off" >/dev/null
+dm_create sp "0 $len ssdprio $hdd $ssd 9 format set_size 128 origin_id $id evict_wait 60000 evict_max_wait 0" >/dev/null
 # The device's first and last 2 MiB valid, so that udev's probe of every new
 # table hits the cache instead of promoting (which would change the records).
 dd if=/dev/urandom of=/dev/mapper/sp bs=1M count=2 oflag=direct status=none

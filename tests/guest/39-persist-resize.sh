@@ -40,11 +40,11 @@ region() {
 		--verify=crc32c --verify_fatal=1 --ioengine=psync "$@" >/dev/null
 }
 # Dirty blocks are counted across reloads: nothing may write them back
-# meanwhile (a long evict_wait, and no lock-out cleaning).
-sp_table() { echo "0 $(($1 * M)) ssdprio $origin $ssd 4 evict_wait 60000 lockout_clean off"; }
+# meanwhile (a long evict_wait, and none under load either: evict_max_wait 0).
+sp_table() { echo "0 $(($1 * M)) ssdprio $origin $ssd 4 evict_wait 60000 evict_max_wait 0"; }
 
 og 64
-dm_create sp "0 $((64 * M)) ssdprio $origin $ssd 5 format evict_wait 60000 lockout_clean off" >/dev/null
+dm_create sp "0 $((64 * M)) ssdprio $origin $ssd 5 format evict_wait 60000 evict_max_wait 0" >/dev/null
 region a 8 1
 dirty=$(status_get sp dirty_blocks)
 assert_ge "$dirty" 1 "dirty blocks in region a"
@@ -66,7 +66,7 @@ log "grown live: 64 -> 96 MiB, $dirty dirty blocks kept"
 
 # --- grown between loads: the tool's table has the new length ---------------------------
 og 128
-line=$("$TOOL" table "$origin" "$ssd" evict_wait 60000 lockout_clean off) || fail "ssdprio-tool table over the grown origin"
+line=$("$TOOL" table "$origin" "$ssd" evict_wait 60000 evict_max_wait 0) || fail "ssdprio-tool table over the grown origin"
 [[ $line == "0 $((128 * M)) ssdprio $origin $ssd "* ]] || fail "table line: $line"
 dm_create sp "$line" >/dev/null
 region a 8 1 --verify_only=1
