@@ -30,6 +30,16 @@
  * block's frame changes hands only after a commit said it is clean or
  * free (writeback and limbo).
  *
+ * The same holds for a record whose other copy fails its checksum (a torn
+ * write, or the newest copy lost to the media): the copy left may be the
+ * commit before the newest, and frames it calls clean may have changed
+ * hands in the newest; frames it calls dirty have not (they change hands
+ * only after a commit called them clean, and a clean shutdown commits
+ * every change after that).  So such a record loads only its dirty blocks.
+ * For this to mean damage, never "not written yet", a metadata block's
+ * first write after format, and the first after a load that found a copy
+ * bad, goes to both copies (meta_both).
+ *
  * Metadata I/O happens only between preresume and postsuspend, never in
  * ctr or dtr: on a table reload the new table's ctr runs while the old
  * table is live, and the old table's dtr runs after the new one resumed.
@@ -611,7 +621,8 @@ static int ssdp_meta_alloc_bitmaps(struct ssdprio *sp)
 
 	sp->meta_copy = kvcalloc(longs, sizeof(long), GFP_KERNEL);
 	sp->meta_todo = kvcalloc(longs, sizeof(long), GFP_KERNEL);
-	if (!sp->meta_copy || !sp->meta_todo)
+	sp->meta_both = kvcalloc(longs, sizeof(long), GFP_KERNEL);
+	if (!sp->meta_copy || !sp->meta_todo || !sp->meta_both)
 		return -ENOMEM;
 	return 0;
 }
@@ -620,6 +631,7 @@ void ssdp_meta_dtr(struct ssdprio *sp)
 {
 	kvfree(sp->meta_copy);
 	kvfree(sp->meta_todo);
+	kvfree(sp->meta_both);
 	kfree(sp->meta_list);
 	kfree(sp->meta_view);
 	ssdp_buf_free(&sp->meta_buf);
@@ -645,6 +657,8 @@ static int ssdp_meta_format(struct ssdprio *sp)
 	sb->format_time = ktime_get_real_seconds();
 	ssdp_sb_set_origin_uid(sp, sb);
 	sp->meta_seq = 1;
+	/* No record is written yet: each block's first write fills both. */
+	bitmap_fill(sp->meta_both, ssdp_meta_blocks(l));
 	/* Records of an older format fail the new UUID's checksum: free. */
 	sp->rec_seed = ssdp_rec_seed(sb->uuid);
 	DMINFO("%s: formatted the cache: %llu sets of %u blocks",
@@ -660,7 +674,7 @@ static int ssdp_meta_format(struct ssdprio *sp)
  * table could find it again.  Dirty blocks past the end: refused.
  */
 static int ssdp_meta_restore(struct ssdprio *sp, u32 cset,
-			     struct ssdp_rec_view *v, bool recovering)
+			     struct ssdp_rec_view *v, bool keep_clean)
 {
 	u32 set_blocks = sp->cfg.set_blocks, t, b;
 	bool fixed = false;
@@ -685,7 +699,7 @@ static int ssdp_meta_restore(struct ssdprio *sp, u32 cset,
 		v->tags[t] = SSDP_REC_TAG_FREE;
 		fixed = true;
 	}
-	r = ssdp_fmap_load_set(&sp->fmap, cset, v, !recovering);
+	r = ssdp_fmap_load_set(&sp->fmap, cset, v, keep_clean);
 	if (!r && fixed) {
 		ssdp_fmap_mark_changed(&sp->fmap, cset);
 		sp->meta_fixups++;
@@ -738,7 +752,7 @@ static int ssdp_meta_load(struct ssdprio *sp)
 	struct ssdp_buf bufs[SSDP_META_COPIES] = {};
 	DECLARE_BITMAP(bad[SSDP_META_COPIES], SSDP_LOAD_CHUNK_BLOCKS);
 	unsigned long flags;
-	u64 k, max_seq = sp->sb.seq, loaded = 0;
+	u64 k, max_seq = sp->sb.seq, loaded = 0, lone_recs = 0;
 	u64 t0 = ktime_get_ns();
 	int r = -ENOMEM, c;
 
@@ -766,6 +780,7 @@ static int ssdp_meta_load(struct ssdprio *sp)
 		for (s = 0; s < n && !r; s++) {
 			u64 first = (k + s) * rpb;
 			int block_pick = -1;
+			bool both_good = true;
 			u32 j;
 
 			spin_lock_irqsave(&sp->cache_lock, flags);
@@ -773,20 +788,30 @@ static int ssdp_meta_load(struct ssdprio *sp)
 			     j++) {
 				size_t off = ((size_t)s << SSDP_MB_SHIFT) + j * rb;
 				struct ssdp_rec_view *v = sp->meta_view;
+				bool lone;
 				int pick;
 
 				pick = ssdp_rec_pick(ssdp_buf_addr(&bufs[0], off),
 						     ssdp_buf_addr(&bufs[1], off),
 						     rb, sp->rec_seed,
 						     first + j, set_blocks,
-						     l->nr_csets, v, v + 1);
-				if (j == 0)
+						     l->nr_csets, v, v + 1,
+						     &lone);
+				if (block_pick < 0)
 					block_pick = pick;
+				if (pick < 0 || lone)
+					both_good = false;
 				if (pick < 0)
 					continue;
 				max_seq = max(max_seq, v->seq);
+				/* The top of this file: why lone keeps dirty only. */
 				r = ssdp_meta_restore(sp, first + j, v,
-						      recovering);
+						      !recovering && !lone);
+				if (lone) {
+					lone_recs++;
+					ssdp_fmap_mark_changed(&sp->fmap,
+							       first + j);
+				}
 				loaded += !!sp->fmap.nr_tags[first + j];
 			}
 			/*
@@ -802,6 +827,8 @@ static int ssdp_meta_load(struct ssdprio *sp)
 			/* The next write of this block goes to the other copy. */
 			if (block_pick == 1)
 				__set_bit(k + s, sp->meta_copy);
+			if (!both_good)
+				__set_bit(k + s, sp->meta_both);
 		}
 		if (r) {
 			if (r == -ERANGE)
@@ -814,6 +841,9 @@ static int ssdp_meta_load(struct ssdprio *sp)
 		}
 	}
 	sp->meta_seq = max_seq;
+	if (lone_recs && !recovering)
+		DMWARN("%s: %llu cache sets' records good in one copy only: their clean blocks dropped",
+		       ssdp_name(sp), lone_recs);
 	sp->load_ms = div_u64(ktime_get_ns() - t0, NSEC_PER_MSEC);
 	DMINFO("%s: loaded %llu mapped sets (%llu valid, %llu dirty blocks) after a%s shutdown in %u ms",
 	       ssdp_name(sp), loaded, sp->fmap.total_valid,
@@ -961,6 +991,34 @@ static void ssdp_meta_block_done(struct ssdprio *sp, u64 s, bool ok)
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 }
 
+/*
+ * After list[i..i+run) went durably to copy !@copy: write those in
+ * meta_both to @copy too, so that neither copy is left blank or bad
+ * (see the top of this file).  The copy that may hold the only good
+ * record is overwritten only now, after its replacement is durable.
+ */
+static int ssdp_meta_write_second(struct ssdprio *sp, const u32 *list,
+				  u32 i, u32 run, unsigned int copy)
+{
+	u32 j;
+	int r;
+
+	for (j = i; j < i + run; j++) {
+		if (!test_bit(list[j], sp->meta_both))
+			continue;
+		r = ssdp_io_meta_sync(sp, &sp->meta_buf,
+				      (size_t)j << SSDP_MB_SHIFT,
+				      ssdp_rec_sector(&sp->layout, copy, list[j]),
+				      SSDP_META_BLOCK_BYTES,
+				      REQ_OP_WRITE | REQ_SYNC | REQ_FUA);
+		if (r)
+			return r;
+		__clear_bit(list[j], sp->meta_both);
+		sp->meta_block_writes++;
+	}
+	return 0;
+}
+
 /* Write the gathered blocks, runs of neighbours in one bio each. */
 static int ssdp_meta_write_list(struct ssdprio *sp, const u32 *list, u32 n)
 {
@@ -990,6 +1048,7 @@ static int ssdp_meta_write_list(struct ssdprio *sp, const u32 *list, u32 n)
 					__clear_bit(list[j], sp->meta_copy);
 			}
 			sp->meta_block_writes += run;
+			r = ssdp_meta_write_second(sp, list, i, run, !copy);
 		}
 		i += run;
 	}

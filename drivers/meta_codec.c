@@ -344,7 +344,8 @@ int ssdp_rec_decode(const void *rec, u32 rec_bytes, u32 seed, u32 cset,
 
 int ssdp_rec_pick(const void *rec0, const void *rec1, u32 rec_bytes,
 		  u32 seed, u32 cset, u32 set_blocks, u64 nr_csets,
-		  struct ssdp_rec_view *out, struct ssdp_rec_view *b)
+		  struct ssdp_rec_view *out, struct ssdp_rec_view *b,
+		  bool *lone)
 {
 	bool ok0, ok1;
 
@@ -352,6 +353,8 @@ int ssdp_rec_pick(const void *rec0, const void *rec1, u32 rec_bytes,
 				nr_csets, out);
 	ok1 = !ssdp_rec_decode(rec1, rec_bytes, seed, cset, set_blocks,
 				nr_csets, b);
+	if (lone)
+		*lone = ok0 != ok1;
 	if (ok0 && (!ok1 || out->seq >= b->seq))
 		return 0;
 	if (ok1) {

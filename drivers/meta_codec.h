@@ -120,10 +120,13 @@ int ssdp_rec_decode(const void *rec, u32 rec_bytes, u32 seed, u32 cset,
 /*
  * Of the two copies of @cset's record, the one to believe (a good
  * checksum, the higher seq): 0 or 1 with *@out filled, or -1 when neither
- * decodes (the set is free).  @scratch: room for the other copy.
+ * decodes (the set is free).  @scratch: room for the other copy.  *@lone
+ * (if not NULL) says whether the other copy failed to decode: the one
+ * picked may then be a commit older than the newest (see meta.c).
  */
 int ssdp_rec_pick(const void *rec0, const void *rec1, u32 rec_bytes,
 		  u32 seed, u32 cset, u32 set_blocks, u64 nr_csets,
-		  struct ssdp_rec_view *out, struct ssdp_rec_view *scratch);
+		  struct ssdp_rec_view *out, struct ssdp_rec_view *scratch,
+		  bool *lone);
 
 #endif

@@ -342,6 +342,7 @@ struct ssdprio {
 	u32 rec_seed;
 	u64 meta_seq;			/* last commit's sequence number */
 	unsigned long *meta_copy;	/* per metadata block: newest copy */
+	unsigned long *meta_both;	/* per block: next write to both copies */
 	unsigned long *meta_todo;	/* metadata blocks of this commit */
 	u32 *meta_list;
 	struct ssdp_rec_view *meta_view;	/* two, see ssdp_meta_ctr() */

@@ -49,7 +49,10 @@
  * so the other copy always holds the block's previous committed state: a
  * torn or lost write damages only the copy being written, and its records
  * fail their checksum or carry an older seq.  Load takes, record by
- * record, the copy with a good checksum and the higher seq.
+ * record, the copy with a good checksum and the higher seq.  A record good
+ * in one copy only may be a commit old: only its dirty blocks are loaded.
+ * A block's first write after format goes to both copies, so that after
+ * it a bad copy means damage, never "not written yet".
  *
  * Checksums are crc32c.  The record checksum is seeded with the cache
  * UUID, so records left on the device by an earlier format (another UUID)

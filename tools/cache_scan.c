@@ -226,8 +226,11 @@ static void scan_count(struct ssdp_scan *s, const struct scan_set *ss)
 	s->tags_used += in;
 	s->valid_blocks += ss->valid;
 	s->dirty_blocks += ss->dirty;
-	/* After an unclean shutdown the load keeps only dirty blocks. */
-	if (s->clean) {
+	/*
+	 * After an unclean shutdown the load keeps only dirty blocks, and so
+	 * it does of a record whose other copy is bad (it may be a commit old).
+	 */
+	if (s->clean && ss->other == SCAN_OTHER_GOOD) {
 		s->load_mapped_sets++;
 		s->load_valid_blocks += ss->valid;
 	} else {
@@ -260,7 +263,7 @@ static int scan_record(struct ssdp_scan *s, u64 *cap, u32 seed, u32 cset,
 	}
 	/* Exactly the kernel's choice. */
 	pick = ssdp_rec_pick(rec0, rec1, rb, seed, cset, set_blocks, nc, v,
-			     &views[1]);
+			     &views[1], NULL);
 	if (pick < 0) {
 		if (zero[0] && zero[1])
 			s->unwritten++;

@@ -1842,7 +1842,7 @@ static int cmd_debug_record(int argc, char **argv)
 	if (ssdp_rec_pick(recs[0] + (cset % rpb) * s.sb.rec_bytes,
 			  recs[1] + (cset % rpb) * s.sb.rec_bytes,
 			  s.sb.rec_bytes, seed, cset, s.sb.set_blocks,
-			  s.sb.nr_csets, &v[0], &v[1]) < 0) {
+			  s.sb.nr_csets, &v[0], &v[1], NULL) < 0) {
 		/* Neither copy decodes: start from an empty record. */
 		memset(&v[0], 0, sizeof(v[0]));
 		memset(v[0].tags, 0xff, sizeof(v[0].tags));

@@ -219,6 +219,7 @@ def main():
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--kind")
     p.add_argument("--nr-osets", type=int, default=0)
+    p.add_argument("--block", type=int, help="metadata block of rec_zero_newest")
     a = p.parse_args()
     rnd = random.Random(a.seed)
     d = Dev(a.dev)
@@ -321,6 +322,23 @@ def main():
             d.write(bytes(BLK), sec * 512)
         return print("%s: metadata block %d (cache sets %d..%d) zeroed, copies %s"
                      % (kind, k, k * BLK // rec_bytes, (k + 1) * BLK // rec_bytes - 1, copies))
+    if kind == "rec_zero_newest":
+        # the copy with the newest good record of the block is lost: the
+        # other one is a commit older, and its clean frames may have
+        # changed hands since
+        k = a.block if a.block is not None else rnd.randrange(rec_sectors // 8)
+        best = (-1, 0)
+        for copy in (0, 1):
+            for j in range(BLK // rec_bytes):
+                cs = k * BLK // rec_bytes + j
+                if cs >= ncs:
+                    break
+                r, _ = rec_at(copy, cs)
+                if r.good(seed, cs) and r.seq > best[0]:
+                    best = (r.seq, copy)
+        d.write(bytes(BLK), (8 + best[1] * rec_sectors + 8 * k) * 512)
+        return print("%s: metadata block %d zeroed in copy %d (seq %d)"
+                     % (kind, k, best[1], best[0]))
     if kind == "meta_random_sector":
         sec = rnd.randrange(8 + 2 * rec_sectors)
         buf, boff = d.read(sec)

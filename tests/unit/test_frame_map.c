@@ -428,11 +428,11 @@ TEST(fmap_record_roundtrip_clean_and_crash_loads)
 	v.seq = 6;
 	ssdp_rec_encode(rec1, rb, 0x1234, 0, 16, &v);
 	ASSERT_EQ(ssdp_rec_pick(rec1, rec, rb, 0x1234, 0, 16, 3, &w,
-				 &scratch), 1);
+				 &scratch, NULL), 1);
 	ASSERT_EQ(w.seq, 7);
 	rec[40] ^= 1;
 	ASSERT_EQ(ssdp_rec_pick(rec1, rec, rb, 0x1234, 0, 16, 3, &w,
-				 &scratch), 0);
+				 &scratch, NULL), 0);
 	ASSERT_EQ(w.seq, 6);
 
 	/* After a clean shutdown everything comes back. */

@@ -402,6 +402,7 @@ TEST(codec_rec_pick_by_seq_torn_and_both_bad)
 	struct ssdp_rec_view v1, v2, out, scratch;
 	u8 older[256], newer[256], torn[256];
 	u64 nr = 64;
+	bool lone;
 	u32 cut;
 
 	rv_fill(&v1, 10, 9, nr, 256, 3, 1);
@@ -410,42 +411,53 @@ TEST(codec_rec_pick_by_seq_torn_and_both_bad)
 	ssdp_rec_encode(newer, rb, seed, 9, 256, &v2);
 
 	ASSERT_EQ(ssdp_rec_pick(older, newer, rb, seed, 9, 256, nr, &out,
-				&scratch), 1);
+				&scratch, &lone), 1);
 	rv_same(&out, &v2, 256);
+	ASSERT_TRUE(!lone);
 	ASSERT_EQ(ssdp_rec_pick(newer, older, rb, seed, 9, 256, nr, &out,
-				&scratch), 0);
+				&scratch, &lone), 0);
 	rv_same(&out, &v2, 256);
+	ASSERT_TRUE(!lone);
 	/* The same seq in both: copy 0. */
 	ASSERT_EQ(ssdp_rec_pick(older, older, rb, seed, 9, 256, nr, &out,
-				&scratch), 0);
+				&scratch, NULL), 0);
 
 	for (cut = 1; cut < rb; cut++) {
 		memcpy(torn, newer, cut);
 		memcpy(torn + cut, older + cut, rb - cut);
 		if (!memcmp(torn, newer, rb) || !memcmp(torn, older, rb))
 			continue;
+		/* The copy left may be a commit old: "lone" says so. */
 		ASSERT_EQ(ssdp_rec_pick(torn, older, rb, seed, 9, 256, nr,
-					&out, &scratch), 1);
+					&out, &scratch, &lone), 1);
 		rv_same(&out, &v1, 256);
+		ASSERT_TRUE(lone);
 		ASSERT_EQ(ssdp_rec_pick(older, torn, rb, seed, 9, 256, nr,
-					&out, &scratch), 0);
+					&out, &scratch, &lone), 0);
 		ASSERT_EQ(out.seq, 10);
+		ASSERT_TRUE(lone);
 	}
 	/* A newer copy that contradicts itself is a bad copy too. */
 	v2.tags[0] = oset_in(10, nr, 0);
 	ssdp_rec_encode(newer, rb, seed, 9, 256, &v2);
 	ASSERT_EQ(ssdp_rec_pick(older, newer, rb, seed, 9, 256, nr, &out,
-				&scratch), 0);
+				&scratch, &lone), 0);
 	ASSERT_EQ(out.seq, 10);
+	ASSERT_TRUE(lone);
+	/* A zeroed (lost) copy is a bad copy as well. */
+	memset(torn, 0, rb);
+	ASSERT_EQ(ssdp_rec_pick(torn, older, rb, seed, 9, 256, nr, &out,
+				&scratch, &lone), 1);
+	ASSERT_TRUE(lone);
 	/* Neither copy ever written, or both bad: the set is free. */
 	memcpy(torn, older, rb);
 	torn[100] ^= 0x10;
 	ASSERT_EQ(ssdp_rec_pick(torn, newer, rb, seed, 9, 256, nr, &out,
-				&scratch), -1);
+				&scratch, &lone), -1);
 	memset(older, 0, rb);
 	memset(newer, 0xff, rb);
 	ASSERT_EQ(ssdp_rec_pick(older, newer, rb, seed, 9, 256, nr, &out,
-				&scratch), -1);
+				&scratch, NULL), -1);
 }
 
 /*
