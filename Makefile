@@ -5,7 +5,7 @@
 #   make            build dm-ssdprio.ko against KDIR
 #
 # Kernel: KVER=<release> or a series (KVER=6.12: its newest installed
-# release); default the 6.1 series (tools/kernel). KDIR=<build dir> overrides
+# release); default the 6.1 series (scripts/kernel). KDIR=<build dir> overrides
 # the headers. Every target below builds for, and boots, that one kernel; the
 # objects of one kernel are in the tree at a time, switching kernels rebuilds.
 #   make lint       W=1 build, sparse (C=1) and checkpatch
@@ -31,10 +31,10 @@
 #                   completion and udev rule (make uninstall removes them)
 
 # The engine units, one concern each.
-SSDP_ENGINE_SRCS := drivers/config.c drivers/frame_map.c drivers/evict_sm.c drivers/seq_detect.c \
-	drivers/sched_policy.c drivers/classify.c drivers/sched.c drivers/cache.c \
-	drivers/evict.c drivers/promote.c drivers/bg_io.c \
-	drivers/meta_codec.c drivers/meta.c
+SSDP_ENGINE_SRCS := engine/config.c engine/frame_map.c engine/evict_sm.c engine/seq_detect.c \
+	engine/sched_policy.c engine/classify.c engine/sched.c engine/cache.c \
+	engine/evict.c engine/promote.c engine/bg_io.c \
+	engine/meta_codec.c engine/meta.c
 
 ifneq ($(KERNELRELEASE),)
 # ---- Kbuild half -------------------------------------------------------
@@ -43,13 +43,13 @@ obj-m := dm-ssdprio.o
 # The glue is dm-ssdprio-target.c: a composite module cannot contain an
 # object of its own name (dm-cache-target.c's reason).
 dm-ssdprio-y := dm-ssdprio-target.o $(patsubst %.c,%.o,$(SSDP_ENGINE_SRCS))
-ccflags-y := -I$(src)/drivers
+ccflags-y := -I$(src)/engine
 
 else
 # ---- user half ---------------------------------------------------------
 KVER ?=
 # Deferred: `make check` on a fresh machine installs the headers first (deps).
-KDIR ?= $(shell ./tools/kernel kdir $(KVER))
+KDIR ?= $(shell ./scripts/kernel kdir $(KVER))
 # Scripts (tests/vm/run, tests/crash/run, bench/run) resolve KVER the same way.
 export KVER
 CHECKPATCH ?= $(firstword $(wildcard /opt/linux-src/scripts/checkpatch.pl \
@@ -59,10 +59,10 @@ T ?=
 
 # ssdprio-tool: user space, shares the on-SSD codec with the module.
 TOOL := build/ssdprio-tool
-TOOL_SRCS := tools/ssdprio-tool.c tools/tab.c tools/boot.c tools/cache_scan.c tools/origin_ident.c drivers/meta_codec.c \
-	drivers/config.c tools/live.c tools/dm_status.c
-TOOL_HDRS := tools/cache_scan.h tools/msg.h tools/tab.h tools/boot.h tools/origin_ident.h drivers/meta_codec.h drivers/ssdprio_format.h \
-	drivers/ssdp_compat.h drivers/config.h tools/live.h tools/dm_status.h
+TOOL_SRCS := tools/ssdprio-tool.c tools/tab.c tools/boot.c tools/cache_scan.c tools/origin_ident.c engine/meta_codec.c \
+	engine/config.c tools/live.c tools/dm_status.c
+TOOL_HDRS := tools/cache_scan.h tools/msg.h tools/tab.h tools/boot.h tools/origin_ident.h engine/meta_codec.h engine/ssdprio_format.h \
+	engine/ssdp_compat.h engine/config.h tools/live.h tools/dm_status.h
 # status and flush talk to the kernel through libdevmapper (libdevmapper-dev).
 TOOL_LIBS := -ldevmapper -lm
 TOOL_CFLAGS ?= -O2 -g
@@ -91,7 +91,7 @@ all: modules
 # before the build, so an interrupted build is still cleaned on a switch, and
 # objects from an unknown kernel (no stamp) are never linked into a module.
 define stale-clean
-	@rel=$$(./tools/kernel release-of $(KDIR)) && stamp=$(abspath $(dir $(1)))/.built-for && \
+	@rel=$$(./scripts/kernel release-of $(KDIR)) && stamp=$(abspath $(dir $(1)))/.built-for && \
 	if [ "$$(cat $$stamp 2>/dev/null)" != "$$rel" ]; then \
 		if [ -f $(1) ]; then echo "$(1) was built for another kernel: rebuilding for $$rel"; fi; \
 		$(MAKE) -s -C $(KDIR) M=$(abspath $(dir $(1))) clean && echo "$$rel" >$$stamp; \
@@ -109,21 +109,21 @@ hddsim:
 	$(MAKE) -C tests/hddsim KDIR=$(KDIR) modules
 
 deps:
-	./tools/install-deps.sh
+	./scripts/install-deps.sh
 
 checkpatch:
-	@test -n "$(CHECKPATCH)" || ./tools/install-deps.sh --checkpatch
-	./tools/checkpatch.sh
+	@test -n "$(CHECKPATCH)" || ./scripts/install-deps.sh --checkpatch
+	./scripts/checkpatch.sh
 
 lint:
 	@test -n "$(KDIR)" || { echo "no kernel build dir: make deps, or KVER=/KDIR=..."; exit 1; }
 	@mkdir -p build
 	@echo "lint: against $(KDIR)"
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
-	./tools/kernel release-of $(KDIR) >.built-for
+	./scripts/kernel release-of $(KDIR) >.built-for
 	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 C=2 modules 2>&1 | tee build/lint.log
 	@! grep -E 'warning:|error:' build/lint.log
-	./tools/checkpatch.sh
+	./scripts/checkpatch.sh
 
 # The units' calls keep to the layers (tests/depgraph.py), then the pure
 # units' tests in user space.
@@ -141,19 +141,19 @@ tools: $(TOOL) $(TOOLS)
 
 $(TOOL): $(TOOL_SRCS) $(TOOL_HDRS) Makefile
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -Wall -Wextra $(TOOL_CFLAGS) -Idrivers -Itools \
+	$(CC) -std=gnu11 -Wall -Wextra $(TOOL_CFLAGS) -Iengine -Itools \
 		-o $@ $(TOOL_SRCS) $(TOOL_LIBS)
 
-build/tools/replay-log: tools/replay-log.c
+build/tools/replay-log: tests/crash/logwrites/replay-log.c
 	@mkdir -p $(@D)
 	$(CC) $(TOOLS_CFLAGS) -o $@ $<
 
-build/tools/stampio: tests/logwrites/stampio.c
+build/tools/stampio: tests/crash/logwrites/stampio.c
 	@mkdir -p $(@D)
 	$(CC) $(TOOLS_CFLAGS) -o $@ $<
 
 tools-test: tools
-	python3 tests/logwrites/test-replay-log.py build/tools/replay-log
+	python3 tests/crash/logwrites/test-replay-log.py build/tools/replay-log
 	./tests/unit/test-install.sh
 	./tests/unit/test-generator.sh
 
@@ -195,26 +195,26 @@ FSTESTS_ARGS ?=
 # ssdprio only, every test listed must pass. Its own output dir, beside the
 # guest suite's (VM_OUT), whose results it would otherwise replace.
 check-fstests: modules
-	./tools/install-deps.sh
+	./scripts/install-deps.sh
 	VM_OUT=$${VM_OUT:-build/vm}-fstests-check ./tests/fstests/run --check $(VM_ARGS)
 
 check-xfstests: modules
-	./tools/install-deps.sh
+	./scripts/install-deps.sh
 	./tests/fstests/run $(FSTESTS_ARGS) $(VM_ARGS)
 
 xfstests: modules
-	./tools/install-deps.sh
+	./scripts/install-deps.sh
 	./tests/fstests/run --quick $(FSTESTS_ARGS) $(VM_ARGS)
 
 # Debian packages (debian/): built from a clean copy into build/deb/ and
-# checked, with the DKMS build of the packaged source (tools/deb-check).
+# checked, with the DKMS build of the packaged source (scripts/deb-check).
 deb:
-	./tools/deb-check
+	./scripts/deb-check
 
 # The packages alone (build/deb/): the systemd boot scenario
 # (tests/crash/systemd.sh) installs them in the guest.
 debs:
-	./tools/deb-check --build-only
+	./scripts/deb-check --build-only
 
 # Warm restart across reboots and power cuts (QEMU killed), see
 # tests/crash/README.md; `make crash S="powercut fsck"` runs some.
@@ -229,7 +229,7 @@ bench: deps modules hddsim
 
 install: modules install-tools
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules_install
-	depmod -a $$(./tools/kernel release-of $(KDIR))
+	depmod -a $$(./scripts/kernel release-of $(KDIR))
 
 # The rule names the tool by absolute path: point it at SBINDIR.
 install-tools: $(TOOL)

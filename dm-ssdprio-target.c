@@ -4,7 +4,7 @@
  * I/O held back until the device is quiet.
  *
  * This file is the device-mapper glue: table parsing, map, status,
- * messages and the suspend hooks.  The engine lives in drivers/.
+ * messages and the suspend hooks.  The engine lives in engine/.
  *
  * Table: <origin_dev> <cache_dev> [<#feature_args> <feature_arg>...]
  * where a feature arg is a <key> <value> pair or a flag ("format", "force").
@@ -16,7 +16,7 @@
 #include <linux/ioprio.h>
 #include <linux/slab.h>
 
-#include "drivers/ssdprio.h"
+#include "engine/ssdprio.h"
 
 #define SSDP_MAX_FEATURE_ARGS 64
 /* docs/target.md, "Status": bumped when a key changes its meaning. */

@@ -14,6 +14,15 @@ NOTE = "QEMU TCG: SSD floor ~1 ms per sync 4 KiB I/O; SSD/HDD contrast ~7x (not 
 PATTERNS = ["seqread", "seqwrite", "randread", "randwrite"]
 
 
+# A scenario's plot: the function named after it (bench/scenarios/<name>.sh).
+PLOTTERS = {}
+
+
+def plotter(fn):
+    PLOTTERS[fn.__name__] = fn
+    return fn
+
+
 def load(out, scen):
     p = os.path.join(out, scen + ".json")
     if not os.path.exists(p):
@@ -38,6 +47,7 @@ def save(fig, out, name):
     plt.close(fig)
 
 
+@plotter
 def cache(res, out):
     cfgs = list(res["configs"])
     wls = ["w3g", "r3g", "wrand", "rrand"]
@@ -56,6 +66,7 @@ def cache(res, out):
     save(fig, out, "cache.png")
 
 
+@plotter
 def contention(res, out):
     cfgs = list(res["configs"])
     pats = [p for p in PATTERNS if any(p in res["configs"][c] for c in cfgs)]
@@ -82,6 +93,7 @@ def contention(res, out):
     save(fig, out, "contention.png")
 
 
+@plotter
 def timeline(res, out):
     cfgs = [c for c in res["configs"] if "plot" in res["configs"][c]]
     if not cfgs:
@@ -106,6 +118,7 @@ def timeline(res, out):
     save(fig, out, "timeline.png")
 
 
+@plotter
 def sweep(res, out):
     pts = res.get("points") or []
     if not pts:
@@ -136,6 +149,7 @@ def sweep(res, out):
     save(fig, out, "sweep.png")
 
 
+@plotter
 def cachefull(res, out):
     cfgs = list(res["configs"])
     pats = sorted({p for c in cfgs for p in res["configs"][c]})
@@ -160,6 +174,7 @@ def cachefull(res, out):
     save(fig, out, "cachefull.png")
 
 
+@plotter
 def evict(res, out):
     cfgs = [c for c in res["configs"] if "p99_per_second" in res["configs"][c]]
     if not cfgs:
@@ -184,6 +199,7 @@ def evict(res, out):
     fig.tight_layout(rect=(0, 0.04, 1, 0.96))
     save(fig, out, "evict.png")
 
+@plotter
 def database(res, out):
     cfgs = [c for c in res["configs"] if res["configs"][c].get("plot", {}).get("tps")]
     if not cfgs:
@@ -212,6 +228,7 @@ def database(res, out):
     save(fig, out, "database.png")
 
 
+@plotter
 def bursts(res, out):
     cfgs = [c for c in res["configs"] if res["configs"][c].get("burst_s")]
     if not cfgs:
@@ -239,6 +256,7 @@ def bursts(res, out):
     save(fig, out, "bursts.png")
 
 
+@plotter
 def shift(res, out):
     cfgs = [c for c in res["configs"] if res["configs"][c].get("series")]
     if not cfgs:
@@ -256,9 +274,6 @@ def shift(res, out):
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     save(fig, out, "shift.png")
 
-
-PLOTTERS = {"cache": cache, "contention": contention, "timeline": timeline, "sweep": sweep,
-            "cachefull": cachefull, "evict": evict, "bursts": bursts, "shift": shift, "database": database}
 
 if __name__ == "__main__":
     out = sys.argv[2]

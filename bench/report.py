@@ -15,7 +15,34 @@ import sys
 TCG_NOTE = ("QEMU TCG emulation: the SSD floor is ~1 ms per synchronous 4 KiB I/O "
             "and the SSD/HDD contrast is ~7x, not ~70x as on real hardware. "
             "Compare ratios, not absolute figures.")
-ORDER = ["cache", "contention", "timeline", "sweep", "cachefull", "evict", "memory", "steady", "bursts", "shift", "database"]
+SCEN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scenarios")
+
+
+def header(scen, key):
+    """A "# key: value" header line of bench/scenarios/<scen>.sh (the registry)."""
+    try:
+        with open(os.path.join(SCEN_DIR, scen + ".sh")) as f:
+            for line in f:
+                if line.startswith(f"# {key}:"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def ordered():
+    names = [f[:-3] for f in os.listdir(SCEN_DIR) if f.endswith(".sh")]
+    return sorted(names, key=lambda n: (int(header(n, "order") or 999), n))
+
+
+# A scenario's report: the function named after it; with a second parameter
+# it is also given the raw results directory.
+HANDLERS = {}
+
+
+def scenario(fn):
+    HANDLERS[fn.__name__] = fn
+    return fn
 
 
 def load(raw, scen):
@@ -101,6 +128,7 @@ STATUS_KEYS = ["write_hits", "write_misses", "bypassed", "read_hits", "read_miss
                "blocks_written_back", "sets_evicted"]
 
 
+@scenario
 def cache(rows):
     runs = [r for r in rows if "seconds" in r]
     configs = list(dict.fromkeys(r["config"] for r in runs))
@@ -205,6 +233,7 @@ def contention_run(r):
     return out
 
 
+@scenario
 def contention(rows):
     runs = [r for r in rows if "alone_mbps" in r]
     configs = list(dict.fromkeys(r["config"] for r in runs))
@@ -267,6 +296,7 @@ def contention(rows):
 
 
 # ---- scenario: timeline ------------------------------------------------------
+@scenario
 def timeline(rows):
     runs = [r for r in rows if "idle_series" in r]
     res = {"configs": {}, "skipped": skipped(rows)}
@@ -318,6 +348,7 @@ def timeline(rows):
 
 
 # ---- scenario: sweep ---------------------------------------------------------
+@scenario
 def sweep(rows):
     res = {"configs": {}, "skipped": skipped(rows)}
     base = [r for r in rows if r.get("config") == "baseline"]
@@ -359,6 +390,7 @@ def sweep(rows):
 
 
 # ---- scenario: cachefull -----------------------------------------------------
+@scenario
 def cachefull(rows):
     runs = [r for r in rows if "series" in r]
     res = {"configs": {}, "skipped": skipped(rows)}
@@ -456,6 +488,7 @@ def read_status_log(path, config):
     return out
 
 
+@scenario
 def evict(rows, raw):
     runs = [r for r in rows if "clat_log" in r]
     res = {"configs": {}, "skipped": skipped(rows)}
@@ -502,6 +535,7 @@ def evict(rows, raw):
 PUBLISHED = {"EnhanceIO (set-associative)": 4, "dm-cache smq": 25, "flashcache": 24}
 
 
+@scenario
 def memory(rows):
     runs = [r for r in rows if "kmem_filled_kib" in r]
     res = {"configs": {}, "skipped": skipped(rows), "published_bytes_per_4k_block": PUBLISHED}
@@ -594,6 +628,7 @@ def per_second(tx, t0, t1):
     return [[i + 1, c] for i, c in enumerate(counts)]
 
 
+@scenario
 def database(rows, raw):
     res = {"configs": {}, "skipped": skipped(rows)}
     configs = list(dict.fromkeys(r["config"] for r in rows if "workload" in r))
@@ -659,6 +694,7 @@ def database(rows, raw):
     return res, md
 
 # ---- scenario: steady ---------------------------------------------------------
+@scenario
 def steady(rows):
     runs = [r for r in rows if "iops" in r]
     configs = list(dict.fromkeys(r["config"] for r in runs))
@@ -711,6 +747,7 @@ def read_dirty_log(path):
     return out
 
 
+@scenario
 def bursts(rows, raw):
     res = {"configs": {}, "skipped": skipped(rows)}
     md = ["| config | burst times s (median per burst) | later / first, worst | light: dirty share, "
@@ -770,6 +807,7 @@ def bursts(rows, raw):
 
 
 # ---- scenario: shift ----------------------------------------------------------
+@scenario
 def shift(rows, raw):
     res = {"configs": {}, "skipped": skipped(rows)}
     md = ["| config | read hit ratio before the shift | seconds to 90% of it after the shift |",
@@ -819,28 +857,6 @@ def shift(rows, raw):
     return res, md
 
 
-HANDLERS = {"cache": cache, "contention": contention, "timeline": timeline, "sweep": sweep,
-            "cachefull": cachefull, "evict": evict, "memory": memory, "steady": steady,
-            "bursts": bursts, "shift": shift, "database": database}
-NEEDS_RAW = {"evict", "database", "bursts", "shift"}
-TITLES = {
-    "cache": "Cache (dm-ssd paper table 3): time per workload, median; ratio to raw SSD / raw HDD",
-    "contention": "Contention (deadline paper fig. 10/11): normal job alone vs with an `ionice -c3` sequential reader, medians",
-    "timeline": "Timeline (deadline paper fig. 15): normal and idle sequential readers, per second",
-    "sweep": "Knob sweep (deadline paper fig. 16): idle throughput during normal load vs idle_dispatch_interval",
-    "cachefull": "Cache full (dm-ssd paper fig. 8): sustained writes once the cache is full of dirty data, vs raw HDD",
-    "evict": "Eviction under load: normal job's p99 latency over time, ssdprio vs dm-cache",
-    "memory": "Memory: RAM for cache metadata per cached 4 KiB block",
-    "steady": "Steady state: skewed 4 KiB random mixes over an origin 8x the cache, after a warm-up; vs the peers and a block-LRU ideal",
-    "bursts": "Write bursts after quiet gaps, and the dirty share under a light steady write load",
-    "shift": "A shifting hot set: read hit ratio per second, and the time to recover after the shift",
-    "database": "Database beside a backup: PostgreSQL 15 pgbench TPS and latency alone vs beside an `ionice -c3` backup",
-}
-PLOTS = {"cache": "cache.png", "contention": "contention.png", "timeline": "timeline.png",
-         "sweep": "sweep.png", "cachefull": "cachefull.png", "evict": "evict.png",
-         "bursts": "bursts.png", "shift": "shift.png", "database": "database.png"}
-
-
 def main():
     raw, out = sys.argv[1], sys.argv[2]
     wanted = sys.argv[3:]
@@ -864,7 +880,7 @@ def main():
         failed = any(r.get("failed") for r in rows)
         h = HANDLERS.get(scen)
         if h:
-            res, md = h(rows, raw) if scen in NEEDS_RAW else h(rows)
+            res, md = h(rows, raw) if h.__code__.co_argcount == 2 else h(rows)
         else:
             res, md = {"skipped": skipped(rows)}, []
         res.update({"scenario": scen, "meta": meta, "failed": failed, "note": TCG_NOTE})
@@ -915,7 +931,7 @@ def write_readme(out):
     lines = ["# dm-ssdprio bench: latest results", "",
              "Written by `bench/run` (see docs/bench.md). Each scenario's section comes from its last run.", "",
              f"> {TCG_NOTE}", ""]
-    for scen in ORDER:
+    for scen in ordered():
         jp = os.path.join(out, scen + ".json")
         if not os.path.exists(jp):
             continue
@@ -924,7 +940,7 @@ def write_readme(out):
         m = res.get("meta", {})
         lines.append(f"## {scen}")
         lines.append("")
-        lines.append(TITLES.get(scen, scen))
+        lines.append(header(scen, "title") or scen)
         lines.append("")
         lines.append(f"Kernel {m.get('kernel', '?')}, module {m.get('module', '?')}, {m.get('date', '?')}, "
                      f"{'QUICK smoke run, ' if m.get('quick') else ''}{m.get('reps', '?')} repetition(s) "
@@ -951,8 +967,8 @@ def write_readme(out):
                          "the figures above, if any, are partial.**")
         for c, why in res.get("skipped", {}).items():
             lines.append(f"\n- skipped {c}: {why}")
-        if scen in PLOTS and os.path.exists(os.path.join(out, PLOTS[scen])):
-            lines.append(f"\n![{scen}]({PLOTS[scen]})")
+        if os.path.exists(os.path.join(out, scen + ".png")):
+            lines.append(f"\n![{scen}]({scen}.png)")
         lines.append("")
     with open(os.path.join(out, "README.md"), "w") as f:
         f.write("\n".join(lines) + "\n")

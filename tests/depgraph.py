@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Calls between the module's units (dm-ssdprio-target.c and drivers/*.c).
+"""Calls between the module's units (dm-ssdprio-target.c and engine/*.c).
 
     tests/depgraph.py            print the edges and any cycle
     tests/depgraph.py --check    exit 1 on an edge against LAYERS or a cycle
@@ -34,7 +34,7 @@ def strip(src):
 
 def units():
     files = {"dm-ssdprio-target": os.path.join(REPO, "dm-ssdprio-target.c")}
-    d = os.path.join(REPO, "drivers")
+    d = os.path.join(REPO, "engine")
     for f in sorted(os.listdir(d)):
         if f.endswith(".c"):
             files[f[:-2]] = os.path.join(d, f)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * ssdprio-tool: read a cache device's superblock and both record copies
- * and work out what the kernel's load (drivers/meta.c) would make of them:
- * the same codec (drivers/meta_codec.c), the same per-record pick
+ * and work out what the kernel's load (engine/meta.c) would make of them:
+ * the same codec (engine/meta_codec.c), the same per-record pick
  * (ssdp_rec_pick).  Also counts what a consistency check wants to know.
  * No writes.
  */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The identity of an origin that only user space can read, for the
- * origin_id ssdprio-tool derives (drivers/ssdprio_format.h): an md array's
+ * origin_id ssdprio-tool derives (engine/ssdprio_format.h): an md array's
  * UUID, or the serial or WWN of a whole disk.  The kernel identifies a
  * device-mapper origin, a partition and a SCSI/SATA disk by itself; this
  * covers what is left, so that an equal-size array or disk is refused

@@ -15,8 +15,8 @@
  *	ssdprio-tool status [--json] [--watch [SECS]] [name...]
  *	ssdprio-tool flush [--wait] [--timeout SECS] name
  *
- * The on-SSD format is drivers/ssdprio_format.h and the codec the
- * kernel's own drivers/meta_codec.c; cache_scan.c reads the records the
+ * The on-SSD format is engine/ssdprio_format.h and the codec the
+ * kernel's own engine/meta_codec.c; cache_scan.c reads the records the
  * way the kernel's load does.  Reads use O_DIRECT where the device allows
  * it, so they see what is on the device, not a stale page cache; on a
  * live table that is the last committed state.  See docs/tools.md.

@@ -12,6 +12,8 @@
 # status is sampled every second in both. ssdprio (defaults), dm-writecache
 # (defaults: writes back above 50% full), bcache (writeback, defaults:
 # writeback_percent 10).
+# title: Write bursts after quiet gaps, and the dirty share under a light steady write load
+# order: 90
 # status: ready
 # minutes: 20
 # mem_mb: 500

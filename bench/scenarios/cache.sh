@@ -10,6 +10,8 @@
 # each program on its own): reads of never-written blocks cost the same on the
 # HDD model, so r3g and rrand need no fill and read nothing the cache holds.
 # ssdprio's status counters are recorded after each workload.
+# title: Cache (dm-ssd paper table 3): time per workload, median; ratio to raw SSD / raw HDD
+# order: 10
 # status: ready
 # minutes: 10
 # mem_mb: 700

@@ -10,6 +10,8 @@
 # bandwidth log; ssdprio's counters after each run. Also, named in
 # CACHEFULL_CONFIGS: ssdprio-nolockout (lockout_clean off), ssdprio-paper
 # (evict_max_wait 0: no writeback at all under load, the dm-ssd paper's rule).
+# title: Cache full (dm-ssd paper fig. 8): sustained writes once the cache is full of dirty data, vs raw HDD
+# order: 50
 # status: ready
 # minutes: 4
 # mem_mb: 400

@@ -30,6 +30,8 @@
 # for batch_mode_delay + 3 s after the normal job ends (to show it resuming at
 # full speed); otherwise for 1 s. Its throughput while the normal job runs is
 # taken from its bandwidth log over the normal job's time window.
+# title: Contention (deadline paper fig. 10/11): normal job alone vs with an `ionice -c3` sequential reader, medians
+# order: 20
 # status: ready
 # minutes: 35
 # mem_mb: 700

@@ -27,6 +27,8 @@
 # Recorded per run: pgbench's per-transaction log (latency, completion time)
 # and progress output, its summary TPS, the backup's start, end, exit status.
 # Not in the default set (nor CI's quick run): `bench/run database`.
+# title: Database beside a backup: PostgreSQL 15 pgbench TPS and latency alone vs beside an `ionice -c3` backup
+# order: 110
 # status: extra
 # minutes: 25
 # mem_mb: 1100

@@ -7,6 +7,8 @@
 # blocks, blocks written back) to show when each cache writes back.
 # ssdprio (defaults: evict_wait 1 s, writeback as idle-class I/O) against
 # dm-cache (smq, writeback, 32 KiB blocks, metadata on an 8 MiB null_blk).
+# title: Eviction under load: normal job's p99 latency over time, ssdprio vs dm-cache
+# order: 60
 # status: ready
 # minutes: 4
 # mem_mb: 400

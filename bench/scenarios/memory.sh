@@ -9,6 +9,8 @@
 # cost per cache block without the fixed costs (bio sets, mempools, workqueues).
 # That measurement is coarse (other allocations move it by tens of KiB);
 # published figures are in docs/bench.md. Origin: a plain null_blk (no timing).
+# title: Memory: RAM for cache metadata per cached 4 KiB block
+# order: 70
 # status: ready
 # minutes: 2
 # mem_mb: 900

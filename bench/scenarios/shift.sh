@@ -8,6 +8,8 @@
 # 90% of it. ssdprio (defaults), dm-writecache, dm-cache (smq, 32 KiB).
 # bcache is left out: its hit counters reach sysfs on a timer, too coarse
 # for a per-second ratio.
+# title: A shifting hot set: read hit ratio per second, and the time to recover after the shift
+# order: 100
 # status: ready
 # minutes: 20
 # mem_mb: 700

@@ -11,6 +11,8 @@
 # ssdprio also the share of bios that bypassed the cache (no free set) and
 # of the cache's blocks that hold data (valid_blocks / cache_blocks).
 # Mixes: MIX = DIST:PARAM:READ_PERCENT, e.g. zipf:1.1:70.
+# title: Steady state: skewed 4 KiB random mixes over an origin 8x the cache, after a warm-up; vs the peers and a block-LRU ideal
+# order: 80
 # status: ready
 # minutes: 80
 # mem_mb: 900

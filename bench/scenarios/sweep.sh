@@ -8,6 +8,8 @@
 # idle_grace). Idle: an `ionice -c3` 128 KiB sequential reader in the second
 # 256 MiB. The normal job's throughput and latency are recorded beside, and a
 # run without the idle reader gives the normal job's baseline.
+# title: Knob sweep (deadline paper fig. 16): idle throughput during normal load vs idle_dispatch_interval
+# order: 40
 # status: ready
 # minutes: 4
 # mem_mb: 600

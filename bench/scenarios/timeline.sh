@@ -9,6 +9,8 @@
 # 256 MiB region is 4x the cache) and mq-deadline on the bare HDD for contrast;
 # the cgroup v2 anchors (bench/lib.sh, anchor_dev): io.cost with io.weight
 # 10000 : 1, and bfq with io.bfq.weight 1000 : 1.
+# title: Timeline (deadline paper fig. 15): normal and idle sequential readers, per second
+# order: 30
 # status: ready
 # minutes: 5
 # mem_mb: 600

@@ -39,7 +39,7 @@ def ios(path):
 
 
 def oset_cset(o, n):
-    """ssdp_oset_cset() of drivers/ssdprio_format.h."""
+    """ssdp_oset_cset() of engine/ssdprio_format.h."""
     h = ((o * 0x61c8864680b583eb) & ((1 << 64) - 1)) >> 32
     return (h * n) >> 32
 

@@ -76,7 +76,7 @@ preboot() {
 	dpkg -i "$deb" >/dev/null || fail "dpkg -i $deb"
 	# The module is loaded now rather than installed where DKMS puts it: a
 	# DKMS build under TCG, or even depmod over the host's modules through
-	# 9p, takes minutes (tools/deb-check checks the DKMS build).
+	# 9p, takes minutes (scripts/deb-check checks the DKMS build).
 	log "preboot: load the module"
 	load_module
 	log "preboot: done"

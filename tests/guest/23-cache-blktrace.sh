@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 
 if ! command -v blktrace >/dev/null || ! command -v blkparse >/dev/null; then
-	skip "blktrace/blkparse not installed (tools/install-deps.sh installs blktrace)"
+	skip "blktrace/blkparse not installed (scripts/install-deps.sh installs blktrace)"
 fi
 if [[ ! -d /sys/kernel/debug/block ]]; then
 	mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null

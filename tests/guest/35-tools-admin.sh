@@ -15,7 +15,7 @@
 
 TOOL=$REPO/build/ssdprio-tool
 [[ -x $TOOL ]] || skip "$TOOL is missing: build it on the host first ('make tools'; make check does)"
-command -v jq >/dev/null || skip "jq is missing (tools/install-deps.sh)"
+command -v jq >/dev/null || skip "jq is missing (scripts/install-deps.sh)"
 
 T=$(mktemp -d)
 RULE=/run/udev/rules.d/60-ssdprio.rules

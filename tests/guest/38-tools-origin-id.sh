@@ -12,7 +12,7 @@
 
 TOOL=$REPO/build/ssdprio-tool
 [[ -x $TOOL ]] || fail "$TOOL missing (make tools)"
-command -v mdadm >/dev/null || skip "no mdadm (tools/install-deps.sh installs it)"
+command -v mdadm >/dev/null || skip "no mdadm (scripts/install-deps.sh installs it)"
 modprobe raid1 2>/dev/null || skip "no raid1 module"
 load_module
 ssd=$(vdisk oid_ssd)

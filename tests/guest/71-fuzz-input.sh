@@ -3,7 +3,7 @@
 # (loaded as creates of an empty device and as reloads of a live caching
 # device) and messages: random tokens, huge, negative and overflowing
 # numbers (2^32, 2^64, ...), empty values, very many arguments, every key
-# of drivers/config.c with bad values, wrong counts, wrong devices.
+# of engine/config.c with bad values, wrong counts, wrong devices.
 # tests/guest/dmfuzz.py checks each case: a refusal leaves a kernel
 # message naming its cause and changes nothing; an accepted line or message
 # is valid and shows in `dmsetup table`. The live device holds stamped dirty
@@ -41,7 +41,7 @@ table0=$(dmsetup table sp)
 
 rc=0
 python3 "$REPO/tests/guest/dmfuzz.py" --live sp --origin "$hdd" --cache "$ssd" \
-	--spare-origin "$hdd2" --spare-cache "$ssd2" --config "$REPO/drivers/config.c" \
+	--spare-origin "$hdd2" --spare-cache "$ssd2" --config "$REPO/engine/config.c" \
 	--tables "$N" --messages "$N" --seed "$SEED" --live-set-size 16 \
 	--check-cmd "python3 $FIO check $dev $STATE --strict-reads --label 'through ssdprio' >/dev/null" ||
 	rc=$?

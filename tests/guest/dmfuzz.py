@@ -5,7 +5,7 @@ through its ioctls directly (a dmsetup exec per case costs ~100 ms under
 TCG; thousands of cases would take many minutes).
 
   dmfuzz.py --live NAME --origin DEV --cache DEV --spare-origin DEV
-            --spare-cache DEV --config drivers/config.c --tables N
+            --spare-cache DEV --config engine/config.c --tables N
             --messages N --seed S [--check-cmd CMD]
 
 Tables are loaded into the inactive slot of an empty device (a create) or
@@ -13,7 +13,7 @@ of the live device NAME (a reload); messages go to NAME. For each case:
   - refused: the kernel log got a line naming the cause (not dm's
     "Unknown error"), and nothing changed: NAME's table line is the same,
     no inactive table was left behind;
-  - accepted: the line is valid by the key table of drivers/config.c
+  - accepted: the line is valid by the key table of engine/config.c
     (every value in range, the right count), and `table` prints what was
     asked (a value equal to the default is not printed);
   - a few accepted ones are resumed (a real create or reload);
@@ -164,7 +164,7 @@ class Kmsg:
         return lines
 
 
-# --- the key table, from drivers/config.c ----------------------------------------------
+# --- the key table, from engine/config.c ----------------------------------------------
 def parse_keys(path):
     src = open(path).read()
     consts = {"HOUR_MS": 3600 * 1000}

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Corrupt the metadata of an ssdprio cache device (drivers/ssdprio_format.h,
+"""Corrupt the metadata of an ssdprio cache device (engine/ssdprio_format.h,
 format 2) in one random way, and say how on stdout (one line).
 
   metacorrupt.py DEV --seed S [--kind KIND] [--nr-osets N]

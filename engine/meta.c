@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * dm-ssdprio persistent metadata: format, load, commit, clean shutdown.
- * The on-SSD format is drivers/ssdprio_format.h; meta_codec.c encodes it.
+ * The on-SSD format is engine/ssdprio_format.h; meta_codec.c encodes it.
  *
  * Commit protocol (one commit serves every flush and FUA write that
  * arrived before it started):

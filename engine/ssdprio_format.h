@@ -2,7 +2,7 @@
 /*
  * dm-ssdprio on-SSD format.  The one definition of it: the kernel module
  * and tools/ both include this header (it compiles in both), and
- * drivers/meta_codec.c is the one encoder/decoder.
+ * engine/meta_codec.c is the one encoder/decoder.
  *
  * Cache device, in 512-byte sectors:
  *
@@ -24,7 +24,7 @@
  *
  *   block k of a copy:  | rec nk | rec nk+1 | ... | rec nk+n-1 |
  *
- * The cache is a decoupled sectored cache (drivers/frame_map.h): origin
+ * The cache is a decoupled sectored cache (engine/frame_map.h): origin
  * set o lives only in cache set ssdp_oset_cset(o); a cache set holds
  * blocks of up to SSDP_REC_TAGS origin sets, block b of any of them in
  * frame b.  One record:

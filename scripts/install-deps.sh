@@ -5,9 +5,9 @@
 # fast when everything is there: apt-get only runs for missing packages.
 # The one package list, used by `make deps` (and so `make check`) and .ci/run.
 #
-# usage: tools/install-deps.sh [--checkpatch] [--fstests] [--list]
+# usage: scripts/install-deps.sh [--checkpatch] [--fstests] [--list]
 #   --checkpatch  also unpack scripts/checkpatch.pl (and its data files) from
-#                 linux-source-6.1 into build/linux-src/ (for tools/checkpatch.sh)
+#                 linux-source-6.1 into build/linux-src/ (for scripts/checkpatch.sh)
 #   --fstests     accepted for older callers: the packages fstests needs to
 #                 build and run (FSTESTS_PACKAGES) are in the default list,
 #                 since `make check` runs a few fstests (docs/fstests.md)
@@ -15,7 +15,7 @@
 #
 # Kernels: Debian 12's 6.1 (linux-image-amd64) and 6.12 (bookworm-security's
 # linux-image-6.12-amd64), image and headers through their meta packages, so
-# the exact release is whatever Debian ships now (tools/kernel finds it).
+# the exact release is whatever Debian ships now (scripts/kernel finds it).
 # SSDP_HEADERS=private: the 6.12 headers are not installed but unpacked into
 # build/kheaders (SSDP_KHEADERS), for shared machines where a second tree in
 # /lib/modules/*/build would change which kernel other checkouts build for.
@@ -27,7 +27,7 @@ PACKAGES=(
 	# for the BTF that 6.12's kbuild adds to modules.
 	linux-image-amd64 linux-headers-amd64 linux-image-6.12-amd64
 	gcc make bc kmod dwarves
-	# The DKMS build of both kernels (tools/dkms-check, CI).
+	# The DKMS build of both kernels (scripts/dkms-check, CI).
 	dkms
 	# Kernel source: reference, checkpatch.pl; sparse for `make lint`.
 	linux-source-6.1 xz-utils sparse
@@ -35,7 +35,7 @@ PACKAGES=(
 	qemu-system-x86 busybox-static cpio zstd
 	# ssdprio-tool status/flush: libdevmapper (headers and the library).
 	libdevmapper-dev
-	# Debian packages (tools/deb-check): debhelper with the DKMS addon.
+	# Debian packages (scripts/deb-check): debhelper with the DKMS addon.
 	debhelper dh-dkms dpkg-dev build-essential
 	# Man pages checked with groff (make unit).
 	groff-base

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * dm-ssdprio: the per-device context shared by the target glue
- * (dm-ssdprio-target.c) and the engine units in drivers/:
+ * (dm-ssdprio-target.c) and the engine units in engine/:
  *
  *   cache.c   cache engine: where each bio goes, per-set exclusion
  *   evict.c   deferred eviction worker and writeback jobs

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * dm-ssdprio metadata codec: superblock and set records to and from their
- * on-disk form (drivers/ssdprio_format.h).  Pure logic: the module, tools/
+ * on-disk form (engine/ssdprio_format.h).  Pure logic: the module, tools/
  * and the unit tests share it, so there is one encoder and one decoder.
  * No locking, no I/O, no allocation.
  */
