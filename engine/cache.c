@@ -84,6 +84,7 @@ static void ssdp_evict_knobs_locked(struct ssdprio *sp)
 }
 
 static void ssdp_retry_work_fn(struct work_struct *work);
+static void ssdp_deferred_work_fn(struct work_struct *work);
 static void ssdp_commit_work_fn(struct work_struct *work);
 static void ssdp_set_released_locked(struct ssdprio *sp, u32 cset);
 
@@ -108,19 +109,12 @@ int ssdp_cache_ctr(struct ssdprio *sp, char **error)
 
 	spin_lock_init(&sp->cache_lock);
 	bio_list_init(&sp->deferred);
-	INIT_LIST_HEAD(&sp->promotions);
 	ssdp_seq_init(&sp->seq);
 	ssdp_seq_init(&sp->wseq);
 	init_waitqueue_head(&sp->bg_wait);
-	INIT_WORK(&sp->evict_work, ssdp_evict_work_fn);
-	INIT_DELAYED_WORK(&sp->evict_timer, ssdp_evict_timer_fn);
 	INIT_WORK(&sp->deferred_work, ssdp_deferred_work_fn);
-	INIT_WORK(&sp->promote_work, ssdp_promote_work_fn);
-	bio_list_init(&sp->captures);
-	INIT_WORK(&sp->capture_work, ssdp_capture_work_fn);
 	bio_list_init(&sp->retry);
 	INIT_WORK(&sp->retry_work, ssdp_retry_work_fn);
-	INIT_DELAYED_WORK(&sp->wb_retry, ssdp_wb_retry_fn);
 	bio_list_init(&sp->commit_bios);
 	INIT_WORK(&sp->commit_work, ssdp_commit_work_fn);
 	sp->set_released = ssdp_set_released_locked;
@@ -165,6 +159,13 @@ int ssdp_cache_ctr(struct ssdprio *sp, char **error)
 		r = -ENOMEM;
 		goto bad_bs;
 	}
+	r = ssdp_evict_init(sp);
+	if (!r)
+		r = ssdp_promote_init(sp);
+	if (r) {
+		*error = "Cannot allocate the background work";
+		goto bad_meta;
+	}
 	/* May replace the layout by the one the superblock records. */
 	r = ssdp_meta_ctr(sp, error);
 	if (r)
@@ -207,6 +208,8 @@ bad_map:
 	ssdp_fmap_destroy(&sp->fmap);
 bad_meta:
 	ssdp_meta_dtr(sp);
+	ssdp_promote_exit(sp);
+	ssdp_evict_exit(sp);
 	destroy_workqueue(sp->wq);
 	sp->wq = NULL;
 bad_bs:
@@ -219,9 +222,7 @@ bad:
 /* Wait for every background job; nothing new starts (suspended). */
 static void ssdp_cache_drain(struct ssdprio *sp)
 {
-	cancel_delayed_work_sync(&sp->evict_timer);
-	cancel_delayed_work_sync(&sp->wb_retry);
-	flush_work(&sp->evict_work);
+	ssdp_evict_drain(sp);
 	ssdp_promote_drain(sp);
 	wait_event(sp->bg_wait, !atomic_read(&sp->bg_jobs));
 	flush_work(&sp->deferred_work);
@@ -241,6 +242,8 @@ void ssdp_cache_dtr(struct ssdprio *sp)
 	ssdp_cache_presuspend(sp);
 	ssdp_cache_drain(sp);
 	ssdp_meta_dtr(sp);
+	ssdp_promote_exit(sp);
+	ssdp_evict_exit(sp);
 	destroy_workqueue(sp->wq);
 	bioset_exit(&sp->bs);
 	kvfree(sp->set_io);
@@ -744,7 +747,7 @@ int ssdp_cache_map(struct ssdprio *sp, struct bio *bio)
 	return ssdp_route(sp, bio, true);
 }
 
-void ssdp_deferred_work_fn(struct work_struct *work)
+static void ssdp_deferred_work_fn(struct work_struct *work)
 {
 	struct ssdprio *sp = container_of(work, struct ssdprio, deferred_work);
 	struct bio_list list;

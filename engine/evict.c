@@ -53,6 +53,41 @@
 /* Writeback buffer: dirty runs are copied in pieces of at most this. */
 #define SSDP_WB_BUF_BYTES	(256U << 10)
 
+/*
+ * Lock-out sets noted at once: enough for the sets one burst of misses
+ * meets; a set not noted because it is full is noted by its next refusal.
+ */
+#define SSDP_LOCKOUT_RING	64
+
+struct ssdp_lockout {
+	u32 cset;
+	u32 blk;	/* the refusing frame; SSDP_NONE: the set's tags */
+};
+
+/* evict.c's state; the fields marked [cache_lock] are under it. */
+struct ssdp_evict {
+	struct ssdprio *sp;
+	struct work_struct work;	/* the eviction worker */
+	struct delayed_work timer;	/* end of a quiet-window wait */
+	/*
+	 * Sets whose writeback failed (set_io.wb_failed) are retried when
+	 * @retry fires, backoff_ms later (doubling up to a bound), so a
+	 * broken origin or an unreadable SSD block costs no busy loop.
+	 */
+	struct delayed_work retry;
+	u32 backoff_ms;			/* [cache_lock] */
+	u32 retry_cursor;		/* [cache_lock] */
+	u64 dirty_blocks;		/* [cache_lock] of sets under writeback */
+	/*
+	 * Lock-out ring: sets whose dirty block refused another origin
+	 * set's, oldest first, for lock-out cleaning (evict_sm.h).  May
+	 * hold stale entries (set_io.lockout clear).
+	 */
+	struct ssdp_lockout lockout_ring[SSDP_LOCKOUT_RING]; /* [cache_lock] */
+	u32 lockout_head;		/* [cache_lock] */
+	u32 nr_lockout;			/* [cache_lock] */
+};
+
 struct ssdp_wb_job {
 	struct work_struct work;
 	struct ssdprio *sp;
@@ -72,7 +107,7 @@ void ssdp_evict_kick_locked(struct ssdprio *sp)
 {
 	lockdep_assert_held(&sp->cache_lock);
 	if (!sp->suspended)
-		queue_work(sp->wq, &sp->evict_work);
+		queue_work(sp->wq, &sp->ev->work);
 }
 
 /*
@@ -103,11 +138,11 @@ void ssdp_lockout_note_locked(struct ssdprio *sp, u32 cset, u32 blk)
 
 	lockdep_assert_held(&sp->cache_lock);
 	ssdp_count(sp, SSDP_ST_LOCKOUTS);
-	if (sio->lockout || sp->nr_lockout == SSDP_LOCKOUT_RING ||
+	if (sio->lockout || sp->ev->nr_lockout == SSDP_LOCKOUT_RING ||
 	    !ssdp_esm_lockout_on(&sp->evict))
 		return;
 	sio->lockout = true;
-	lo = &sp->lockout_ring[(sp->lockout_head + sp->nr_lockout++) %
+	lo = &sp->ev->lockout_ring[(sp->ev->lockout_head + sp->ev->nr_lockout++) %
 			       SSDP_LOCKOUT_RING];
 	lo->cset = cset;
 	lo->blk = blk;
@@ -117,11 +152,11 @@ void ssdp_lockout_note_locked(struct ssdprio *sp, u32 cset, u32 blk)
 
 static struct ssdp_lockout ssdp_lockout_pop_locked(struct ssdprio *sp)
 {
-	struct ssdp_lockout lo = sp->lockout_ring[sp->lockout_head];
+	struct ssdp_lockout lo = sp->ev->lockout_ring[sp->ev->lockout_head];
 
 	lockdep_assert_held(&sp->cache_lock);
-	sp->lockout_head = (sp->lockout_head + 1) % SSDP_LOCKOUT_RING;
-	sp->nr_lockout--;
+	sp->ev->lockout_head = (sp->ev->lockout_head + 1) % SSDP_LOCKOUT_RING;
+	sp->ev->nr_lockout--;
 	return lo;
 }
 
@@ -132,13 +167,13 @@ static struct ssdp_lockout ssdp_lockout_pop_locked(struct ssdprio *sp)
  */
 static bool ssdp_lockout_ready_locked(struct ssdprio *sp)
 {
-	u32 n = sp->nr_lockout;
+	u32 n = sp->ev->nr_lockout;
 	struct ssdp_set_io *sio;
 	struct ssdp_lockout lo;
 
 	lockdep_assert_held(&sp->cache_lock);
 	while (n--) {
-		lo = sp->lockout_ring[sp->lockout_head];
+		lo = sp->ev->lockout_ring[sp->ev->lockout_head];
 		sio = &sp->set_io[lo.cset];
 		if (sio->lockout && ssdp_fmap_nr_dirty(&sp->fmap, lo.cset) &&
 		    !sio->writers && !sio->excl && !sio->wb_failed)
@@ -150,16 +185,16 @@ static bool ssdp_lockout_ready_locked(struct ssdprio *sp)
 			sio->lockout = false;
 			continue;
 		}
-		sp->lockout_ring[(sp->lockout_head + sp->nr_lockout++) %
+		sp->ev->lockout_ring[(sp->ev->lockout_head + sp->ev->nr_lockout++) %
 				 SSDP_LOCKOUT_RING] = lo;
 	}
 	return false;
 }
 
-void ssdp_evict_timer_fn(struct work_struct *work)
+static void ssdp_evict_timer_fn(struct work_struct *work)
 {
 	struct ssdprio *sp = container_of(to_delayed_work(work),
-					  struct ssdprio, evict_timer);
+					  struct ssdp_evict, timer)->sp;
 	unsigned long flags;
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
@@ -299,12 +334,12 @@ static void ssdp_wb_fail_locked(struct ssdprio *sp, u32 cset)
 		ssdp_fmap_pin(&sp->fmap, cset);
 		sp->nr_wb_failed++;
 	}
-	if (!sp->wb_backoff_ms)
-		sp->wb_backoff_ms = SSDP_WB_BACKOFF_MIN_MS;
-	if (!sp->suspended && !delayed_work_pending(&sp->wb_retry))
-		queue_delayed_work(sp->wq, &sp->wb_retry,
-				   msecs_to_jiffies(sp->wb_backoff_ms));
-	sp->wb_backoff_ms = min(sp->wb_backoff_ms * 2, SSDP_WB_BACKOFF_MAX_MS);
+	if (!sp->ev->backoff_ms)
+		sp->ev->backoff_ms = SSDP_WB_BACKOFF_MIN_MS;
+	if (!sp->suspended && !delayed_work_pending(&sp->ev->retry))
+		queue_delayed_work(sp->wq, &sp->ev->retry,
+				   msecs_to_jiffies(sp->ev->backoff_ms));
+	sp->ev->backoff_ms = min(sp->ev->backoff_ms * 2, SSDP_WB_BACKOFF_MAX_MS);
 }
 
 /* @cset is no longer held aside; cache_lock held. */
@@ -334,10 +369,10 @@ static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset, u32 only,
 				 enum ssdp_evict_wb_kind kind, bool pressure);
 
 /* Backoff over: write back a few sets held aside, where they are. */
-void ssdp_wb_retry_fn(struct work_struct *work)
+static void ssdp_wb_retry_fn(struct work_struct *work)
 {
 	struct ssdprio *sp = container_of(to_delayed_work(work),
-					  struct ssdprio, wb_retry);
+					  struct ssdp_evict, retry)->sp;
 	u32 budget = max_t(u32, READ_ONCE(sp->cfg.evict_inflight), 1);
 	u32 n = sp->layout.nr_csets, i, cset;
 	unsigned long flags;
@@ -345,13 +380,13 @@ void ssdp_wb_retry_fn(struct work_struct *work)
 	lockdep_assert_held(&sp->cache_lock);
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	for (i = 0; i < n && budget && !sp->suspended; i++) {
-		cset = (sp->wb_retry_cursor + i) % n;
+		cset = (sp->ev->retry_cursor + i) % n;
 		if (sp->set_io[cset].wb_failed && !sp->set_io[cset].excl &&
 		    ssdp_wb_start_locked(sp, cset, SSDP_NONE, SSDP_WB_RETRY,
 					 false))
 			budget--;
 	}
-	sp->wb_retry_cursor = (sp->wb_retry_cursor + i) % n;
+	sp->ev->retry_cursor = (sp->ev->retry_cursor + i) % n;
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 }
 
@@ -376,16 +411,16 @@ static void ssdp_wb_job_fn(struct work_struct *work)
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	ssdp_excl_end_locked(sp, job->cset);
-	sp->wb_dirty_blocks -= job->dirty;
+	sp->ev->dirty_blocks -= job->dirty;
 	if (r) {
 		ssdp_wb_fail_locked(sp, job->cset);
 		ssdp_esm_wb_failed(&sp->evict, job->kind);
 	} else {
-		sp->wb_backoff_ms = SSDP_WB_BACKOFF_MIN_MS;
+		sp->ev->backoff_ms = SSDP_WB_BACKOFF_MIN_MS;
 		ssdp_wb_unfail_locked(sp, job->cset);
 		/* Others held aside may work now too. */
 		if (sp->nr_wb_failed && !sp->suspended)
-			mod_delayed_work(sp->wq, &sp->wb_retry, 0);
+			mod_delayed_work(sp->wq, &sp->ev->retry, 0);
 		ssdp_esm_wb_done(&sp->evict, job->kind);
 	}
 	ssdp_evict_kick_locked(sp);
@@ -415,7 +450,7 @@ static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset, u32 only,
 	/* One run: at least its first block. */
 	job->dirty = only == SSDP_NONE ? ssdp_fmap_nr_dirty(&sp->fmap, cset) :
 					 1;
-	sp->wb_dirty_blocks += job->dirty;
+	sp->ev->dirty_blocks += job->dirty;
 	job->kind = kind;
 	job->pressure = pressure;
 	job->only = only;
@@ -477,7 +512,7 @@ static void ssdp_clean_view_locked(struct ssdprio *sp, u64 now_s,
 
 	lockdep_assert_held(&sp->cache_lock);
 	v->dirty_blocks = sp->fmap.total_dirty;
-	v->dirty_in_writeback = sp->wb_dirty_blocks;
+	v->dirty_in_writeback = sp->ev->dirty_blocks;
 	v->cleanable = old != SSDP_NONE;
 	v->oldest_age = 0;
 	if (v->cleanable) {
@@ -488,9 +523,9 @@ static void ssdp_clean_view_locked(struct ssdprio *sp, u64 now_s,
 	}
 }
 
-void ssdp_evict_work_fn(struct work_struct *work)
+static void ssdp_evict_work_fn(struct work_struct *work)
 {
-	struct ssdprio *sp = container_of(work, struct ssdprio, evict_work);
+	struct ssdprio *sp = container_of(work, struct ssdp_evict, work)->sp;
 	struct ssdp_evict_action act;
 	struct ssdp_evict_view view;
 	struct ssdp_lockout lo;
@@ -512,7 +547,7 @@ void ssdp_evict_work_fn(struct work_struct *work)
 		ssdp_clean_view_locked(sp, ktime_get_seconds(), &view);
 		view.lockout_ready = ssdp_esm_lockout_on(&sp->evict) &&
 				     ssdp_lockout_ready_locked(sp);
-		view.lockout_sets = sp->nr_lockout;
+		view.lockout_sets = sp->ev->nr_lockout;
 		act = ssdp_esm_next_action(&sp->evict, now, &view);
 
 		switch (act.type) {
@@ -551,7 +586,7 @@ void ssdp_evict_work_fn(struct work_struct *work)
 			continue;
 		case SSDP_EVICT_ACT_ARM_TIMER:
 			if (!sp->suspended)
-				mod_delayed_work(sp->wq, &sp->evict_timer,
+				mod_delayed_work(sp->wq, &sp->ev->timer,
 						 nsecs_to_jiffies(act.deadline -
 								  now) + 1);
 			break;
@@ -571,4 +606,32 @@ void ssdp_evict_work_fn(struct work_struct *work)
 		sp->draining = false;
 	}
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
+}
+
+/* The eviction worker, its quiet-window timer and the writeback retry. */
+int ssdp_evict_init(struct ssdprio *sp)
+{
+	sp->ev = kzalloc(sizeof(*sp->ev), GFP_KERNEL);
+	if (!sp->ev)
+		return -ENOMEM;
+	sp->ev->sp = sp;
+	INIT_WORK(&sp->ev->work, ssdp_evict_work_fn);
+	INIT_DELAYED_WORK(&sp->ev->timer, ssdp_evict_timer_fn);
+	INIT_DELAYED_WORK(&sp->ev->retry, ssdp_wb_retry_fn);
+	return 0;
+}
+
+/* After ssdp_evict_drain(), or when nothing ever ran. */
+void ssdp_evict_exit(struct ssdprio *sp)
+{
+	kfree(sp->ev);
+	sp->ev = NULL;
+}
+
+/* Suspend: nothing new starts (sp->suspended); wait for what runs. */
+void ssdp_evict_drain(struct ssdprio *sp)
+{
+	cancel_delayed_work_sync(&sp->ev->timer);
+	cancel_delayed_work_sync(&sp->ev->retry);
+	flush_work(&sp->ev->work);
 }

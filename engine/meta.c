@@ -44,9 +44,8 @@
  * ctr or dtr: on a table reload the new table's ctr runs while the old
  * table is live, and the old table's dtr runs after the new one resumed.
  *
- * Locking: meta_lock (mutex) serialises all metadata I/O and protects the
- * fields marked "meta_lock" in struct ssdprio; it is taken outside
- * cache_lock and never inside it.
+ * Locking: meta->lock (mutex) serialises all metadata I/O and protects
+ * struct ssdp_meta; it is taken outside cache_lock, never inside it.
  */
 #include <linux/blkdev.h>
 #include <linux/dm-ioctl.h>
@@ -63,6 +62,30 @@
 /* Metadata blocks read per round of a load (per copy). */
 #define SSDP_LOAD_CHUNK_BLOCKS	256U	/* 1 MiB */
 #define SSDP_MB_SHIFT		12	/* log2(SSDP_META_BLOCK_BYTES) */
+
+/*
+ * meta.c's state.  @lock serialises metadata I/O and protects the fields
+ * below it; it is taken outside cache_lock, never inside.
+ */
+struct ssdp_meta {
+	struct mutex lock;
+	struct ssdp_sb_info sb;
+	u32 rec_seed;
+	u64 seq;			/* last commit's sequence number */
+	unsigned long *copy;		/* per metadata block: newest copy */
+	unsigned long *both;		/* per block: next write to both copies */
+	unsigned long *todo;		/* metadata blocks of this commit */
+	u32 *list;
+	struct ssdp_rec_view *view;	/* two, see ssdp_meta_ctr() */
+	struct ssdp_buf buf;
+	bool must_format;		/* blank cache + format, or bypassed */
+	bool loaded;			/* format or load done: the map is real */
+	u32 fixups;			/* load: records left stale on the SSD */
+	enum ssdp_meta_state state;
+	u64 commits;
+	u64 block_writes;
+	u32 load_ms;
+};
 
 static int ssdp_meta_commit_locked(struct ssdprio *sp);
 
@@ -93,25 +116,25 @@ static void *ssdp_buf_addr(struct ssdp_buf *buf, size_t off)
 
 static int ssdp_meta_write_sb(struct ssdprio *sp, bool clean)
 {
-	void *block = ssdp_buf_addr(&sp->meta_buf, 0);
+	void *block = ssdp_buf_addr(&sp->meta->buf, 0);
 	unsigned long flags;
 	u64 dirty;
 	int r;
 
-	sp->sb.flags = clean ? SSDP_SB_CLEAN : 0;
+	sp->meta->sb.flags = clean ? SSDP_SB_CLEAN : 0;
 	if (clean) {
 		spin_lock_irqsave(&sp->cache_lock, flags);
 		dirty = sp->fmap.total_dirty;
 		spin_unlock_irqrestore(&sp->cache_lock, flags);
 		/* What a later "cache off" table checks (ssdp_meta_ctr_bypass). */
 		if (!dirty)
-			sp->sb.flags |= SSDP_SB_NO_DIRTY;
+			sp->meta->sb.flags |= SSDP_SB_NO_DIRTY;
 	}
-	sp->sb.seq = sp->meta_seq;
+	sp->meta->sb.seq = sp->meta->seq;
 	memset(block, 0, SSDP_META_BLOCK_BYTES);
-	ssdp_sb_encode(&sp->sb, block);
+	ssdp_sb_encode(&sp->meta->sb, block);
 	/* PREFLUSH: what the superblock vouches for is durable first. */
-	r = ssdp_io_meta_sync(sp, &sp->meta_buf, 0, 0, SSDP_META_BLOCK_BYTES,
+	r = ssdp_io_meta_sync(sp, &sp->meta->buf, 0, 0, SSDP_META_BLOCK_BYTES,
 			      REQ_OP_WRITE | REQ_SYNC | REQ_PREFLUSH | REQ_FUA);
 	if (r)
 		DMERR("%s: superblock write failed: %d", ssdp_name(sp), r);
@@ -286,20 +309,20 @@ static const char *ssdp_sb_origin_mismatch(struct ssdprio *sp,
  */
 static int ssdp_meta_check(struct ssdprio *sp, char **error)
 {
-	struct ssdp_sb_info *sb = &sp->sb;
+	struct ssdp_sb_info *sb = &sp->meta->sb;
 	sector_t cache_sectors = bdev_nr_sectors(sp->cache->bdev);
-	bool again = sp->meta_must_format;
+	bool again = sp->meta->must_format;
 	enum ssdp_sb_result res;
 	int r;
 
-	sp->meta_must_format = false;
-	r = ssdp_io_meta_sync(sp, &sp->meta_buf, 0, 0, SSDP_META_BLOCK_BYTES,
+	sp->meta->must_format = false;
+	r = ssdp_io_meta_sync(sp, &sp->meta->buf, 0, 0, SSDP_META_BLOCK_BYTES,
 			      REQ_OP_READ);
 	if (r) {
 		*error = "Cannot read the cache superblock";
 		return r;
 	}
-	res = ssdp_sb_decode(ssdp_buf_addr(&sp->meta_buf, 0), sb);
+	res = ssdp_sb_decode(ssdp_buf_addr(&sp->meta->buf, 0), sb);
 	r = -EINVAL;
 	switch (res) {
 	case SSDP_SB_OK:
@@ -307,7 +330,7 @@ static int ssdp_meta_check(struct ssdprio *sp, char **error)
 	case SSDP_SB_BLANK:
 	case SSDP_SB_FOREIGN:
 		if (sp->format) {
-			sp->meta_must_format = true;
+			sp->meta->must_format = true;
 			return 0;
 		}
 		*error = res == SSDP_SB_BLANK ?
@@ -329,7 +352,7 @@ static int ssdp_meta_check(struct ssdprio *sp, char **error)
 			if (!again)
 				DMWARN("cache has format version 1 and no dirty blocks: formatting it afresh in version %u",
 				       SSDP_FORMAT_VERSION);
-			sp->meta_must_format = true;
+			sp->meta->must_format = true;
 			return 0;
 		}
 		*error = sb->flags & SSDP_SB_NO_DIRTY ?
@@ -381,7 +404,7 @@ static int ssdp_meta_check(struct ssdprio *sp, char **error)
 		/* Once per table: the first resume checks again. */
 		if (!again)
 			DMWARN("cache was bypassed by a 'cache off' table: its contents are out of date and are discarded; starting empty");
-		sp->meta_must_format = true;
+		sp->meta->must_format = true;
 		return 0;
 	}
 	/* The superblock's layout rules, even if the device has grown. */
@@ -394,19 +417,24 @@ int ssdp_meta_ctr(struct ssdprio *sp, char **error)
 {
 	int r;
 
-	mutex_init(&sp->meta_lock);
+	sp->meta = kzalloc(sizeof(*sp->meta), GFP_KERNEL);
+	if (!sp->meta) {
+		*error = "Cannot allocate the metadata state";
+		return -ENOMEM;
+	}
+	mutex_init(&sp->meta->lock);
 	if (bdev_logical_block_size(sp->cache->bdev) > SSDP_META_BLOCK_BYTES) {
 		*error = "Cache device logical block size is above 4096";
 		return -EINVAL;
 	}
-	r = ssdp_buf_alloc(&sp->meta_buf,
+	r = ssdp_buf_alloc(&sp->meta->buf,
 			   SSDP_META_CHUNK_BLOCKS * SSDP_META_BLOCK_BYTES,
 			   GFP_KERNEL);
-	sp->meta_list = kcalloc(SSDP_META_CHUNK_BLOCKS,
-				sizeof(*sp->meta_list), GFP_KERNEL);
+	sp->meta->list = kcalloc(SSDP_META_CHUNK_BLOCKS,
+				sizeof(*sp->meta->list), GFP_KERNEL);
 	/* Two: a load compares both copies of a record. */
-	sp->meta_view = kmalloc_array(2, sizeof(*sp->meta_view), GFP_KERNEL);
-	if (r || !sp->meta_list || !sp->meta_view) {
+	sp->meta->view = kmalloc_array(2, sizeof(*sp->meta->view), GFP_KERNEL);
+	if (r || !sp->meta->list || !sp->meta->view) {
 		*error = "Cannot allocate the metadata buffer";
 		return -ENOMEM;
 	}
@@ -619,27 +647,31 @@ static int ssdp_meta_alloc_bitmaps(struct ssdprio *sp)
 {
 	size_t longs = BITS_TO_LONGS(ssdp_meta_blocks(&sp->layout));
 
-	sp->meta_copy = kvcalloc(longs, sizeof(long), GFP_KERNEL);
-	sp->meta_todo = kvcalloc(longs, sizeof(long), GFP_KERNEL);
-	sp->meta_both = kvcalloc(longs, sizeof(long), GFP_KERNEL);
-	if (!sp->meta_copy || !sp->meta_todo || !sp->meta_both)
+	sp->meta->copy = kvcalloc(longs, sizeof(long), GFP_KERNEL);
+	sp->meta->todo = kvcalloc(longs, sizeof(long), GFP_KERNEL);
+	sp->meta->both = kvcalloc(longs, sizeof(long), GFP_KERNEL);
+	if (!sp->meta->copy || !sp->meta->todo || !sp->meta->both)
 		return -ENOMEM;
 	return 0;
 }
 
 void ssdp_meta_dtr(struct ssdprio *sp)
 {
-	kvfree(sp->meta_copy);
-	kvfree(sp->meta_todo);
-	kvfree(sp->meta_both);
-	kfree(sp->meta_list);
-	kfree(sp->meta_view);
-	ssdp_buf_free(&sp->meta_buf);
+	if (!sp->meta)
+		return;
+	kvfree(sp->meta->copy);
+	kvfree(sp->meta->todo);
+	kvfree(sp->meta->both);
+	kfree(sp->meta->list);
+	kfree(sp->meta->view);
+	ssdp_buf_free(&sp->meta->buf);
+	kfree(sp->meta);
+	sp->meta = NULL;
 }
 
 static int ssdp_meta_format(struct ssdprio *sp)
 {
-	struct ssdp_sb_info *sb = &sp->sb;
+	struct ssdp_sb_info *sb = &sp->meta->sb;
 	struct ssdp_layout *l = &sp->layout;
 
 	memset(sb, 0, sizeof(*sb));
@@ -656,11 +688,11 @@ static int ssdp_meta_format(struct ssdprio *sp)
 	sb->data_start = l->data_start;
 	sb->format_time = ktime_get_real_seconds();
 	ssdp_sb_set_origin_uid(sp, sb);
-	sp->meta_seq = 1;
+	sp->meta->seq = 1;
 	/* No record is written yet: each block's first write fills both. */
-	bitmap_fill(sp->meta_both, ssdp_meta_blocks(l));
+	bitmap_fill(sp->meta->both, ssdp_meta_blocks(l));
 	/* Records of an older format fail the new UUID's checksum: free. */
-	sp->rec_seed = ssdp_rec_seed(sb->uuid);
+	sp->meta->rec_seed = ssdp_rec_seed(sb->uuid);
 	DMINFO("%s: formatted the cache: %llu sets of %u blocks",
 	       ssdp_name(sp), l->nr_csets, sb->set_blocks);
 	return ssdp_meta_write_sb(sp, false);
@@ -702,7 +734,7 @@ static int ssdp_meta_restore(struct ssdprio *sp, u32 cset,
 	r = ssdp_fmap_load_set(&sp->fmap, cset, v, keep_clean);
 	if (!r && fixed) {
 		ssdp_fmap_mark_changed(&sp->fmap, cset);
-		sp->meta_fixups++;
+		sp->meta->fixups++;
 	}
 	return r;
 }
@@ -748,15 +780,15 @@ static int ssdp_meta_load(struct ssdprio *sp)
 	u32 rpb = ssdp_recs_per_block(sp), rb = l->rec_bytes;
 	u64 nr_blocks = ssdp_meta_blocks(l);
 	u32 set_blocks = sp->cfg.set_blocks;
-	bool recovering = !(sp->sb.flags & SSDP_SB_CLEAN);
+	bool recovering = !(sp->meta->sb.flags & SSDP_SB_CLEAN);
 	struct ssdp_buf bufs[SSDP_META_COPIES] = {};
 	DECLARE_BITMAP(bad[SSDP_META_COPIES], SSDP_LOAD_CHUNK_BLOCKS);
 	unsigned long flags;
-	u64 k, max_seq = sp->sb.seq, loaded = 0, lone_recs = 0;
+	u64 k, max_seq = sp->meta->sb.seq, loaded = 0, lone_recs = 0;
 	u64 t0 = ktime_get_ns();
 	int r = -ENOMEM, c;
 
-	sp->rec_seed = ssdp_rec_seed(sp->sb.uuid);
+	sp->meta->rec_seed = ssdp_rec_seed(sp->meta->sb.uuid);
 	for (c = 0; c < SSDP_META_COPIES; c++)
 		if (ssdp_buf_alloc(&bufs[c], SSDP_LOAD_CHUNK_BLOCKS *
 				   SSDP_META_BLOCK_BYTES, GFP_KERNEL))
@@ -787,13 +819,13 @@ static int ssdp_meta_load(struct ssdprio *sp)
 			for (j = 0; j < rpb && first + j < l->nr_csets && !r;
 			     j++) {
 				size_t off = ((size_t)s << SSDP_MB_SHIFT) + j * rb;
-				struct ssdp_rec_view *v = sp->meta_view;
+				struct ssdp_rec_view *v = sp->meta->view;
 				bool lone;
 				int pick;
 
 				pick = ssdp_rec_pick(ssdp_buf_addr(&bufs[0], off),
 						     ssdp_buf_addr(&bufs[1], off),
-						     rb, sp->rec_seed,
+						     rb, sp->meta->rec_seed,
 						     first + j, set_blocks,
 						     l->nr_csets, v, v + 1,
 						     &lone);
@@ -826,9 +858,9 @@ static int ssdp_meta_load(struct ssdprio *sp)
 			spin_unlock_irqrestore(&sp->cache_lock, flags);
 			/* The next write of this block goes to the other copy. */
 			if (block_pick == 1)
-				__set_bit(k + s, sp->meta_copy);
+				__set_bit(k + s, sp->meta->copy);
 			if (!both_good)
-				__set_bit(k + s, sp->meta_both);
+				__set_bit(k + s, sp->meta->both);
 		}
 		if (r) {
 			if (r == -ERANGE)
@@ -840,16 +872,16 @@ static int ssdp_meta_load(struct ssdprio *sp)
 			goto out;
 		}
 	}
-	sp->meta_seq = max_seq;
+	sp->meta->seq = max_seq;
 	if (lone_recs && !recovering)
 		DMWARN("%s: %llu cache sets' records good in one copy only: their clean blocks dropped",
 		       ssdp_name(sp), lone_recs);
-	sp->load_ms = div_u64(ktime_get_ns() - t0, NSEC_PER_MSEC);
+	sp->meta->load_ms = div_u64(ktime_get_ns() - t0, NSEC_PER_MSEC);
 	DMINFO("%s: loaded %llu mapped sets (%llu valid, %llu dirty blocks) after a%s shutdown in %u ms",
 	       ssdp_name(sp), loaded, sp->fmap.total_valid,
 	       sp->fmap.total_dirty,
 	       recovering ? "n unclean (clean blocks dropped)" : " clean",
-	       sp->load_ms);
+	       sp->meta->load_ms);
 	r = 0;
 out:
 	for (c = 0; c < SSDP_META_COPIES; c++)
@@ -873,64 +905,64 @@ int ssdp_meta_preresume(struct ssdprio *sp)
 {
 	int r = 0;
 
-	mutex_lock(&sp->meta_lock);
-	if (sp->meta_state == SSDP_META_FAILED) {
-		if (!sp->meta_loaded) {
+	mutex_lock(&sp->meta->lock);
+	if (sp->meta->state == SSDP_META_FAILED) {
+		if (!sp->meta->loaded) {
 			r = -EIO;	/* nothing to serve */
 			goto out;
 		}
 		/* Best effort: the superblock may still say clean. */
-		sp->meta_seq++;
+		sp->meta->seq++;
 		ssdp_meta_write_sb(sp, false);
 		goto out;
 	}
-	if (sp->meta_state == SSDP_META_NONE) {
+	if (sp->meta->state == SSDP_META_NONE) {
 		r = ssdp_meta_recheck(sp);
 		if (!r)
 			r = ssdp_meta_alloc_bitmaps(sp);
-		if (!r && sp->meta_must_format) {
+		if (!r && sp->meta->must_format) {
 			r = ssdp_meta_format(sp);
-			sp->meta_state = SSDP_META_FORMATTED;
+			sp->meta->state = SSDP_META_FORMATTED;
 		} else if (!r) {
-			sp->meta_state = sp->sb.flags & SSDP_SB_CLEAN ?
+			sp->meta->state = sp->meta->sb.flags & SSDP_SB_CLEAN ?
 					 SSDP_META_CLEAN : SSDP_META_RECOVERED;
 			r = ssdp_meta_load(sp);
 		}
 		if (r) {
-			sp->meta_state = SSDP_META_FAILED;
+			sp->meta->state = SSDP_META_FAILED;
 			goto out;
 		}
-		sp->meta_loaded = true;
-		if (!(sp->sb.compat & SSDP_SB_COMPAT_ORIGIN_UID))
-			ssdp_sb_set_origin_uid(sp, &sp->sb);
+		sp->meta->loaded = true;
+		if (!(sp->meta->sb.compat & SSDP_SB_COMPAT_ORIGIN_UID))
+			ssdp_sb_set_origin_uid(sp, &sp->meta->sb);
 	}
-	sp->meta_seq++;
+	sp->meta->seq++;
 	r = ssdp_meta_write_sb(sp, false);
-	if (!r && sp->meta_fixups) {
+	if (!r && sp->meta->fixups) {
 		/*
 		 * Records of clean blocks past the end of the table: write
 		 * them without those now, before a table of another length
 		 * could find them again.
 		 */
 		DMINFO("%s: %u stale metadata records rewritten as free",
-		       ssdp_name(sp), sp->meta_fixups);
+		       ssdp_name(sp), sp->meta->fixups);
 		r = ssdp_meta_commit_locked(sp);
 		if (!r)
-			sp->meta_fixups = 0;
+			sp->meta->fixups = 0;
 	}
 	if (r) {
-		sp->meta_state = SSDP_META_FAILED;
+		sp->meta->state = SSDP_META_FAILED;
 		/*
 		 * The first resume must not serve a cache whose resolution
 		 * is not durable; later ones serve on (see above).
 		 */
-		if (sp->meta_fixups)
-			sp->meta_loaded = false;
+		if (sp->meta->fixups)
+			sp->meta->loaded = false;
 		else
 			r = 0;
 	}
 out:
-	mutex_unlock(&sp->meta_lock);
+	mutex_unlock(&sp->meta->lock);
 	return r;
 }
 
@@ -941,10 +973,10 @@ static u32 ssdp_meta_gather(struct ssdprio *sp, u64 *k, u32 *list, u32 max)
 	u32 n = 0;
 
 	while (n < max) {
-		*k = find_next_bit(sp->meta_todo, nr_blocks, *k);
+		*k = find_next_bit(sp->meta->todo, nr_blocks, *k);
 		if (*k >= nr_blocks)
 			break;
-		__clear_bit(*k, sp->meta_todo);
+		__clear_bit(*k, sp->meta->todo);
 		list[n++] = *k;
 		(*k)++;
 	}
@@ -958,7 +990,7 @@ static u32 ssdp_meta_gather(struct ssdprio *sp, u64 *k, u32 *list, u32 max)
 static void ssdp_meta_encode_block(struct ssdprio *sp, u64 s, u8 *dst)
 {
 	u32 rpb = ssdp_recs_per_block(sp), rb = sp->layout.rec_bytes;
-	struct ssdp_rec_view *v = sp->meta_view;
+	struct ssdp_rec_view *v = sp->meta->view;
 	u32 j;
 
 	lockdep_assert_held(&sp->cache_lock);
@@ -969,8 +1001,8 @@ static void ssdp_meta_encode_block(struct ssdprio *sp, u64 s, u8 *dst)
 		if (cset >= sp->layout.nr_csets)
 			break;
 		ssdp_fmap_encode_set(&sp->fmap, cset, v);
-		v->seq = sp->meta_seq;
-		ssdp_rec_encode(dst + j * rb, rb, sp->rec_seed, cset,
+		v->seq = sp->meta->seq;
+		ssdp_rec_encode(dst + j * rb, rb, sp->meta->rec_seed, cset,
 				sp->cfg.set_blocks, v);
 	}
 }
@@ -1004,17 +1036,17 @@ static int ssdp_meta_write_second(struct ssdprio *sp, const u32 *list,
 	int r;
 
 	for (j = i; j < i + run; j++) {
-		if (!test_bit(list[j], sp->meta_both))
+		if (!test_bit(list[j], sp->meta->both))
 			continue;
-		r = ssdp_io_meta_sync(sp, &sp->meta_buf,
+		r = ssdp_io_meta_sync(sp, &sp->meta->buf,
 				      (size_t)j << SSDP_MB_SHIFT,
 				      ssdp_rec_sector(&sp->layout, copy, list[j]),
 				      SSDP_META_BLOCK_BYTES,
 				      REQ_OP_WRITE | REQ_SYNC | REQ_FUA);
 		if (r)
 			return r;
-		__clear_bit(list[j], sp->meta_both);
-		sp->meta_block_writes++;
+		__clear_bit(list[j], sp->meta->both);
+		sp->meta->block_writes++;
 	}
 	return 0;
 }
@@ -1026,14 +1058,14 @@ static int ssdp_meta_write_list(struct ssdprio *sp, const u32 *list, u32 n)
 	int r = 0;
 
 	while (i < n && !r) {
-		unsigned int copy = !test_bit(list[i], sp->meta_copy);
+		unsigned int copy = !test_bit(list[i], sp->meta->copy);
 		u32 run = 1;
 
 		while (i + run < n && list[i + run] == list[i] + run &&
-		       (unsigned int)!test_bit(list[i + run], sp->meta_copy) ==
+		       (unsigned int)!test_bit(list[i + run], sp->meta->copy) ==
 		       copy)
 			run++;
-		r = ssdp_io_meta_sync(sp, &sp->meta_buf,
+		r = ssdp_io_meta_sync(sp, &sp->meta->buf,
 				      (size_t)i << SSDP_MB_SHIFT,
 				      ssdp_rec_sector(&sp->layout, copy, list[i]),
 				      run * SSDP_META_BLOCK_BYTES,
@@ -1043,11 +1075,11 @@ static int ssdp_meta_write_list(struct ssdprio *sp, const u32 *list, u32 n)
 
 			for (j = i; j < i + run; j++) {
 				if (copy)
-					__set_bit(list[j], sp->meta_copy);
+					__set_bit(list[j], sp->meta->copy);
 				else
-					__clear_bit(list[j], sp->meta_copy);
+					__clear_bit(list[j], sp->meta->copy);
 			}
-			sp->meta_block_writes += run;
+			sp->meta->block_writes += run;
 			r = ssdp_meta_write_second(sp, list, i, run, !copy);
 		}
 		i += run;
@@ -1058,31 +1090,31 @@ static int ssdp_meta_write_list(struct ssdprio *sp, const u32 *list, u32 n)
 /* See the protocol at the top.  Process context. */
 static int ssdp_meta_commit_locked(struct ssdprio *sp)
 {
-	u32 *list = sp->meta_list;
+	u32 *list = sp->meta->list;
 	u32 rpb, origin_dirty, ssd_dirty, n, i;
 	unsigned long flags;
 	u64 k = 0;
 	u32 cset;
 	int r = 0;
 
-	lockdep_assert_held(&sp->meta_lock);
-	if (sp->meta_state == SSDP_META_FAILED)
+	lockdep_assert_held(&sp->meta->lock);
+	if (sp->meta->state == SSDP_META_FAILED)
 		return -EIO;
-	if (sp->meta_state == SSDP_META_NONE)
+	if (sp->meta->state == SSDP_META_NONE)
 		return 0;	/* never resumed: nothing to make durable */
 	rpb = ssdp_recs_per_block(sp);
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	for (cset = ssdp_fmap_next_changed(&sp->fmap, 0); cset != SSDP_NONE;
 	     cset = ssdp_fmap_next_changed(&sp->fmap, cset + 1))
-		__set_bit(cset / rpb, sp->meta_todo);
+		__set_bit(cset / rpb, sp->meta->todo);
 	origin_dirty = sp->origin_unflushed;
 	ssd_dirty = sp->ssd_unflushed;
 	sp->origin_unflushed = 0;
 	sp->ssd_unflushed = 0;
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 
-	sp->meta_seq++;
+	sp->meta->seq++;
 	for (;;) {
 		n = ssdp_meta_gather(sp, &k, list, SSDP_META_CHUNK_BLOCKS);
 		if (!n)
@@ -1090,7 +1122,7 @@ static int ssdp_meta_commit_locked(struct ssdprio *sp)
 		spin_lock_irqsave(&sp->cache_lock, flags);
 		for (i = 0; i < n; i++)
 			ssdp_meta_encode_block(sp, list[i],
-				ssdp_buf_addr(&sp->meta_buf,
+				ssdp_buf_addr(&sp->meta->buf,
 					      (size_t)i << SSDP_MB_SHIFT));
 		spin_unlock_irqrestore(&sp->cache_lock, flags);
 		/* Data first: the records just encoded may vouch for it. */
@@ -1117,24 +1149,24 @@ static int ssdp_meta_commit_locked(struct ssdprio *sp)
 	if (r) {
 		DMERR("%s: metadata commit failed: %d; flushes will fail from now on (meta_state failed), I/O goes on",
 		      ssdp_name(sp), r);
-		sp->meta_state = SSDP_META_FAILED;
+		sp->meta->state = SSDP_META_FAILED;
 		spin_lock_irqsave(&sp->cache_lock, flags);
 		ssdp_degrade_locked(sp, "metadata write failed");
 		spin_unlock_irqrestore(&sp->cache_lock, flags);
 		return r;
 	}
-	sp->meta_commits++;
+	sp->meta->commits++;
 	return 0;
 }
 
-/* Process context; takes meta_lock. */
+/* Process context; takes meta->lock. */
 int ssdp_meta_commit(struct ssdprio *sp)
 {
 	int r;
 
-	mutex_lock(&sp->meta_lock);
+	mutex_lock(&sp->meta->lock);
 	r = ssdp_meta_commit_locked(sp);
-	mutex_unlock(&sp->meta_lock);
+	mutex_unlock(&sp->meta->lock);
 	return r;
 }
 
@@ -1146,19 +1178,19 @@ void ssdp_meta_postsuspend(struct ssdprio *sp)
 {
 	if (ssdp_meta_commit(sp))
 		return;
-	mutex_lock(&sp->meta_lock);
-	if (sp->meta_state != SSDP_META_NONE &&
-	    sp->meta_state != SSDP_META_FAILED && ssdp_meta_write_sb(sp, true))
-		sp->meta_state = SSDP_META_FAILED;
-	mutex_unlock(&sp->meta_lock);
+	mutex_lock(&sp->meta->lock);
+	if (sp->meta->state != SSDP_META_NONE &&
+	    sp->meta->state != SSDP_META_FAILED && ssdp_meta_write_sb(sp, true))
+		sp->meta->state = SSDP_META_FAILED;
+	mutex_unlock(&sp->meta->lock);
 }
 
 unsigned int ssdp_meta_status(struct ssdprio *sp, char *result,
 			      unsigned int maxlen, unsigned int sz)
 {
 	DMEMIT(" meta_state %s meta_commits %llu meta_block_writes %llu meta_load_ms %u",
-	       ssdp_meta_state_name(READ_ONCE(sp->meta_state)),
-	       READ_ONCE(sp->meta_commits), READ_ONCE(sp->meta_block_writes),
-	       sp->load_ms);
+	       ssdp_meta_state_name(READ_ONCE(sp->meta->state)),
+	       READ_ONCE(sp->meta->commits), READ_ONCE(sp->meta->block_writes),
+	       sp->meta->load_ms);
 	return sz;
 }

@@ -22,6 +22,17 @@
 /* Pages held by copies waiting for the worker, at most. */
 #define SSDP_PROMOTE_MAX_BYTES (8U << 20)
 
+/* promote.c's state. */
+struct ssdp_promote {
+	struct ssdprio *sp;
+	struct list_head list;		/* [cache_lock] copies for the worker */
+	struct work_struct work;
+	/* [cache_lock] read misses held until their data is copied */
+	struct bio_list captures;
+	struct work_struct capture_work;
+	atomic_t bytes;			/* memory held (or reserved) by copies */
+};
+
 struct ssdp_promo {
 	struct list_head list;
 	struct ssdp_buf buf;
@@ -37,7 +48,7 @@ struct ssdp_promo {
 static void ssdp_promo_free(struct ssdprio *sp, struct ssdp_promo *p)
 {
 	ssdp_buf_free(&p->buf);
-	atomic_sub(p->bytes, &sp->promote_bytes);
+	atomic_sub(p->bytes, &sp->pr->bytes);
 	kfree(p);
 	if (atomic_dec_and_test(&sp->bg_jobs))
 		wake_up(&sp->bg_wait);
@@ -59,18 +70,18 @@ bool ssdp_promote_defer(struct ssdprio *sp, struct bio *bio,
 	unsigned int bytes = ssdp_promo_bytes(sp, pb);
 	unsigned long flags;
 
-	if (atomic_add_return(bytes, &sp->promote_bytes) >
+	if (atomic_add_return(bytes, &sp->pr->bytes) >
 	    SSDP_PROMOTE_MAX_BYTES) {
-		atomic_sub(bytes, &sp->promote_bytes);
+		atomic_sub(bytes, &sp->pr->bytes);
 		ssdp_count(sp, SSDP_ST_PROMOTIONS_SKIPPED);
 		return false;
 	}
 	pb->kind = SSDP_BK_COMMITTED;
 	pb->origin = false;
 	spin_lock_irqsave(&sp->cache_lock, flags);
-	bio_list_add(&sp->captures, bio);
+	bio_list_add(&sp->pr->captures, bio);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
-	queue_work(sp->wq, &sp->capture_work);
+	queue_work(sp->wq, &sp->pr->capture_work);
 	return true;
 }
 
@@ -106,24 +117,25 @@ static void ssdp_promote_capture(struct ssdprio *sp, struct bio *bio,
 	atomic_inc(&sp->bg_jobs);
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
-	list_add_tail(&p->list, &sp->promotions);
+	list_add_tail(&p->list, &sp->pr->list);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
-	queue_work(sp->wq, &sp->promote_work);
+	queue_work(sp->wq, &sp->pr->work);
 	return;
 
 skip:
-	atomic_sub(bytes, &sp->promote_bytes);
+	atomic_sub(bytes, &sp->pr->bytes);
 	ssdp_count(sp, SSDP_ST_PROMOTIONS_SKIPPED);
 }
 
 /* Copy the held reads' data, then let them complete. */
-void ssdp_capture_work_fn(struct work_struct *work)
+static void ssdp_capture_work_fn(struct work_struct *work)
 {
-	struct ssdprio *sp = container_of(work, struct ssdprio, capture_work);
+	struct ssdprio *sp = container_of(work, struct ssdp_promote,
+					  capture_work)->sp;
 	struct bio_list list;
 	struct bio *bio;
 
-	ssdp_bios_take(sp, &sp->captures, &list);
+	ssdp_bios_take(sp, &sp->pr->captures, &list);
 	while ((bio = bio_list_pop(&list))) {
 		ssdp_promote_capture(sp, bio, ssdp_pb(bio));
 		/* The lower queue's accounting already ran once. */
@@ -195,15 +207,15 @@ static void ssdp_promote_one(struct ssdprio *sp, struct ssdp_promo *p)
 	ssdp_count(sp, r ? SSDP_ST_PROMOTIONS_SKIPPED : SSDP_ST_PROMOTIONS);
 }
 
-void ssdp_promote_work_fn(struct work_struct *work)
+static void ssdp_promote_work_fn(struct work_struct *work)
 {
-	struct ssdprio *sp = container_of(work, struct ssdprio, promote_work);
+	struct ssdprio *sp = container_of(work, struct ssdp_promote, work)->sp;
 	struct ssdp_promo *p;
 	unsigned long flags;
 
 	for (;;) {
 		spin_lock_irqsave(&sp->cache_lock, flags);
-		p = list_first_entry_or_null(&sp->promotions,
+		p = list_first_entry_or_null(&sp->pr->list,
 					     struct ssdp_promo, list);
 		if (p)
 			list_del(&p->list);
@@ -215,12 +227,32 @@ void ssdp_promote_work_fn(struct work_struct *work)
 	}
 }
 
+int ssdp_promote_init(struct ssdprio *sp)
+{
+	sp->pr = kzalloc(sizeof(*sp->pr), GFP_KERNEL);
+	if (!sp->pr)
+		return -ENOMEM;
+	sp->pr->sp = sp;
+	INIT_LIST_HEAD(&sp->pr->list);
+	INIT_WORK(&sp->pr->work, ssdp_promote_work_fn);
+	bio_list_init(&sp->pr->captures);
+	INIT_WORK(&sp->pr->capture_work, ssdp_capture_work_fn);
+	return 0;
+}
+
+/* After ssdp_promote_drain(), or when nothing ever ran. */
+void ssdp_promote_exit(struct ssdprio *sp)
+{
+	kfree(sp->pr);
+	sp->pr = NULL;
+}
+
 /* Suspend: pending copies are dropped (they are only an optimisation). */
 void ssdp_promote_drain(struct ssdprio *sp)
 {
 	/* Held reads complete (dm's suspend waits for them anyway). */
-	flush_work(&sp->capture_work);
-	flush_work(&sp->promote_work);
+	flush_work(&sp->pr->capture_work);
+	flush_work(&sp->pr->work);
 	/* Copies queued after the flush find sp->suspended and are skipped. */
-	flush_work(&sp->promote_work);
+	flush_work(&sp->pr->work);
 }

@@ -22,6 +22,38 @@
 
 #include "ssdprio.h"
 
+struct ssdp_sched {
+	/*
+	 * lock protects everything below and the policy state; taken
+	 * inside cache_lock, never the other way round.
+	 */
+	spinlock_t lock;
+	struct ssdp_sched_state st;
+	/* normal read, normal write, idle, pressure (see sched_policy.h) */
+	struct rb_root sorted[SSDP_SCHED_NR_QUEUES];
+	struct list_head fifo[SSDP_SCHED_NR_QUEUES];
+	u32 queued[SSDP_SCHED_NR_QUEUES];
+	sector_t last_pos[SSDP_SCHED_NR_QUEUES]; /* end of the last dispatch */
+	u32 normal_inflight;
+	u32 idle_inflight;
+	bool passthrough;		/* suspending: hold nothing */
+	bool throttle;			/* cfg.throttle: hold idle bios */
+	bool dead;			/* dtr: no worker any more */
+	/*
+	 * A normal bio waits behind our background I/O (a write deferred
+	 * while its set is written back): that I/O is not held as idle,
+	 * or the normal bio would wait for every other normal bio.
+	 */
+	bool boost;
+	u64 idle_unheld;		/* idle sent without being held */
+	u64 idle_boosted;		/* internal bios released by boost */
+	struct list_head ready;		/* decided, for the worker to submit */
+	struct hrtimer timer;		/* only queues dispatch_work */
+	struct work_struct dispatch_work;
+	struct workqueue_struct *wq;
+	u64 timer_at;
+};
+
 /* struct ssdp_qnode.flags */
 #define SSDP_QN_QUEUED		0x01	/* on one of the queues */
 #define SSDP_QN_INTERNAL	0x02	/* our own bio: submit_bio_noacct */
@@ -331,10 +363,14 @@ static void read_knobs(struct ssdprio *sp, struct ssdp_sched_knobs *k)
 
 int ssdp_sched_init_dev(struct ssdprio *sp)
 {
-	struct ssdp_sched *s = &sp->sched;
+	struct ssdp_sched *s;
 	struct ssdp_sched_knobs k;
 	int q;
 
+	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	if (!s)
+		return -ENOMEM;
+	sp->sched = s;
 	spin_lock_init(&s->lock);
 	for (q = 0; q < SSDP_Q_NR; q++) {
 		s->sorted[q] = RB_ROOT;
@@ -346,8 +382,11 @@ int ssdp_sched_init_dev(struct ssdprio *sp)
 	s->timer.function = timer_fn;
 	/* The worker submits I/O: it must make progress under reclaim. */
 	s->wq = alloc_workqueue("kssdp_sched", WQ_MEM_RECLAIM | WQ_HIGHPRI, 1);
-	if (!s->wq)
+	if (!s->wq) {
+		kfree(s);
+		sp->sched = NULL;
 		return -ENOMEM;
+	}
 	read_knobs(sp, &k);
 	ssdp_sched_init(&s->st, &k, ktime_get_ns());
 	s->throttle = READ_ONCE(sp->cfg.throttle);
@@ -361,7 +400,7 @@ int ssdp_sched_init_dev(struct ssdprio *sp)
  */
 void ssdp_sched_exit_dev(struct ssdprio *sp)
 {
-	struct ssdp_sched *s = &sp->sched;
+	struct ssdp_sched *s = sp->sched;
 	unsigned long flags;
 	LIST_HEAD(out);
 
@@ -380,6 +419,8 @@ void ssdp_sched_exit_dev(struct ssdprio *sp)
 	spin_unlock_irqrestore(&s->lock, flags);
 	WARN_ON_ONCE(!list_empty(&out));
 	submit_list(&out, NULL);
+	kfree(s);
+	sp->sched = NULL;
 }
 
 /*
@@ -404,7 +445,7 @@ static bool normal_arrival_locked(struct ssdp_sched *s, struct ssdp_qnode *qn,
 
 int ssdp_sched_map(struct ssdprio *sp, struct bio *bio, bool idle)
 {
-	struct ssdp_sched *s = &sp->sched;
+	struct ssdp_sched *s = sp->sched;
 	struct ssdp_qnode *qn = &ssdp_pb(bio)->qn;
 	u64 now = ktime_get_ns();
 	unsigned long flags;
@@ -456,7 +497,7 @@ int ssdp_sched_map(struct ssdprio *sp, struct bio *bio, bool idle)
 /* A bio counted in flight completed (any context). */
 static void complete_qn(struct ssdprio *sp, struct ssdp_qnode *qn)
 {
-	struct ssdp_sched *s = &sp->sched;
+	struct ssdp_sched *s = sp->sched;
 	u64 now = ktime_get_ns();
 	unsigned long flags;
 	bool work;
@@ -499,7 +540,7 @@ void ssdp_sched_submit_internal(struct ssdprio *sp, struct ssdp_qnode *qn,
 				enum ssdp_bg_class class)
 {
 	bool normal = class == SSDP_BG_NORMAL;
-	struct ssdp_sched *s = &sp->sched;
+	struct ssdp_sched *s = sp->sched;
 	u64 now = ktime_get_ns();
 	unsigned long flags;
 	bool direct = false;
@@ -556,7 +597,7 @@ void ssdp_sched_internal_done(struct ssdprio *sp, struct ssdp_qnode *qn)
  */
 void ssdp_sched_boost(struct ssdprio *sp, bool on)
 {
-	struct ssdp_sched *s = &sp->sched;
+	struct ssdp_sched *s = sp->sched;
 	struct ssdp_qnode *qn, *tmp;
 	unsigned long flags;
 
@@ -585,7 +626,7 @@ void ssdp_sched_boost(struct ssdprio *sp, bool on)
  */
 void ssdp_sched_presuspend(struct ssdprio *sp)
 {
-	struct ssdp_sched *s = &sp->sched;
+	struct ssdp_sched *s = sp->sched;
 	unsigned long flags;
 	LIST_HEAD(out);
 
@@ -604,7 +645,7 @@ void ssdp_sched_presuspend(struct ssdprio *sp)
  */
 void ssdp_sched_postsuspend(struct ssdprio *sp)
 {
-	struct ssdp_sched *s = &sp->sched;
+	struct ssdp_sched *s = sp->sched;
 
 	hrtimer_cancel(&s->timer);
 	flush_work(&s->dispatch_work);
@@ -613,7 +654,7 @@ void ssdp_sched_postsuspend(struct ssdprio *sp)
 /* resume and presuspend_undo: throttle again. */
 void ssdp_sched_resume(struct ssdprio *sp)
 {
-	struct ssdp_sched *s = &sp->sched;
+	struct ssdp_sched *s = sp->sched;
 	unsigned long flags;
 
 	spin_lock_irqsave(&s->lock, flags);
@@ -625,7 +666,7 @@ void ssdp_sched_resume(struct ssdprio *sp)
 /* Called under cfg_lock after a message changed a knob. */
 void ssdp_sched_apply_config(struct ssdprio *sp)
 {
-	struct ssdp_sched *s = &sp->sched;
+	struct ssdp_sched *s = sp->sched;
 	struct ssdp_sched_knobs k;
 	unsigned long flags;
 
@@ -641,7 +682,7 @@ void ssdp_sched_apply_config(struct ssdprio *sp)
 unsigned int ssdp_sched_status(struct ssdprio *sp, char *result,
 			       unsigned int maxlen, unsigned int sz)
 {
-	struct ssdp_sched *s = &sp->sched;
+	struct ssdp_sched *s = sp->sched;
 	struct ssdp_sched_view v = { 0 };
 	u32 qr, qw, qi, ni, ii;
 	u64 disp, entries, promoted, boosted, pressure, hk;

@@ -10,7 +10,7 @@
  *   bg_io.c   page buffers and synchronous background I/O
  *   meta.c    persistent metadata: format, load, commit
  *
- * Lock order (outermost first): cfg_lock (mutex) -> meta_lock (mutex) ->
+ * Lock order (outermost first): cfg_lock (mutex) -> meta->lock (mutex) ->
  * cache_lock (spinlock, irqsave) -> sched lock (spinlock, irqsave).  No lock is held across I/O
  * submission except where a comment says so.
  */
@@ -147,17 +147,6 @@ struct ssdp_set_io {
 	u32 replaced;
 };
 
-/*
- * Lock-out sets noted at once: enough for the sets one burst of misses
- * meets; a set not noted because it is full is noted by its next refusal.
- */
-#define SSDP_LOCKOUT_RING	64
-
-struct ssdp_lockout {
-	u32 cset;
-	u32 blk;	/* the refusing frame; SSDP_NONE: the set's tags */
-};
-
 struct ssdp_idle_cgroups;	/* classify.c */
 
 /* The origin leg's scheduler (sched.c). */
@@ -174,37 +163,11 @@ enum ssdp_bg_class {
 	SSDP_BG_NORMAL,
 };
 
-struct ssdp_sched {
-	/*
-	 * lock protects everything below and the policy state; taken
-	 * inside cache_lock, never the other way round.
-	 */
-	spinlock_t lock;
-	struct ssdp_sched_state st;
-	/* normal read, normal write, idle, pressure (see sched_policy.h) */
-	struct rb_root sorted[SSDP_SCHED_NR_QUEUES];
-	struct list_head fifo[SSDP_SCHED_NR_QUEUES];
-	u32 queued[SSDP_SCHED_NR_QUEUES];
-	sector_t last_pos[SSDP_SCHED_NR_QUEUES]; /* end of the last dispatch */
-	u32 normal_inflight;
-	u32 idle_inflight;
-	bool passthrough;		/* suspending: hold nothing */
-	bool throttle;			/* cfg.throttle: hold idle bios */
-	bool dead;			/* dtr: no worker any more */
-	/*
-	 * A normal bio waits behind our background I/O (a write deferred
-	 * while its set is written back): that I/O is not held as idle,
-	 * or the normal bio would wait for every other normal bio.
-	 */
-	bool boost;
-	u64 idle_unheld;		/* idle sent without being held */
-	u64 idle_boosted;		/* internal bios released by boost */
-	struct list_head ready;		/* decided, for the worker to submit */
-	struct hrtimer timer;		/* only queues dispatch_work */
-	struct work_struct dispatch_work;
-	struct workqueue_struct *wq;
-	u64 timer_at;
-};
+struct ssdp_sched;		/* sched.c */
+
+struct ssdp_meta;
+struct ssdp_evict;
+struct ssdp_promote;
 
 struct ssdprio {
 	struct dm_target *ti;
@@ -244,7 +207,7 @@ struct ssdprio {
 	/*
 	 * cache_lock protects every field below tagged [cache_lock], the
 	 * frame map, the eviction machine and the per-set holds among them.
-	 * Taken with irqsave: end_io may run in hard irq.  Inside meta_lock
+	 * Taken with irqsave: end_io may run in hard irq.  Inside meta->lock
 	 * and cfg_lock, outside sched.lock.
 	 */
 	spinlock_t cache_lock;
@@ -276,23 +239,10 @@ struct ssdprio {
 	bool degraded;			/* [cache_lock] */
 	/*
 	 * Sets whose writeback failed sit pinned (set_io.wb_failed) until
-	 * wb_retry fires, wb_backoff_ms later (doubling up to a bound), so a
-	 * broken origin or an unreadable SSD block costs no busy loop.
-	 * flush_failed: a flush_dirty ended with only failed sets left.
-	 * All cache_lock.
+	 * evict.c retries them.  flush_failed: a flush_dirty ended with only
+	 * failed sets left.
 	 */
 	u32 nr_wb_failed;		/* [cache_lock] */
-	u64 wb_dirty_blocks;		/* [cache_lock] of sets under writeback */
-	u32 wb_backoff_ms;		/* [cache_lock] */
-	u32 wb_retry_cursor;		/* [cache_lock] */
-	/*
-	 * Lock-out ring: sets whose dirty block refused another origin
-	 * set's, oldest first, for lock-out cleaning (evict_sm.h).  May
-	 * hold stale entries (set_io.lockout clear); cache_lock.
-	 */
-	struct ssdp_lockout lockout_ring[SSDP_LOCKOUT_RING]; /* [cache_lock] */
-	u32 lockout_head;		/* [cache_lock] */
-	u32 nr_lockout;			/* [cache_lock] */
 	bool flush_failed;		/* [cache_lock] */
 	/*
 	 * A "drain" is running: the flush's origin writes compete as normal
@@ -300,7 +250,6 @@ struct ssdprio {
 	 * under any load.  Cleared when the flush ends.
 	 */
 	bool draining;			/* [cache_lock] */
-	struct delayed_work wb_retry;
 	struct ssdp_seq_detect seq;	/* [cache_lock] recent read streams */
 	struct ssdp_seq_detect wseq;	/* [cache_lock] recent write streams */
 	/*
@@ -317,47 +266,22 @@ struct ssdprio {
 	struct bio_list commit_bios;	/* [cache_lock] waiting for a commit */
 
 	struct workqueue_struct *wq;	/* eviction, promotion, deferred */
-	struct work_struct evict_work;
-	struct delayed_work evict_timer;
 	struct work_struct deferred_work;
-	struct list_head promotions;	/* [cache_lock] copies for the worker */
-	struct work_struct promote_work;
-	/* [cache_lock] read misses held until their data is copied */
-	struct bio_list captures;
-	struct work_struct capture_work;
-	atomic_t promote_bytes;		/* memory held (or reserved) by copies */
+	/* The background units' own state, opaque elsewhere. */
+	struct ssdp_evict *ev;		/* evict.c */
+	struct ssdp_promote *pr;	/* promote.c */
 	atomic_t bg_jobs;		/* writeback + promotion in flight */
 	wait_queue_head_t bg_wait;
 	bool suspended;			/* [cache_lock] */
 	bool claimed;			/* origin and cache in ssdp_claims */
 	struct bio_set bs;		/* writethrough clones, internal bios */
 
-	/*
-	 * Persistent metadata (meta.c).  meta_lock serialises metadata I/O
-	 * and protects the fields below up to meta_commits; it is taken
-	 * outside cache_lock.
-	 */
-	struct mutex meta_lock;
-	struct ssdp_sb_info sb;
-	u32 rec_seed;
-	u64 meta_seq;			/* last commit's sequence number */
-	unsigned long *meta_copy;	/* per metadata block: newest copy */
-	unsigned long *meta_both;	/* per block: next write to both copies */
-	unsigned long *meta_todo;	/* metadata blocks of this commit */
-	u32 *meta_list;
-	struct ssdp_rec_view *meta_view;	/* two, see ssdp_meta_ctr() */
-	struct ssdp_buf meta_buf;
-	bool meta_must_format;		/* blank cache + format, or bypassed */
-	bool meta_loaded;		/* format or load done: the map is real */
-	u32 meta_fixups;		/* load: records left stale on the SSD */
-	enum ssdp_meta_state meta_state;
-	u64 meta_commits;
-	u64 meta_block_writes;
-	u32 load_ms;
+	/* Persistent metadata: meta.c's own state, opaque elsewhere. */
+	struct ssdp_meta *meta;
 	/* Flushes and FUA writes waiting for a commit (cache.c). */
 	struct work_struct commit_work;
 
-	struct ssdp_sched sched;
+	struct ssdp_sched *sched;	/* sched.c's own state */
 	/* classify.c: written under cfg_lock, read under RCU. */
 	struct ssdp_idle_cgroups __rcu *idle_cgroups;
 
@@ -454,16 +378,15 @@ int ssdp_cache_check_config(struct ssdprio *sp, const struct ssdp_config *cfg,
 int ssdp_cache_flush_dirty(struct ssdprio *sp, bool drain);
 unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 			       unsigned int maxlen, unsigned int sz);
-void ssdp_deferred_work_fn(struct work_struct *work);
 void ssdp_cache_commit_bio(struct ssdprio *sp, struct bio *bio);
 
 /* evict.c */
-void ssdp_evict_work_fn(struct work_struct *work);
-void ssdp_evict_timer_fn(struct work_struct *work);
+int ssdp_evict_init(struct ssdprio *sp);
+void ssdp_evict_exit(struct ssdprio *sp);
+void ssdp_evict_drain(struct ssdprio *sp);
 void ssdp_evict_kick_locked(struct ssdprio *sp);
 void ssdp_evict_unpinned_locked(struct ssdprio *sp);
 void ssdp_lockout_note_locked(struct ssdprio *sp, u32 cset, u32 blk);
-void ssdp_wb_retry_fn(struct work_struct *work);
 void ssdp_wb_retry_now_locked(struct ssdprio *sp);
 void ssdp_wb_unfail_locked(struct ssdprio *sp, u32 cset);
 
@@ -482,8 +405,8 @@ static inline void ssdp_bios_take(struct ssdprio *sp, struct bio_list *from,
 /* promote.c */
 bool ssdp_promote_defer(struct ssdprio *sp, struct bio *bio,
 			struct ssdp_bio *pb);
-void ssdp_capture_work_fn(struct work_struct *work);
-void ssdp_promote_work_fn(struct work_struct *work);
+int ssdp_promote_init(struct ssdprio *sp);
+void ssdp_promote_exit(struct ssdprio *sp);
 void ssdp_promote_drain(struct ssdprio *sp);
 
 /* sched.c: the origin leg.  User bios arrive remapped to the origin. */
