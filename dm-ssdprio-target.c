@@ -234,7 +234,7 @@ static void ssdp_unclaim(struct ssdprio *sp)
 static int ssdp_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 {
 	struct dm_arg_set as = { .argc = argc, .argv = argv };
-	fmode_t mode = dm_table_get_mode(ti->table);
+	blk_mode_t mode = dm_table_get_mode(ti->table);
 	struct ssdprio *sp;
 	int r;
 

@@ -47,8 +47,8 @@
 #endif
 
 /*
- * The APIs that changed inside the range need no shim today, because the
- * newer form already works on 6.1:
+ * Most APIs that changed inside the range need no shim, because the newer
+ * form already works on 6.1:
  * - queue limits (6.9 validates them as a whole, 6.11 removed
  *   blk_limits_io_min()): .io_hints assigns limits->io_min.  The clamp to
  *   the physical block size that the helper did on 6.1 cannot matter,
@@ -63,6 +63,15 @@
  * A shim that is needed goes here, under the upstream name, emulated for
  * the older kernel.
  */
+
+/*
+ * 6.5 gave the block device open mode its own type, blk_mode_t (what
+ * dm_table_get_mode() returns and dm_get_device() takes); before, both
+ * used fmode_t.  Only sparse tells them apart.
+ */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 5, 0)
+#define blk_mode_t fmode_t
+#endif
 
 static inline void *ssdp_zalloc(size_t size)
 {
