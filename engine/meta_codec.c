@@ -76,7 +76,7 @@ void ssdp_sb_encode(const struct ssdp_sb_info *in, void *sector)
 	d->crc = cpu_to_le32(ssdp_crc32c(~0U, d, SB_CRC_BYTES));
 }
 
-static bool all_zero(const void *p, size_t len)
+bool ssdp_all_zero(const void *p, size_t len)
 {
 	const u8 *b = p;
 
@@ -131,7 +131,7 @@ enum ssdp_sb_result ssdp_sb_decode(const void *sector,
 	const struct ssdp_disk_sb *d = sector;
 	struct ssdp_layout want;
 
-	if (all_zero(d, sizeof(*d)))
+	if (ssdp_all_zero(d, sizeof(*d)))
 		return SSDP_SB_BLANK;
 	if (le64_to_cpu(d->magic) != SSDP_SB_MAGIC)
 		return SSDP_SB_FOREIGN;
@@ -327,7 +327,7 @@ int ssdp_rec_decode(const void *rec, u32 rec_bytes, u32 seed, u32 cset,
 	if (le32_to_cpu(d->cset) != cset || d->zero ||
 	    set_blocks > SSDP_REC_MAX_BLOCKS ||
 	    SSDP_REC_HDR_BYTES + ob + db > rec_bytes ||
-	    !all_zero(p + ob + db, rec_bytes - SSDP_REC_HDR_BYTES - ob - db))
+	    !ssdp_all_zero(p + ob + db, rec_bytes - SSDP_REC_HDR_BYTES - ob - db))
 		return -EUCLEAN;
 	out->seq = le64_to_cpu(d->seq);
 	for (t = 0; t < SSDP_REC_TAGS; t++)

@@ -108,6 +108,9 @@ static inline bool ssdp_rec_dirty(const struct ssdp_rec_view *v, u32 blk)
 /* Encode @v as cache set @cset's record (@rec_bytes: ssdp_rec_bytes()). */
 void ssdp_rec_encode(void *rec, u32 rec_bytes, u32 seed, u32 cset,
 		     u32 set_blocks, const struct ssdp_rec_view *v);
+/* @len bytes at @p are all zero (a blank sector, record or superblock). */
+bool ssdp_all_zero(const void *p, size_t len);
+
 /*
  * Decode the record of @cset of a cache of @nr_csets sets.  Returns 0,
  * -EBADMSG when the checksum fails, or -EUCLEAN when it checks out but

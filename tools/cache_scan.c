@@ -106,16 +106,6 @@ static void note(struct ssdp_scan *s, enum scan_kind k, u64 where)
 	f->count++;
 }
 
-static bool all_zero(const void *p, size_t len)
-{
-	const u8 *b = p;
-
-	while (len--)
-		if (*b++)
-			return false;
-	return true;
-}
-
 int scan_read(int fd, u64 off, void *buf, size_t len)
 {
 	u64 start = off & ~(u64)(SCAN_ALIGN - 1);
@@ -257,7 +247,7 @@ static int scan_record(struct ssdp_scan *s, u64 *cap, u32 seed, u32 cset,
 	for (c = 0; c < (int)SSDP_META_COPIES; c++) {
 		err[c] = ssdp_rec_decode(recs[c], rb, seed, cset, set_blocks,
 					 nc, &views[c]);
-		zero[c] = all_zero(recs[c], rb);
+		zero[c] = ssdp_all_zero(recs[c], rb);
 		if (err[c] == -EUCLEAN)
 			note(s, SCAN_INCONSISTENT, cset);
 	}
