@@ -46,6 +46,7 @@ static const char * const ssdp_stat_names[SSDP_ST_NR] = {
 	[SSDP_ST_READ_FALLBACKS] = "read_fallbacks",
 	[SSDP_ST_WRITEBACK_ERRORS] = "writeback_errors",
 	[SSDP_ST_LOCKOUTS] = "lockouts",
+	[SSDP_ST_WRITEBACK_YIELDS] = "writeback_yields",
 };
 
 /* origin_id: 32 hex digits, not all zero (zero means "none"). */

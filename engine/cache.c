@@ -513,8 +513,10 @@ static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
 	bool replaced, note_lockout;
 	u32 cset, n;
 
-	if (line != SSDP_NONE && sp->set_io[ssdp_line_cset(line)].excl)
+	if (line != SSDP_NONE && sp->set_io[ssdp_line_cset(line)].excl) {
+		sp->set_io[ssdp_line_cset(line)].wb_yield = true;
 		return SSDP_DEFERRED;
+	}
 	/* Around a failing SSD, except where it holds the only copy. */
 	if (sp->degraded)
 		policy = SSDP_WP_WRITEAROUND;
@@ -586,8 +588,10 @@ static enum ssdp_dest ssdp_route_discard(struct ssdprio *sp,
 	if (line == SSDP_NONE)
 		goto origin;
 	cset = ssdp_line_cset(line);
-	if (sp->set_io[cset].excl)
+	if (sp->set_io[cset].excl) {
+		sp->set_io[cset].wb_yield = true;
 		return SSDP_DEFERRED;
+	}
 	/*
 	 * A discard must not leave two answers for its sectors: the
 	 * origin's (maybe zeroes) and an SSD copy.  A write in flight to the

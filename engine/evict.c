@@ -4,7 +4,12 @@
  * eviction state machine (evict_sm.c) decides, and the writeback jobs.
  *
  * A writeback job owns its cache set exclusively (set_io.excl + a pin):
- * user writes to the set wait in the deferred list, reads go on.  It
+ * user writes to the set wait in the deferred list, reads go on.  One
+ * started in a quiet window (cleaning, quiet eviction) stops at the next
+ * run when a write comes to wait (set_io.wb_yield), after at least one
+ * run: the write waits for that run, not for a whole set of scattered
+ * runs, and what was written is marked clean as ever.  The next quiet
+ * window takes up the rest.  It
  * copies each dirty run SSD -> origin at idle priority (the origin write
  * waits for a quiet window in the scheduler), origin set by origin set in
  * disk order, flushes the origin, and only then marks the blocks clean, so
@@ -95,6 +100,12 @@ struct ssdp_wb_job {
 	u32 dirty;		/* the set's dirty blocks when it started */
 	enum ssdp_evict_wb_kind kind;
 	bool pressure;		/* eviction without a quiet window */
+	/*
+	 * Started in a quiet window (cleaning, quiet eviction): a user write
+	 * to the set that ends the quiet stops it after the run in hand
+	 * (set_io.wb_yield), so the write waits for one run, not the set.
+	 */
+	bool yields;
 	/*
 	 * Lock-out cleaning: only the dirty run from this block (SSDP_NONE:
 	 * the whole set).  A short writeback, for the writes to the set
@@ -215,11 +226,12 @@ static enum ssdp_bg_class ssdp_wb_class(struct ssdprio *sp,
 /*
  * Copy the dirty blocks of @line from block @from on to the origin, one
  * buffer's worth only if @one; *written counts them, *end is past the last.
+ * *yielded: stopped before the line's end for a waiting write.
  */
 static int ssdp_writeback_line(struct ssdprio *sp,
 			       const struct ssdp_wb_job *job, u32 line,
 			       u32 from, bool one, struct ssdp_buf *buf,
-			       u32 *written, u32 *end)
+			       u32 *written, u32 *end, bool *yielded)
 {
 	u32 block_bytes = sp->cfg.block_sectors << SECTOR_SHIFT;
 	u32 buf_blocks = (buf->nr_pages << PAGE_SHIFT) / block_bytes;
@@ -235,6 +247,12 @@ static int ssdp_writeback_line(struct ssdprio *sp,
 		more = ssdp_fmap_next_dirty_run(&sp->fmap, line, from, &first,
 						&nr);
 		oset = ssdp_fmap_oset_of(&sp->fmap, line);
+		/* At least one run per start, or a busy set never gets clean. */
+		if (more && job->yields && *written &&
+		    sp->set_io[job->cset].wb_yield) {
+			*yielded = true;
+			more = false;
+		}
 		spin_unlock_irqrestore(&sp->cache_lock, flags);
 		if (!more)
 			return 0;
@@ -262,15 +280,17 @@ static int ssdp_writeback_line(struct ssdprio *sp,
 /*
  * Write the dirty blocks of @cset back (or, job->only, one run of them),
  * mark what was written clean and commit.  The caller holds the set
- * exclusively, so its dirty bits change only here.
+ * exclusively, so its dirty bits change only here.  A job that yields
+ * marks clean only the runs it wrote: the lines before the one it stopped
+ * in, and that line up to where it stopped.
  */
 static int ssdp_writeback_set(struct ssdprio *sp,
 			      const struct ssdp_wb_job *job,
 			      struct ssdp_buf *buf)
 {
 	u32 lines[SSDP_FMAP_TAGS], nr_lines, i, written = 0;
-	u32 cset = job->cset, from = 0, end = 0;
-	bool one = job->only != SSDP_NONE;
+	u32 cset = job->cset, from = 0, end = 0, stop, to;
+	bool one = job->only != SSDP_NONE, yielded = false;
 	unsigned long flags;
 	int r = 0;
 
@@ -288,23 +308,31 @@ static int ssdp_writeback_set(struct ssdprio *sp,
 		from = job->only;
 	}
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
-	for (i = 0; i < nr_lines && !r; i++)
+	for (i = 0; i < nr_lines && !r && !yielded; i++) {
+		if (!one)
+			end = 0;
 		r = ssdp_writeback_line(sp, job, lines[i], from, one, buf,
-					&written, &end);
-	if (!one)
-		end = sp->cfg.set_blocks;
+					&written, &end, &yielded);
+	}
+	/* Lines [0, stop) were written; the last one, if yielded, to @end. */
+	stop = i;
 	if (!r && written)
 		r = ssdp_io_origin_flush(sp);
 	if (r) {
 		DMERR_LIMIT("writeback of cache set %u failed: %d", cset, r);
 		return r;
 	}
+	if (yielded)
+		ssdp_count(sp, SSDP_ST_WRITEBACK_YIELDS);
 	if (!written)
 		return 0;
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
-	for (i = 0; i < nr_lines; i++)
-		ssdp_fmap_clear_dirty(&sp->fmap, lines[i], from, end - from);
+	for (i = 0; i < stop; i++) {
+		to = one || (yielded && i == stop - 1) ? end :
+						       sp->cfg.set_blocks;
+		ssdp_fmap_clear_dirty(&sp->fmap, lines[i], from, to - from);
+	}
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 	ssdp_count_n(sp, SSDP_ST_BLOCKS_WRITTEN_BACK, written);
 	/*
@@ -320,6 +348,7 @@ static void ssdp_excl_end_locked(struct ssdprio *sp, u32 cset)
 {
 	lockdep_assert_held(&sp->cache_lock);
 	sp->set_io[cset].excl = false;
+	sp->set_io[cset].wb_yield = false;
 	ssdp_fmap_unpin(&sp->fmap, cset);
 	sp->set_released(sp, cset);
 }
@@ -377,7 +406,6 @@ static void ssdp_wb_retry_fn(struct work_struct *work)
 	u32 n = sp->layout.nr_csets, i, cset;
 	unsigned long flags;
 
-	lockdep_assert_held(&sp->cache_lock);
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	for (i = 0; i < n && budget && !sp->suspended; i++) {
 		cset = (sp->ev->retry_cursor + i) % n;
@@ -454,6 +482,10 @@ static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset, u32 only,
 	job->kind = kind;
 	job->pressure = pressure;
 	job->only = only;
+	job->yields = only == SSDP_NONE &&
+		      (kind == SSDP_WB_CLEAN ||
+		       (kind == SSDP_WB_EVICT && !pressure));
+	sp->set_io[cset].wb_yield = false;
 	/* Its ring entry is stale now; a lock-out left is noted again. */
 	sp->set_io[cset].lockout = false;
 	INIT_WORK(&job->work, ssdp_wb_job_fn);

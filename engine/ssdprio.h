@@ -64,6 +64,7 @@ enum ssdp_stat {
 	SSDP_ST_READ_FALLBACKS,
 	SSDP_ST_WRITEBACK_ERRORS,
 	SSDP_ST_LOCKOUTS,
+	SSDP_ST_WRITEBACK_YIELDS,
 	SSDP_ST_NR,
 };
 
@@ -138,6 +139,8 @@ struct ssdp_set_io {
 	bool excl;			/* promotion or writeback: no writes */
 	bool wb_failed;			/* writeback failed: pinned until retry */
 	bool lockout;			/* in the lock-out ring (evict.c) */
+	/* A write waits on excl: a quiet-window writeback stops early. */
+	bool wb_yield;
 	/*
 	 * Bumped whenever a clean block of the set was taken by another
 	 * origin set (or its tag evicted): a promotion prepared since then

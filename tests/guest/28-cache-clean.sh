@@ -11,6 +11,9 @@
 # - A dirty block that keeps another origin set's block out of its frame
 #   is written back at once, without a quiet window (lock-out cleaning),
 #   and the block it kept out is cached next time; not with lockout_clean off.
+# - A write to a set whose cleaning writeback is under way waits for one run,
+#   not the whole set: the writeback yields, marks clean only what it wrote,
+#   and the rest is written back later; nothing is lost.
 # timeout: 900
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -156,5 +159,61 @@ wait_status sp dirty_blocks -eq 0 300
 cmp <(dd if="$dm" bs=1M count=192 iflag=direct status=none) \
 	<(dd if="$hdd" bs=1M count=192 iflag=direct status=none) ||
 	fail "the origin differs from the device after the flush"
+dm_remove sp
+
+# --- a write to a set under a cleaning writeback: it yields -------------------------
+"$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
+# The sections above left data there: origin set 0 starts as zeroes.
+dd if=/dev/zero of="$hdd" bs=1M count=16 oflag=direct status=none || fail "zero the origin"
+# Idle origin writes one a second and never in batch mode: a writeback of a set
+# of scattered blocks takes minutes, and a write that waited for all of it
+# would find every block written back when it returns.
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 17 format seq_cutoff 0 read_alloc off evict_wait 500 dirty_target 0 dirty_max_age 0 lockout_clean off idle_dispatch_interval 1000 batch_mode_delay 3600000")
+bs=$(($(st block_sectors) * 512))
+nb=$(st set_blocks)
+# Every other block of origin set 0: one run per block.
+python3 - "$dm" "$bs" "$nb" /tmp/yield.want <<'PY' || fail "scattered writes"
+import mmap, os, sys
+dev, bs, nb, want = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+img = bytearray(bs * nb)
+fd = os.open(dev, os.O_WRONLY | os.O_DIRECT)
+buf = mmap.mmap(-1, bs)
+for b in range(0, nb, 2):
+    buf[:] = os.urandom(bs)
+    img[b * bs:(b + 1) * bs] = buf[:]
+    os.pwrite(fd, buf, b * bs)
+os.close(fd)
+open(want, "wb").write(img)
+PY
+d0=$(st dirty_blocks)
+assert_eq "$d0" $((nb / 2)) "dirty blocks after the scattered writes"
+# The writeback is under way: its origin writes go out one a second
+# (blocks_written_back moves only when a writeback ends).
+wait_status sp idle_dispatched -ge 2 120
+head -c "$bs" /dev/urandom >/tmp/yield.blk
+dd if=/tmp/yield.blk of="$dm" bs="$bs" seek=1 oflag=direct status=none || fail "write during the writeback"
+wb=$(st blocks_written_back)
+assert_ge "$(st writeback_yields)" 1 "writebacks that yielded to the write"
+assert_le "$wb" $((nb / 2 - 2)) "blocks written back when the write returned (it waited for the whole set)"
+dmsetup message sp 0 dirty_target 100 || fail "dirty_target 100"
+# A cleaning restarted meanwhile yields to the same block written again.
+dd if=/tmp/yield.blk of="$dm" bs="$bs" seek=1 oflag=direct status=none || fail "write again"
+wait_status sp writeback_sets -eq 0 120
+# Each block the writeback marked clean was written back; the new one is dirty.
+assert_eq $(($(st dirty_blocks) + $(st blocks_written_back))) $((d0 + 1)) "dirty + written back"
+log "yielded after $wb of $d0 blocks: $(dmsetup status sp)"
+python3 - /tmp/yield.want /tmp/yield.blk "$bs" <<'PY' || fail "expected image"
+import sys
+want, blk, bs = sys.argv[1], open(sys.argv[2], "rb").read(), int(sys.argv[3])
+img = bytearray(open(want, "rb").read())
+img[bs:2 * bs] = blk
+open(want, "wb").write(img)
+PY
+cmp /tmp/yield.want <(dd if="$dm" bs="$bs" count="$nb" iflag=direct status=none) ||
+	fail "the set's data through the cache"
+dmsetup message sp 0 drain || fail "drain"
+wait_status sp dirty_blocks -eq 0 300
+cmp /tmp/yield.want <(dd if="$hdd" bs="$bs" count="$nb" iflag=direct status=none) ||
+	fail "the origin after the drain: a block marked clean was never written back"
 dm_remove sp
 log "ok"
