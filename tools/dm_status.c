@@ -198,8 +198,13 @@ void st_print_text(FILE *f, const struct dm_status *cur,
 			num0(cur, "writeback_sets"), num0(cur, "failed_sets"),
 			get_or(cur, "flush_state", "?"),
 			num0(cur, "draining") ? " (draining)" : "");
-		fprintf(f, "  cleaning: %llu sets cleaned, oldest dirty data %llu s old\n",
+		fprintf(f, "  cleaning: %llu sets cleaned, oldest dirty data %llu s old",
 			num0(cur, "sets_cleaned"), num0(cur, "oldest_dirty_s"));
+		/* Writebacks that stopped early for a write (a newer module). */
+		if (st_get(cur, "writeback_yields"))
+			fprintf(f, "; %llu writebacks yielded to writes",
+				num0(cur, "writeback_yields"));
+		fputc('\n', f);
 	} else {
 		fprintf(f, "  cache:    %s (scheduler only)\n", cache);
 	}

@@ -13,7 +13,8 @@
 #   and the block it kept out is cached next time; not with lockout_clean off.
 # - A write to a set whose cleaning writeback is under way waits for one run,
 #   not the whole set: the writeback yields, marks clean only what it wrote,
-#   and the rest is written back later; nothing is lost.
+#   and the rest is written back later; nothing is lost. Bursts of verified
+#   random writes with quiet gaps meet cleanings under way, round after round.
 # timeout: 900
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -215,5 +216,26 @@ dmsetup message sp 0 drain || fail "drain"
 wait_status sp dirty_blocks -eq 0 300
 cmp /tmp/yield.want <(dd if="$hdd" bs="$bs" count="$nb" iflag=direct status=none) ||
 	fail "the origin after the drain: a block marked clean was never written back"
+dm_remove sp
+
+# --- bursts with quiet gaps: writes keep meeting cleanings under way -----------------
+"$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 17 format seq_cutoff 0 read_alloc off evict_wait 300 dirty_target 0 dirty_max_age 0 lockout_clean off idle_dispatch_interval 100 batch_mode_delay 3600000")
+# Bursts of 64 random 4 KiB writes over four origin sets, 0.8 s apart: each
+# gap starts cleanings of scattered runs that the next burst meets.
+for round in $(seq 1 20); do
+	fio_run --name=bursts --filename="$dm" --rw=randwrite --bs=4k --size=8M --io_size=2M \
+		--direct=1 --ioengine=psync --thinktime=800000 --thinktime_blocks=64 \
+		--verify=crc32c --verify_fatal=1 --randrepeat=0 --norandommap \
+		--randseed=$((round * 13)) >/dev/null
+	(($(st writeback_yields) >= 5)) && break
+done
+log "after $round rounds: $(dmsetup status sp)"
+assert_ge "$(st writeback_yields)" 1 "writebacks that yielded to a burst"
+dmsetup message sp 0 drain || fail "drain"
+wait_status sp dirty_blocks -eq 0 300
+cmp <(dd if="$dm" bs=1M count=8 iflag=direct status=none) \
+	<(dd if="$hdd" bs=1M count=8 iflag=direct status=none) ||
+	fail "the origin differs from the device after bursts with yielding writebacks"
 dm_remove sp
 log "ok"
