@@ -634,8 +634,8 @@ def database(rows, raw):
     configs = list(dict.fromkeys(r["config"] for r in rows if "workload" in r))
     md = ["| config | TPS alone | TPS beside the backup | ratio | p99 ms alone | p99 ms beside | p99 ratio | "
           "mean ms alone / beside | backup s beside pgbench (alone) | backup finished | "
-          "goal: TPS >= 99%, p99 <= 110%, backup finishes |",
-          "|---|---|---|---|---|---|---|---|---|---|---|"]
+          "control, no backup: TPS / p99 ratio | goal: TPS >= 99%, p99 <= 110%, backup finishes |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in configs:
         rs = [r for r in rows if r.get("config") == c]
         runs = [r for r in rs if r.get("workload") == "run"]
@@ -662,6 +662,21 @@ def database(rows, raw):
                         "backup_end_s": round(be - t0, 2), "alone_start_s": round(bs - r["run_s"] - t0, 2),
                         "end_s": round(t_end - t0, 2)}
         bal = [r["end"] - r["start"] for r in balone if r.get("rc") == 0]
+        # The control: the same windows with no backup (what the database's
+        # own checkpoints and a warming cache do to "beside").
+        c_ratio = []
+        for r in (r for r in rs if r.get("workload") == "control"):
+            tx = read_pgbench_log(os.path.join(raw, r["log"]))
+            t0 = tx_start(tx)
+            if t0 is None:
+                continue
+            mk = r["mark"]
+            a = tx_stats(tx, mk - r["run_s"], mk)
+            b = tx_stats(tx, mk, t0 + r["warm_s"] + 2 * r["run_s"])
+            if a and b:
+                c_ratio.append({"tps_ratio": ratio(b["tps"], a["tps"]),
+                                "p99_ratio": ratio(b["lat_p99_ms"], a["lat_p99_ms"]),
+                                "alone": a, "beside": b})
 
         def m(sts, k):
             return med([s[k] for s in sts if s])
@@ -670,7 +685,10 @@ def database(rows, raw):
              "mean_alone_ms": m(a_st, "lat_mean_ms"), "mean_beside_ms": m(b_st, "lat_mean_ms"),
              "backup_beside_s": m(b_st, "backup_s"), "backup_alone_s": med(bal),
              "backup_finished": bool(b_st) and all(s and s["backup_rc"] == 0 for s in b_st),
-             "beside_window_s": m(b_st, "seconds"), "runs_alone": a_st, "runs_beside": b_st, "plot": plot}
+             "beside_window_s": m(b_st, "seconds"), "runs_alone": a_st, "runs_beside": b_st, "plot": plot,
+             "control_tps_ratio": med([x["tps_ratio"] for x in c_ratio if x["tps_ratio"] is not None]),
+             "control_p99_ratio": med([x["p99_ratio"] for x in c_ratio if x["p99_ratio"] is not None]),
+             "control_runs": c_ratio}
         d["tps_ratio"] = ratio(d["tps_beside"], d["tps_alone"])
         d["p99_ratio"] = ratio(d["p99_beside_ms"], d["p99_alone_ms"])
         done = [r for r in rs if r.get("workload") == "done"]
@@ -685,11 +703,14 @@ def database(rows, raw):
                   f"{fmt(d['p99_alone_ms'], 0)} | {fmt(d['p99_beside_ms'], 0)} | {pct(d['p99_ratio'], 0)} | "
                   f"{fmt(d['mean_alone_ms'], 0)} / {fmt(d['mean_beside_ms'], 0)} | {fmt(d['backup_beside_s'], 1)}"
                   f"{' (' + fmt(d['backup_alone_s'], 1) + ')' if d['backup_alone_s'] is not None else ''} | "
-                  f"{'yes' if d['backup_finished'] else '**no**'} | {verdict(goal)} |")
+                  f"{'yes' if d['backup_finished'] else '**no**'} | "
+                  f"{pct(d['control_tps_ratio'])} / {pct(d['control_p99_ratio'], 0)} | {verdict(goal)} |")
     md.append("\n- PostgreSQL 15, pgbench TPC-B-like, 4 clients; one pgbench run per repetition: warm-up, "
               "then 'alone' (the run_s before the backup starts), then 'beside' (while the `ionice -c3` "
               "backup, tar of the data directory + fsync on the same file system, runs, up to pgbench's "
               "end). Figures from pgbench's per-transaction log; ratios of medians over repetitions. "
+              "Control: a second pgbench run per repetition, the same windows, no backup (its ratios are "
+              "medians of per-run ratios): how far 'beside' moves from 'alone' without the backup. "
               "Goal verdicts only for ssdprio configurations; the others are anchors.")
     return res, md
 

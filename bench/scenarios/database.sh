@@ -26,20 +26,25 @@
 # write back); hdd_ssdprio_sched_ionice and hdd_ssdprio_ionice: ionice alone.
 # Recorded per run: pgbench's per-transaction log (latency, completion time)
 # and progress output, its summary TPS, the backup's start, end, exit status.
-# Not in the default set (nor CI's quick run): `bench/run database`.
+# A control run per repetition (DATABASE_CONTROL=1, the default in full
+# runs): a second pgbench run, the same windows, with no backup: how much
+# "beside" moves against "alone" without the backup (checkpoints, autovacuum,
+# a cache still warming).
 # title: Database beside a backup: PostgreSQL 15 pgbench TPS and latency alone vs beside an `ionice -c3` backup
 # order: 110
-# status: extra
-# minutes: 25
+# status: ready
+# minutes: 50
 # mem_mb: 1100
 
 PGBIN=/usr/lib/postgresql/15/bin
 if ((Q)); then
 	RUN_S=12 WARM_S=6 HDD_MB=448
 	CONFIGS=${DATABASE_CONFIGS:-hdd_deadline hdd_ssdprio_sched}
+	CONTROL=${DATABASE_CONTROL:-0}
 else
 	RUN_S=25 WARM_S=10 HDD_MB=640
 	CONFIGS=${DATABASE_CONFIGS:-hdd_ssdprio_sched hdd_deadline hdd_iocost hdd_ssdprio hdd_bfq}
+	CONTROL=${DATABASE_CONTROL:-1}
 fi
 CLIENTS=4
 # The backup must finish: one that has not after this long is killed (rc 137).
@@ -260,6 +265,19 @@ for config in $CONFIGS; do
 			backup_end="$B_END" backup_rc="$B_RC" backup_bytes="$B_BYTES" \
 			log="$(keep /tmp/pgl_run "$config-$rep.log")" progress="$(keep /tmp/pgb_run.out "$config-$rep.progress")"
 		log "database $config rep $rep: pgbench $TPS tps, backup beside it $(awk -v a="$B_START" -v b="$B_END" 'BEGIN { printf "%.1f", b - a }') s (rc $B_RC)"
+		# The control: the same windows, no backup.
+		if ((CONTROL)) && pgb_start ctl $((WARM_S + 2 * RUN_S)); then
+			c_start=$(date +%s.%N)
+			sleep $((WARM_S + RUN_S))
+			c_mark=$(date +%s.%N)
+			if pgb_wait ctl; then
+				record "$config" control "$rep" tps="$TPS" warm_s="$WARM_S" run_s="$RUN_S" \
+					clients=$CLIENTS scale="$SCALE" pgbench_start="$c_start" \
+					pgbench_end="$(date +%s.%N)" mark="$c_mark" \
+					log="$(keep /tmp/pgl_ctl "$config-$rep-control.log")"
+				log "database $config rep $rep: control (no backup) pgbench $TPS tps"
+			fi
+		fi
 		# The backup's own baseline (alone, the database idle): costs minutes
 		# under TCG, so only when asked for (DATABASE_BACKUP_ALONE=1).
 		if ((${DATABASE_BACKUP_ALONE:-0})); then
