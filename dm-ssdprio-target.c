@@ -47,6 +47,8 @@ static const char * const ssdp_stat_names[SSDP_ST_NR] = {
 	[SSDP_ST_WRITEBACK_ERRORS] = "writeback_errors",
 	[SSDP_ST_LOCKOUTS] = "lockouts",
 	[SSDP_ST_WRITEBACK_YIELDS] = "writeback_yields",
+	[SSDP_ST_WRITEBACK_WRITES] = "writeback_writes",
+	[SSDP_ST_WRITEBACK_BRIDGED] = "writeback_bridged_blocks",
 };
 
 /* origin_id: 32 hex digits, not all zero (zero means "none"). */

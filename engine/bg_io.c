@@ -169,10 +169,10 @@ static int ssdp_io_sync(struct ssdprio *sp, struct ssdp_buf *buf, size_t off,
 	return r;
 }
 
-int ssdp_io_ssd_sync(struct ssdprio *sp, struct ssdp_buf *buf,
+int ssdp_io_ssd_sync(struct ssdprio *sp, struct ssdp_buf *buf, size_t off,
 		     sector_t sector, unsigned int bytes, blk_opf_t opf)
 {
-	return ssdp_io_sync(sp, buf, 0, sp->cache->bdev, sector, bytes, opf,
+	return ssdp_io_sync(sp, buf, off, sp->cache->bdev, sector, bytes, opf,
 			    SSDP_BG_IDLE);
 }
 

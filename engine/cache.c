@@ -280,7 +280,7 @@ static void ssdp_release_locked(struct ssdprio *sp, u32 cset, bool writer)
 	else
 		sio->readers--;
 	if (!sio->readers && !sio->writers) {
-		ssdp_fmap_set_no_replace(&sp->fmap, cset, false);
+		ssdp_fmap_set_no_replace(&sp->fmap, cset, sio->wb_bridge);
 		ssdp_fmap_unpin(&sp->fmap, cset);
 		ssdp_evict_unpinned_locked(sp);
 	}

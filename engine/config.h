@@ -35,6 +35,7 @@ struct ssdp_config {
 	u32 dirty_target_pct;		/* cleaning: dirty share above this */
 	u32 dirty_max_age_s;		/* cleaning: dirty older than this */
 	u32 lockout_clean;		/* write back what locks blocks out */
+	u32 writeback_gap;		/* clean blocks bridged, see evict.c */
 	u32 seq_cutoff_kib;		/* no promotion past this in a stream */
 
 	/* Scheduler. */

@@ -10,10 +10,21 @@
  * run: the write waits for that run, not for a whole set of scattered
  * runs, and what was written is marked clean as ever.  The next quiet
  * window takes up the rest.  It
- * copies each dirty run SSD -> origin at idle priority (the origin write
+ * copies the dirty runs SSD -> origin at idle priority (the origin write
  * waits for a quiet window in the scheduler), origin set by origin set in
  * disk order, flushes the origin, and only then marks the blocks clean, so
- * a clean block always has a durable origin copy.  Then it commits the
+ * a clean block always has a durable origin copy.
+ *
+ * The origin writes are few and large, for an HDD and for the idle
+ * throttle, which lets one out per idle_dispatch_interval: runs that
+ * touch go out as one write, and so do runs of an origin set a few clean
+ * blocks apart (writeback_gap), the clean blocks rewritten with what the
+ * origin already holds.  That is safe only while none of those blocks
+ * changes: user writes to the set wait (excl), promotions wait (excl),
+ * and no clean block is given to another origin set (set_io.wb_bridge).
+ * A cleaning job also holds the cache sets of the origin sets right after
+ * its own dirty ones (up to SSDP_WB_NEIGHBOURS), and writes their runs in
+ * the same sorted stream.  Then it commits the
  * metadata before it lets go of the set: a clean frame may be given to
  * another origin set, and a record still calling it dirty would bring the
  * newcomer's data back as this block's after a crash.
@@ -93,17 +104,26 @@ struct ssdp_evict {
 	u32 nr_lockout;			/* [cache_lock] */
 };
 
+/*
+ * A writeback holds, besides its own cache set, the cache sets of up to
+ * this many neighbouring origin sets (the ones right after a dirty line of
+ * its set), so that their dirty runs go out in the same sorted stream: an
+ * HDD sees short forward steps, and where two runs touch, one write.
+ */
+#define SSDP_WB_NEIGHBOURS	4U
+#define SSDP_WB_MAX_LINES	(SSDP_FMAP_TAGS + SSDP_WB_NEIGHBOURS)
+
 struct ssdp_wb_job {
 	struct work_struct work;
 	struct ssdprio *sp;
 	u32 cset;
-	u32 dirty;		/* the set's dirty blocks when it started */
+	u32 dirty;		/* dirty blocks of its lines when it started */
 	enum ssdp_evict_wb_kind kind;
 	bool pressure;		/* eviction without a quiet window */
 	/*
 	 * Started in a quiet window (cleaning, quiet eviction): a user write
-	 * to the set that ends the quiet stops it after the run in hand
-	 * (set_io.wb_yield), so the write waits for one run, not the set.
+	 * to a set it holds that ends the quiet stops it after the write in
+	 * hand (set_io.wb_yield), so the write waits for one, not the set.
 	 */
 	bool yields;
 	/*
@@ -112,6 +132,28 @@ struct ssdp_wb_job {
 	 * wait for it.
 	 */
 	u32 only;
+	/*
+	 * Two dirty runs of a line at most this many clean blocks apart go
+	 * out as one origin write, the clean blocks rewritten with the data
+	 * the origin already has (writeback_gap).  The sets held do not give
+	 * clean blocks away meanwhile (set_io.wb_bridge).
+	 */
+	u32 gap;
+	/* The neighbours' lines, each in a cache set of its own, held too. */
+	u32 nr_nb;
+	u32 nb_line[SSDP_WB_NEIGHBOURS];
+};
+
+/* One origin write being gathered: pieces of lines, in origin order. */
+struct ssdp_wb_write {
+	sector_t origin;	/* its first sector */
+	u32 blocks;
+	u32 nr;
+	struct {
+		u32 idx;	/* in the job's sorted lines */
+		u32 first;
+		u32 nr;
+	} piece[SSDP_WB_MAX_LINES];
 };
 
 void ssdp_evict_kick_locked(struct ssdprio *sp)
@@ -223,103 +265,252 @@ static enum ssdp_bg_class ssdp_wb_class(struct ssdprio *sp,
 	return job->pressure ? SSDP_BG_PRESSURE : SSDP_BG_IDLE;
 }
 
-/*
- * Copy the dirty blocks of @line from block @from on to the origin, one
- * buffer's worth only if @one; *written counts them, *end is past the last.
- * *yielded: stopped before the line's end for a waiting write.
- */
-static int ssdp_writeback_line(struct ssdprio *sp,
-			       const struct ssdp_wb_job *job, u32 line,
-			       u32 from, bool one, struct ssdp_buf *buf,
-			       u32 *written, u32 *end, bool *yielded)
+static sector_t ssdp_wb_origin_sector(struct ssdprio *sp, u64 oset, u32 blk)
 {
-	u32 block_bytes = sp->cfg.block_sectors << SECTOR_SHIFT;
-	u32 buf_blocks = (buf->nr_pages << PAGE_SHIFT) / block_bytes;
-	u32 first, nr;
-	sector_t origin_sector;
-	unsigned long flags;
-	bool more;
-	u64 oset;
-	int r;
+	return (oset << sp->set_shift) + ((sector_t)blk << sp->block_shift);
+}
 
-	for (;;) {
-		spin_lock_irqsave(&sp->cache_lock, flags);
-		more = ssdp_fmap_next_dirty_run(&sp->fmap, line, from, &first,
-						&nr);
-		oset = ssdp_fmap_oset_of(&sp->fmap, line);
-		/* At least one run per start, or a busy set never gets clean. */
-		if (more && job->yields && *written &&
-		    sp->set_io[job->cset].wb_yield) {
-			*yielded = true;
-			more = false;
-		}
-		spin_unlock_irqrestore(&sp->cache_lock, flags);
-		if (!more)
-			return 0;
-		nr = min(nr, buf_blocks);
+/* Should the job stop before its next origin write?  cache_lock held. */
+static bool ssdp_wb_yield_locked(struct ssdprio *sp,
+				 const struct ssdp_wb_job *job)
+{
+	u32 i;
 
-		r = ssdp_io_ssd_sync(sp, buf, ssdp_line_sector(sp, line, first),
-				     nr * block_bytes, REQ_OP_READ);
-		if (r)
-			return r;
-		origin_sector = (oset << sp->set_shift) +
-				((sector_t)first << sp->block_shift);
-		r = ssdp_io_origin_sync(sp, buf, origin_sector,
-					nr * block_bytes, REQ_OP_WRITE,
-					ssdp_wb_class(sp, job));
-		if (r)
-			return r;
-		*written += nr;
-		from = first + nr;
-		*end = from;
-		if (one)
-			return 0;
-	}
+	lockdep_assert_held(&sp->cache_lock);
+	if (!job->yields)
+		return false;
+	if (sp->set_io[job->cset].wb_yield)
+		return true;
+	for (i = 0; i < job->nr_nb; i++)
+		if (sp->set_io[ssdp_line_cset(job->nb_line[i])].wb_yield)
+			return true;
+	return false;
 }
 
 /*
- * Write the dirty blocks of @cset back (or, job->only, one run of them),
- * mark what was written clean and commit.  The caller holds the set
- * exclusively, so its dirty bits change only here.  A job that yields
- * marks clean only the runs it wrote: the lines before the one it stopped
- * in, and that line up to where it stopped.
+ * An origin write failed: what it covered there is undefined now, the
+ * clean blocks it bridged too.  They become dirty, durably, so that the
+ * cache's copy stays the one that counts and is written back again.
+ */
+static void ssdp_wb_write_failed(struct ssdprio *sp, const u32 *lines,
+				 const struct ssdp_wb_write *w)
+{
+	unsigned long flags;
+	u32 i, blk, n = 0;
+
+	spin_lock_irqsave(&sp->cache_lock, flags);
+	for (i = 0; i < w->nr; i++)
+		for (blk = w->piece[i].first;
+		     blk < w->piece[i].first + w->piece[i].nr; blk++)
+			if (ssdp_fmap_block(&sp->fmap, lines[w->piece[i].idx],
+					    blk) == SSDP_FMAP_CLEAN) {
+				ssdp_fmap_set_dirty(&sp->fmap,
+						    lines[w->piece[i].idx],
+						    blk, 1);
+				n++;
+			}
+	spin_unlock_irqrestore(&sp->cache_lock, flags);
+	if (n)
+		ssdp_meta_commit(sp);
+}
+
+/*
+ * The gathered write goes out: its pieces from the SSD into @buf, one
+ * origin write.  done[idx]: past the last block of that line written.
+ */
+static int ssdp_wb_write_out(struct ssdprio *sp,
+			     const struct ssdp_wb_job *job, const u32 *lines,
+			     struct ssdp_wb_write *w, struct ssdp_buf *buf,
+			     u32 *done)
+{
+	u32 block_bytes = sp->cfg.block_sectors << SECTOR_SHIFT;
+	u32 i, off = 0;
+	int r;
+
+	for (i = 0; i < w->nr; i++) {
+		r = ssdp_io_ssd_sync(sp, buf, (size_t)off * block_bytes,
+				     ssdp_line_sector(sp, lines[w->piece[i].idx],
+						      w->piece[i].first),
+				     w->piece[i].nr * block_bytes,
+				     REQ_OP_READ);
+		if (r)
+			return r;
+		off += w->piece[i].nr;
+	}
+	r = ssdp_io_origin_sync(sp, buf, w->origin, w->blocks * block_bytes,
+				REQ_OP_WRITE, ssdp_wb_class(sp, job));
+	if (r) {
+		ssdp_wb_write_failed(sp, lines, w);
+		return r;
+	}
+	for (i = 0; i < w->nr; i++)
+		done[w->piece[i].idx] = w->piece[i].first + w->piece[i].nr;
+	ssdp_count(sp, SSDP_ST_WRITEBACK_WRITES);
+	w->nr = 0;
+	w->blocks = 0;
+	return 0;
+}
+
+/*
+ * May the run [first, first + nr) of line @idx join the write being
+ * gathered?  *gap: clean blocks it bridges.  cache_lock held.
+ */
+static bool ssdp_wb_joins_locked(struct ssdprio *sp,
+				 const struct ssdp_wb_job *job,
+				 const struct ssdp_wb_write *w, u32 buf_blocks,
+				 u32 idx, u32 line, u32 first, u32 *gap)
+{
+	sector_t at = ssdp_wb_origin_sector(sp, ssdp_fmap_oset_of(&sp->fmap,
+								  line), first);
+	sector_t end = w->origin + ((sector_t)w->blocks << sp->block_shift);
+	u32 last_end = w->piece[w->nr - 1].first + w->piece[w->nr - 1].nr;
+	enum ssdp_fmap_hit hit;
+
+	lockdep_assert_held(&sp->cache_lock);
+	*gap = 0;
+	if (at == end)		/* the same line, or the next origin set */
+		return w->blocks < buf_blocks;
+	if (w->piece[w->nr - 1].idx != idx || first - last_end > job->gap)
+		return false;
+	*gap = first - last_end;
+	return w->blocks + *gap < buf_blocks &&
+	       ssdp_fmap_hit_run(&sp->fmap, line, last_end, *gap, &hit) ==
+	       *gap && hit == SSDP_FMAP_CLEAN;
+}
+
+/* The dirty blocks of @line.  cache_lock held. */
+static u32 ssdp_wb_count_dirty_locked(struct ssdprio *sp, u32 line)
+{
+	u32 from = 0, first, nr, n = 0;
+
+	lockdep_assert_held(&sp->cache_lock);
+	while (ssdp_fmap_next_dirty_run(&sp->fmap, line, from, &first, &nr)) {
+		n += nr;
+		from = first + nr;
+	}
+	return n;
+}
+
+/*
+ * The job's lines, sorted by origin set: @cset's dirty lines (with
+ * job->only, the one whose dirty block holds that frame) and the
+ * neighbours'.  cache_lock held.
+ */
+static u32 ssdp_wb_lines_locked(struct ssdprio *sp,
+				const struct ssdp_wb_job *job, u32 *lines)
+{
+	u32 n, i, j, l;
+
+	lockdep_assert_held(&sp->cache_lock);
+	n = ssdp_fmap_dirty_lines(&sp->fmap, job->cset, lines);
+	if (job->only != SSDP_NONE) {
+		for (i = 0, j = 0; i < n; i++)
+			if (ssdp_fmap_block(&sp->fmap, lines[i], job->only) ==
+			    SSDP_FMAP_DIRTY)
+				lines[j++] = lines[i];
+		return j;
+	}
+	for (i = 0; i < job->nr_nb; i++)
+		lines[n++] = job->nb_line[i];
+	for (i = 1; i < n; i++) {
+		l = lines[i];
+		for (j = i; j && ssdp_fmap_oset_of(&sp->fmap, lines[j - 1]) >
+				 ssdp_fmap_oset_of(&sp->fmap, l); j--)
+			lines[j] = lines[j - 1];
+		lines[j] = l;
+	}
+	return n;
+}
+
+/*
+ * Write the dirty blocks of the job's lines back (or, job->only, one run
+ * of them), in origin order, runs that touch or lie within job->gap clean
+ * blocks of each other as one origin write; mark what was written clean
+ * and commit.  The job holds its sets exclusively, so their lines' dirty
+ * bits change only here.  A job that yields marks clean only what it
+ * wrote: each line up to the end of its last write.
  */
 static int ssdp_writeback_set(struct ssdprio *sp,
 			      const struct ssdp_wb_job *job,
 			      struct ssdp_buf *buf)
 {
-	u32 lines[SSDP_FMAP_TAGS], nr_lines, i, written = 0;
-	u32 cset = job->cset, from = 0, end = 0, stop, to;
-	bool one = job->only != SSDP_NONE, yielded = false;
+	u32 block_bytes = sp->cfg.block_sectors << SECTOR_SHIFT;
+	u32 buf_blocks = (buf->nr_pages << PAGE_SHIFT) / block_bytes;
+	u32 lines[SSDP_WB_MAX_LINES], done[SSDP_WB_MAX_LINES];
+	u32 nr_lines, i, pos, first, nr, gap, take, written = 0, bridged = 0;
+	u32 from = job->only != SSDP_NONE ? job->only : 0;
+	bool one = job->only != SSDP_NONE, yielded = false, stop = false;
+	bool more, join;
+	struct ssdp_wb_write wr = { 0 }, *w = &wr;
 	unsigned long flags;
+	u64 oset;
 	int r = 0;
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
-	nr_lines = ssdp_fmap_dirty_lines(&sp->fmap, cset, lines);
-	if (one) {
-		u32 n = 0;
-
-		/* The line whose dirty block holds the frame, if still so. */
-		for (i = 0; i < nr_lines; i++)
-			if (ssdp_fmap_block(&sp->fmap, lines[i], job->only) ==
-			    SSDP_FMAP_DIRTY)
-				lines[n++] = lines[i];
-		nr_lines = n;
-		from = job->only;
-	}
+	nr_lines = ssdp_wb_lines_locked(sp, job, lines);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
-	for (i = 0; i < nr_lines && !r && !yielded; i++) {
-		if (!one)
-			end = 0;
-		r = ssdp_writeback_line(sp, job, lines[i], from, one, buf,
-					&written, &end, &yielded);
+	for (i = 0; i < nr_lines; i++)
+		done[i] = from;
+
+	for (i = 0; i < nr_lines && !r && !stop; i++) {
+		pos = from;
+		for (;;) {
+			spin_lock_irqsave(&sp->cache_lock, flags);
+			more = ssdp_fmap_next_dirty_run(&sp->fmap, lines[i],
+							pos, &first, &nr);
+			oset = ssdp_fmap_oset_of(&sp->fmap, lines[i]);
+			join = more && w->blocks &&
+			       ssdp_wb_joins_locked(sp, job, w, buf_blocks, i,
+						    lines[i], first, &gap);
+			/*
+			 * Before a new write, after at least one, or a busy
+			 * set never gets clean.
+			 */
+			if (more && !w->blocks && written &&
+			    ssdp_wb_yield_locked(sp, job)) {
+				yielded = true;
+				stop = true;
+				more = false;
+			}
+			spin_unlock_irqrestore(&sp->cache_lock, flags);
+			if (!more)
+				break;
+			if (w->blocks && !join) {
+				r = ssdp_wb_write_out(sp, job, lines, w, buf,
+						      done);
+				if (r || one) {
+					stop = true;
+					break;
+				}
+				continue;	/* the run again, a new write */
+			}
+			if (!w->blocks) {
+				gap = 0;
+				w->origin = ssdp_wb_origin_sector(sp, oset,
+								  first);
+			}
+			take = min(nr, buf_blocks - w->blocks - gap);
+			if (w->nr && w->piece[w->nr - 1].idx == i) {
+				w->piece[w->nr - 1].nr += gap + take;
+			} else {
+				w->piece[w->nr].idx = i;
+				w->piece[w->nr].first = first;
+				w->piece[w->nr].nr = take;
+				w->nr++;
+			}
+			w->blocks += gap + take;
+			written += take;
+			bridged += gap;
+			pos = first + take;
+		}
 	}
-	/* Lines [0, stop) were written; the last one, if yielded, to @end. */
-	stop = i;
+	if (!r && w->blocks)
+		r = ssdp_wb_write_out(sp, job, lines, w, buf, done);
 	if (!r && written)
 		r = ssdp_io_origin_flush(sp);
 	if (r) {
-		DMERR_LIMIT("writeback of cache set %u failed: %d", cset, r);
+		DMERR_LIMIT("writeback of cache set %u failed: %d", job->cset,
+			    r);
 		return r;
 	}
 	if (yielded)
@@ -328,13 +519,13 @@ static int ssdp_writeback_set(struct ssdprio *sp,
 		return 0;
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
-	for (i = 0; i < stop; i++) {
-		to = one || (yielded && i == stop - 1) ? end :
-						       sp->cfg.set_blocks;
-		ssdp_fmap_clear_dirty(&sp->fmap, lines[i], from, to - from);
-	}
+	for (i = 0; i < nr_lines; i++)
+		if (done[i] > from)
+			ssdp_fmap_clear_dirty(&sp->fmap, lines[i], from,
+					      done[i] - from);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 	ssdp_count_n(sp, SSDP_ST_BLOCKS_WRITTEN_BACK, written);
+	ssdp_count_n(sp, SSDP_ST_WRITEBACK_BRIDGED, bridged);
 	/*
 	 * Durable "clean" before the frames can change hands.  If it fails
 	 * the cache is degraded (meta.c), and no frame changes hands then.
@@ -343,12 +534,34 @@ static int ssdp_writeback_set(struct ssdprio *sp,
 	return 0;
 }
 
+/* Take @cset exclusively for a writeback; cache_lock held. */
+static void ssdp_excl_begin_locked(struct ssdprio *sp, u32 cset, bool bridge)
+{
+	struct ssdp_set_io *sio = &sp->set_io[cset];
+
+	lockdep_assert_held(&sp->cache_lock);
+	sio->excl = true;
+	sio->wb_yield = false;
+	ssdp_fmap_pin(&sp->fmap, cset);
+	if (bridge) {
+		sio->wb_bridge = true;
+		ssdp_fmap_set_no_replace(&sp->fmap, cset, true);
+	}
+}
+
 /* Give up exclusive ownership of @cset; cache_lock held. */
 static void ssdp_excl_end_locked(struct ssdprio *sp, u32 cset)
 {
+	struct ssdp_set_io *sio = &sp->set_io[cset];
+
 	lockdep_assert_held(&sp->cache_lock);
-	sp->set_io[cset].excl = false;
-	sp->set_io[cset].wb_yield = false;
+	sio->excl = false;
+	sio->wb_yield = false;
+	if (sio->wb_bridge) {
+		sio->wb_bridge = false;
+		ssdp_fmap_set_no_replace(&sp->fmap, cset,
+					 sio->readers || sio->writers);
+	}
 	ssdp_fmap_unpin(&sp->fmap, cset);
 	sp->set_released(sp, cset);
 }
@@ -424,6 +637,7 @@ static void ssdp_wb_job_fn(struct work_struct *work)
 	struct ssdprio *sp = job->sp;
 	struct ssdp_buf buf;
 	unsigned long flags;
+	u32 i;
 	int r;
 
 	r = ssdp_buf_alloc(&buf, min_t(u32, SSDP_WB_BUF_BYTES,
@@ -439,6 +653,8 @@ static void ssdp_wb_job_fn(struct work_struct *work)
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	ssdp_excl_end_locked(sp, job->cset);
+	for (i = 0; i < job->nr_nb; i++)
+		ssdp_excl_end_locked(sp, ssdp_line_cset(job->nb_line[i]));
 	sp->ev->dirty_blocks -= job->dirty;
 	if (r) {
 		ssdp_wb_fail_locked(sp, job->cset);
@@ -459,6 +675,49 @@ static void ssdp_wb_job_fn(struct work_struct *work)
 		wake_up(&sp->bg_wait);
 }
 
+/* May a writeback take @cset (as a neighbour)?  cache_lock held. */
+static bool ssdp_wb_holdable_locked(struct ssdprio *sp, u32 cset)
+{
+	const struct ssdp_set_io *sio = &sp->set_io[cset];
+
+	lockdep_assert_held(&sp->cache_lock);
+	return !sio->writers && !sio->excl && !sio->wb_failed;
+}
+
+/*
+ * Take the neighbours of the job's lines: for each dirty line of its set,
+ * the origin sets right after it with dirty blocks, as long as their
+ * cache sets are free to hold.  cache_lock held.
+ */
+static void ssdp_wb_take_neighbours_locked(struct ssdprio *sp,
+					   struct ssdp_wb_job *job)
+{
+	u32 lines[SSDP_FMAP_TAGS], n, i, line, c, first, nr;
+	u64 oset;
+
+	lockdep_assert_held(&sp->cache_lock);
+	n = ssdp_fmap_dirty_lines(&sp->fmap, job->cset, lines);
+	for (i = 0; i < n && job->nr_nb < SSDP_WB_NEIGHBOURS; i++) {
+		oset = ssdp_fmap_oset_of(&sp->fmap, lines[i]);
+		while (job->nr_nb < SSDP_WB_NEIGHBOURS &&
+		       ++oset < ssdp_nr_osets(sp)) {
+			line = ssdp_fmap_lookup(&sp->fmap, oset);
+			if (line == SSDP_NONE ||
+			    !ssdp_fmap_next_dirty_run(&sp->fmap, line, 0,
+						      &first, &nr))
+				break;
+			c = ssdp_line_cset(line);
+			if (c == job->cset)	/* in the job already */
+				continue;
+			if (!ssdp_wb_holdable_locked(sp, c))
+				break;
+			job->nb_line[job->nr_nb++] = line;
+			job->dirty += ssdp_wb_count_dirty_locked(sp, line);
+			ssdp_excl_begin_locked(sp, c, job->gap);
+		}
+	}
+}
+
 /*
  * Start a writeback job on @cset (@only: one run of it, see the job);
  * cache_lock held.
@@ -468,6 +727,7 @@ static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset, u32 only,
 {
 	struct ssdp_wb_job *job;
 
+	lockdep_assert_held(&sp->cache_lock);
 	if (cset == SSDP_NONE || !ssdp_fmap_nr_dirty(&sp->fmap, cset))
 		return false;
 	job = kzalloc(sizeof(*job), GFP_NOWAIT | __GFP_NOWARN);
@@ -478,19 +738,26 @@ static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset, u32 only,
 	/* One run: at least its first block. */
 	job->dirty = only == SSDP_NONE ? ssdp_fmap_nr_dirty(&sp->fmap, cset) :
 					 1;
-	sp->ev->dirty_blocks += job->dirty;
 	job->kind = kind;
 	job->pressure = pressure;
 	job->only = only;
 	job->yields = only == SSDP_NONE &&
 		      (kind == SSDP_WB_CLEAN ||
 		       (kind == SSDP_WB_EVICT && !pressure));
-	sp->set_io[cset].wb_yield = false;
+	/* A lock-out's run and a retry stay what they are: short, alone. */
+	if (only == SSDP_NONE && kind != SSDP_WB_RETRY)
+		job->gap = READ_ONCE(sp->cfg.writeback_gap);
 	/* Its ring entry is stale now; a lock-out left is noted again. */
 	sp->set_io[cset].lockout = false;
+	ssdp_excl_begin_locked(sp, cset, job->gap);
+	/*
+	 * Not under pressure: a job that does not yield would keep the
+	 * writes to more sets waiting.
+	 */
+	if (job->yields || kind == SSDP_WB_FLUSH)
+		ssdp_wb_take_neighbours_locked(sp, job);
+	sp->ev->dirty_blocks += job->dirty;
 	INIT_WORK(&job->work, ssdp_wb_job_fn);
-	sp->set_io[cset].excl = true;
-	ssdp_fmap_pin(&sp->fmap, cset);
 	atomic_inc(&sp->bg_jobs);
 	queue_work(sp->wq, &job->work);
 	return true;

@@ -193,7 +193,7 @@ static void ssdp_promote_one(struct ssdprio *sp, struct ssdp_promo *p)
 		return;
 	}
 
-	r = ssdp_io_ssd_sync(sp, &p->buf, ssdp_line_sector(sp, p->line,
+	r = ssdp_io_ssd_sync(sp, &p->buf, 0, ssdp_line_sector(sp, p->line,
 							   p->first),
 			     p->bytes, REQ_OP_WRITE);
 

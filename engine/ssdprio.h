@@ -65,6 +65,8 @@ enum ssdp_stat {
 	SSDP_ST_WRITEBACK_ERRORS,
 	SSDP_ST_LOCKOUTS,
 	SSDP_ST_WRITEBACK_YIELDS,
+	SSDP_ST_WRITEBACK_WRITES,
+	SSDP_ST_WRITEBACK_BRIDGED,
 	SSDP_ST_NR,
 };
 
@@ -141,6 +143,12 @@ struct ssdp_set_io {
 	bool lockout;			/* in the lock-out ring (evict.c) */
 	/* A write waits on excl: a quiet-window writeback stops early. */
 	bool wb_yield;
+	/*
+	 * A writeback rewrites clean blocks of the set to bridge the gaps
+	 * between dirty runs: no clean block may change hands meanwhile
+	 * (no_replace held, as under user I/O).
+	 */
+	bool wb_bridge;
 	/*
 	 * Bumped whenever a clean block of the set was taken by another
 	 * origin set (or its tag evicted): a promotion prepared since then
@@ -450,7 +458,8 @@ int ssdp_buf_alloc(struct ssdp_buf *buf, unsigned int bytes, gfp_t gfp);
 void ssdp_buf_free(struct ssdp_buf *buf);
 void ssdp_buf_copy_from_bio(struct ssdp_buf *buf, struct bio *bio,
 			    struct bvec_iter iter);
-int ssdp_io_ssd_sync(struct ssdprio *sp, struct ssdp_buf *buf,
+/* The cache device, from byte @off of @buf. */
+int ssdp_io_ssd_sync(struct ssdprio *sp, struct ssdp_buf *buf, size_t off,
 		     sector_t sector, unsigned int bytes, blk_opf_t opf);
 int ssdp_io_origin_sync(struct ssdprio *sp, struct ssdp_buf *buf,
 			sector_t sector, unsigned int bytes, blk_opf_t opf,

@@ -204,6 +204,12 @@ void st_print_text(FILE *f, const struct dm_status *cur,
 		if (st_get(cur, "writeback_yields"))
 			fprintf(f, "; %llu writebacks yielded to writes",
 				num0(cur, "writeback_yields"));
+		/* Dirty blocks per origin write: coalescing (a newer module). */
+		if (st_get(cur, "writeback_writes") &&
+		    num0(cur, "writeback_writes"))
+			fprintf(f, "; %.1f blocks per origin write",
+				(double)num0(cur, "blocks_written_back") /
+				(double)num0(cur, "writeback_writes"));
 		fputc('\n', f);
 	} else {
 		fprintf(f, "  cache:    %s (scheduler only)\n", cache);

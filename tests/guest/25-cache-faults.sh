@@ -5,7 +5,8 @@
 # never makes older data visible (a 512-byte write into a dirty block, a
 # whole-block overwrite); the device degrades and keeps serving; a
 # writeback the origin refuses is held aside with backoff, flush_dirty ends
-# as "failed" instead of spinning, and finishes once the origin is back.
+# as "failed" instead of spinning, and finishes once the origin is back;
+# the clean blocks a failed origin write bridged (writeback_gap) turn dirty.
 # timeout: 900
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -156,4 +157,32 @@ dm_remove sp2
 [[ $(dd if=/dev/mapper/hddleg bs=1M count=4 iflag=direct status=none | sha256sum) == "$want" ]] ||
 	fail "origin alone after the writeback finished"
 dm_remove hddleg
+
+# --- a failed origin write that bridged clean blocks: they turn dirty ---------------
+hdd3=$(make_hdd hdd3 64 0 32)
+ssd3=$(make_ssd ssd3 32)
+len=$(sectors "$hdd3")
+leg hddleg3 "$hdd3" linear
+dev=$(dm_create sp3 "0 $len ssdprio /dev/mapper/hddleg3 $ssd3 9 format evict_wait 600000 seq_cutoff 0 read_alloc off writeback_gap 16")
+for b in 0 1 2 3 4; do put "$dev" $b A || fail "write A"; done
+dmsetup message sp3 0 flush_dirty
+wait_status sp3 dirty_blocks -eq 0 120
+for b in 0 4; do put "$dev" $b B || fail "write B"; done
+leg hddleg3 "$hdd3" writes
+dmsetup message sp3 0 flush_dirty
+wait_status sp3 flush_state == failed 300
+# The failed write covered blocks 0-4, so the origin may hold anything there:
+# the three clean blocks it bridged are dirty now, the cache's copy counts.
+assert_eq "$(status_get sp3 dirty_blocks)" 5 "dirty blocks after a failed write that bridged 3 clean ones"
+leg hddleg3 "$hdd3" linear
+dmsetup message sp3 0 flush_dirty
+wait_status sp3 dirty_blocks -eq 0 300
+wait_status sp3 flush_state == idle 60
+for b in 0 1 2 3 4; do
+	want=A
+	((b % 4)) || want=B
+	[[ $(get /dev/mapper/hddleg3 "$b") == "$(pat $want)" ]] || fail "origin block $b after the bridged writeback"
+done
+dm_remove sp3
+dm_remove hddleg3
 log "ok"

@@ -15,6 +15,10 @@
 #   not the whole set: the writeback yields, marks clean only what it wrote,
 #   and the rest is written back later; nothing is lost. Bursts of verified
 #   random writes with quiet gaps meet cleanings under way, round after round.
+# - Writeback coalesces: dirty runs up to writeback_gap clean blocks apart go
+#   to the origin as one write (the clean blocks rewritten), not with gaps
+#   over it; a run across two origin sets goes out as one write; what the
+#   device and the origin hold is what was written.
 # timeout: 900
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -221,6 +225,75 @@ dmsetup message sp 0 drain || fail "drain"
 wait_status sp dirty_blocks -eq 0 300
 cmp /tmp/yield.want <(dd if="$hdd" bs="$bs" count="$nb" iflag=direct status=none) ||
 	fail "the origin after the drain: a block marked clean was never written back"
+dm_remove sp
+
+# --- writeback coalesces: runs a few clean blocks apart, the next origin set ----------
+"$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 15 format seq_cutoff 0 read_alloc off evict_wait 500 dirty_target 100 dirty_max_age 0 lockout_clean off evict_max_wait 0")
+bs=$(($(st block_sectors) * 512))
+nb=$(st set_blocks)
+# model OFFSET_BLOCKS COUNT STEP: write COUNT blocks, STEP apart, from block
+# OFFSET_BLOCKS of the device, new random data each; the image of the blocks
+# [OFFSET_BLOCKS, OFFSET_BLOCKS + COUNT * STEP) after it in /tmp/co.want.
+model() {
+	python3 - "$dm" "$bs" "$1" "$2" "$3" /tmp/co.want <<'PY' || fail "writes at block $1"
+import mmap, os, sys
+dev, bs, off, count, step, want = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+fd = os.open(dev, os.O_RDWR | os.O_DIRECT)
+buf = mmap.mmap(-1, bs * count * step)
+os.preadv(fd, [buf], off * bs)
+one = mmap.mmap(-1, bs)
+for i in range(count):
+    one[:] = os.urandom(bs)
+    buf[i * step * bs:(i * step + 1) * bs] = one[:]
+    os.pwrite(fd, one, (off + i * step) * bs)
+os.close(fd)
+open(want, "wb").write(buf[:])
+PY
+}
+# flushed WHAT OFFSET_BLOCKS COUNT: flush_dirty; the device and the origin
+# both hold /tmp/co.want there.
+flushed() {
+	dmsetup message sp 0 flush_dirty || fail "flush_dirty"
+	wait_status sp dirty_blocks -eq 0 300
+	wait_status sp writeback_sets -eq 0 60
+	cmp /tmp/co.want <(dd if="$dm" bs="$bs" skip="$2" count="$3" iflag=direct status=none) ||
+		fail "$1: the device's data"
+	cmp /tmp/co.want <(dd if="$hdd" bs="$bs" skip="$2" count="$3" iflag=direct status=none) ||
+		fail "$1: the origin's data after the flush"
+}
+# 64 blocks of origin set 2 cached, clean.
+base=$((2 * nb))
+model "$base" 64 1
+flushed "64 blocks" "$base" 64
+# Then every fourth of them rewritten: 16 dirty runs, 3 clean blocks apart.
+for gap in 3 2; do
+	dmsetup message sp 0 writeback_gap "$gap" || fail "writeback_gap $gap"
+	w0=$(st writeback_writes) g0=$(st writeback_bridged_blocks) b0=$(st blocks_written_back)
+	model "$base" 16 4
+	assert_eq "$(st dirty_blocks)" 16 "dirty blocks after 16 scattered writes"
+	flushed "16 runs, writeback_gap $gap" "$base" 64
+	assert_eq $(($(st blocks_written_back) - b0)) 16 "blocks written back (writeback_gap $gap)"
+	if ((gap == 3)); then
+		assert_eq $(($(st writeback_writes) - w0)) 1 "origin writes for 16 runs 3 clean blocks apart"
+		assert_eq $(($(st writeback_bridged_blocks) - g0)) 45 "clean blocks bridged"
+	else
+		assert_eq $(($(st writeback_writes) - w0)) 16 "origin writes with gaps over writeback_gap"
+		assert_eq $(($(st writeback_bridged_blocks) - g0)) 0 "clean blocks bridged over writeback_gap"
+	fi
+done
+# A run across the end of origin set 4 into origin set 5 (another cache set
+# as a rule): the older half's writeback takes the next origin set's along,
+# one origin write.
+dmsetup message sp 0 writeback_gap 16 || fail "writeback_gap 16"
+w0=$(st writeback_writes)
+model $((5 * nb - 8)) 8 1
+cp /tmp/co.want /tmp/co.first
+sleep 1.2	# its set is the older dirty one
+model $((5 * nb)) 8 1
+cat /tmp/co.first /tmp/co.want >/tmp/co.both && mv /tmp/co.both /tmp/co.want
+flushed "a run across two origin sets" $((5 * nb - 8)) 16
+assert_eq $(($(st writeback_writes) - w0)) 1 "origin writes for a run across two origin sets"
 dm_remove sp
 
 # --- bursts with quiet gaps: writes keep meeting cleanings under way -----------------
