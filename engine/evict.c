@@ -687,15 +687,25 @@ static bool ssdp_wb_holdable_locked(struct ssdprio *sp, u32 cset)
 /*
  * Take the neighbours of the job's lines: for each dirty line of its set,
  * the origin sets right after it with dirty blocks, as long as their
- * cache sets are free to hold.  cache_lock held.
+ * cache sets are free to hold.  Cleaning takes only what keeps the dirty
+ * data outside writebacks above dirty_target: it would write back data
+ * that may stay dirty otherwise.  cache_lock held.
  */
 static void ssdp_wb_take_neighbours_locked(struct ssdprio *sp,
 					   struct ssdp_wb_job *job)
 {
-	u32 lines[SSDP_FMAP_TAGS], n, i, line, c, first, nr;
+	u32 lines[SSDP_FMAP_TAGS], n, i, line, c, first, nr, d;
+	u64 left, target, budget = U64_MAX;
 	u64 oset;
 
 	lockdep_assert_held(&sp->cache_lock);
+	if (job->kind == SSDP_WB_CLEAN) {
+		left = sp->fmap.total_dirty -
+		       min(sp->fmap.total_dirty,
+			   sp->ev->dirty_blocks + job->dirty);
+		target = ssdp_esm_dirty_target(&sp->evict);
+		budget = left > target ? left - target : 0;
+	}
 	n = ssdp_fmap_dirty_lines(&sp->fmap, job->cset, lines);
 	for (i = 0; i < n && job->nr_nb < SSDP_WB_NEIGHBOURS; i++) {
 		oset = ssdp_fmap_oset_of(&sp->fmap, lines[i]);
@@ -711,8 +721,12 @@ static void ssdp_wb_take_neighbours_locked(struct ssdprio *sp,
 				continue;
 			if (!ssdp_wb_holdable_locked(sp, c))
 				break;
+			d = ssdp_wb_count_dirty_locked(sp, line);
+			if (d >= budget)
+				return;
+			budget -= d;
 			job->nb_line[job->nr_nb++] = line;
-			job->dirty += ssdp_wb_count_dirty_locked(sp, line);
+			job->dirty += d;
 			ssdp_excl_begin_locked(sp, c, job->gap);
 		}
 	}

@@ -262,6 +262,12 @@ static inline bool ssdp_esm_lockout_on(const struct ssdp_evict_sm *sm)
 	return sm->lockout_on && sm->max_wait_ns;
 }
 
+/* Cleaning's target, dirty blocks (ssdp_esm_set_cleaning()). */
+static inline u64 ssdp_esm_dirty_target(const struct ssdp_evict_sm *sm)
+{
+	return sm->dirty_target;
+}
+
 const char *ssdp_esm_state_name(enum ssdp_evict_state state);
 
 /*
