@@ -687,9 +687,10 @@ static bool ssdp_wb_holdable_locked(struct ssdprio *sp, u32 cset)
 /*
  * Take the neighbours of the job's lines: for each dirty line of its set,
  * the origin sets right after it with dirty blocks, as long as their
- * cache sets are free to hold.  Cleaning takes only what keeps the dirty
- * data outside writebacks above dirty_target: it would write back data
- * that may stay dirty otherwise.  cache_lock held.
+ * cache sets are free to hold.  Cleaning and eviction take only what keeps
+ * the dirty data outside writebacks above dirty_target: they would write
+ * back data that may stay dirty otherwise (a flush takes all).
+ * cache_lock held.
  */
 static void ssdp_wb_take_neighbours_locked(struct ssdprio *sp,
 					   struct ssdp_wb_job *job)
@@ -699,7 +700,7 @@ static void ssdp_wb_take_neighbours_locked(struct ssdprio *sp,
 	u64 oset;
 
 	lockdep_assert_held(&sp->cache_lock);
-	if (job->kind == SSDP_WB_CLEAN) {
+	if (job->kind != SSDP_WB_FLUSH) {
 		left = sp->fmap.total_dirty -
 		       min(sp->fmap.total_dirty,
 			   sp->ev->dirty_blocks + job->dirty);

@@ -44,7 +44,9 @@ origin_has() { # FILE MIB_OFFSET: the origin alone holds FILE there
 
 # --- over the target: cleaned in a quiet window, oldest first -----------------------
 # Lock-out cleaning off: two of the 2 MiB sets written may share a cache set.
-dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 13 format seq_cutoff 0 read_alloc off evict_wait 1000 dirty_target 10 dirty_max_age 0 lockout_clean off")
+# free_floor 1: 20 MiB dirty is past eviction's automatic floor (twice the
+# target), and eviction, which would write back first, is not what is tested.
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 15 format seq_cutoff 0 read_alloc off evict_wait 1000 dirty_target 10 dirty_max_age 0 lockout_clean off free_floor 1")
 total=$(($(st total_sets) * $(st set_blocks)))
 target=$((total / 10))
 for i in $(seq 0 19); do head -c 1M /dev/urandom >"/tmp/clean.$i"; done
