@@ -18,9 +18,9 @@
 # mem_mb: 400
 
 if ((Q)); then
-	REGION_MB=8 QUIET_MB=1 PACED_MB=256K
+	REGION_MB=8 QUIET_IO=1M PACED_IO=256K
 else
-	REGION_MB=32 QUIET_MB=8 PACED_MB=2M
+	REGION_MB=32 QUIET_IO=8M PACED_IO=2M
 fi
 CONFIGS=${COALESCE_CONFIGS:-gap0 gap16}
 MODES=${COALESCE_MODES:-quiet paced}
@@ -33,8 +33,8 @@ for rep in $(seq "$REPS"); do
 			gap=${config#gap}
 			extra=(writeback_gap "$gap" dirty_target 100 dirty_max_age 0 seq_cutoff 0)
 			[[ $mode == paced ]] && extra+=(batch_mode_delay 3600000)
-			size=$QUIET_MB
-			[[ $mode == paced ]] && size=$PACED_MB
+			size=$QUIET_IO
+			[[ $mode == paced ]] && size=$PACED_IO
 			hdd=$(hddsim_dev hdd "$HDD_MB")
 			ssd=$(ssd_dev ssd "$CACHE_MB")
 			if ! dev=$(ssdprio_dev ssdprio "$hdd" "$ssd" "${extra[@]}") || [[ ! -b $dev ]]; then
