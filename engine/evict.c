@@ -519,13 +519,17 @@ static int ssdp_writeback_set(struct ssdprio *sp,
 		return 0;
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
+	/*
+	 * Counted before the blocks turn clean: whoever sees dirty_blocks
+	 * drop (under cache_lock) sees them counted as written back.
+	 */
+	ssdp_count_n(sp, SSDP_ST_BLOCKS_WRITTEN_BACK, written);
+	ssdp_count_n(sp, SSDP_ST_WRITEBACK_BRIDGED, bridged);
 	for (i = 0; i < nr_lines; i++)
 		if (done[i] > from)
 			ssdp_fmap_clear_dirty(&sp->fmap, lines[i], from,
 					      done[i] - from);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
-	ssdp_count_n(sp, SSDP_ST_BLOCKS_WRITTEN_BACK, written);
-	ssdp_count_n(sp, SSDP_ST_WRITEBACK_BRIDGED, bridged);
 	/*
 	 * Durable "clean" before the frames can change hands.  If it fails
 	 * the cache is degraded (meta.c), and no frame changes hands then.
