@@ -21,7 +21,8 @@
  * blocks apart (writeback_gap), the clean blocks rewritten with what the
  * origin already holds.  That is safe only while none of those blocks
  * changes: user writes to the set wait (excl), promotions wait (excl),
- * and no clean block is given to another origin set (set_io.wb_bridge).
+ * and from the first gap bridged in a set no clean block of it is given
+ * to another origin set (set_io.wb_bridge).
  * A cleaning job also holds the cache sets of the origin sets right after
  * its own dirty ones (up to SSDP_WB_NEIGHBOURS), and writes their runs in
  * the same sorted stream.  Then it commits the
@@ -135,8 +136,8 @@ struct ssdp_wb_job {
 	/*
 	 * Two dirty runs of a line at most this many clean blocks apart go
 	 * out as one origin write, the clean blocks rewritten with the data
-	 * the origin already has (writeback_gap).  The sets held do not give
-	 * clean blocks away meanwhile (set_io.wb_bridge).
+	 * the origin already has (writeback_gap).  A set it bridges in gives
+	 * no clean block away from then on (set_io.wb_bridge).
 	 */
 	u32 gap;
 	/* The neighbours' lines, each in a cache set of its own, held too. */
@@ -364,6 +365,7 @@ static bool ssdp_wb_joins_locked(struct ssdprio *sp,
 								  line), first);
 	sector_t end = w->origin + ((sector_t)w->blocks << sp->block_shift);
 	u32 last_end = w->piece[w->nr - 1].first + w->piece[w->nr - 1].nr;
+	struct ssdp_set_io *sio;
 	enum ssdp_fmap_hit hit;
 
 	lockdep_assert_held(&sp->cache_lock);
@@ -373,9 +375,22 @@ static bool ssdp_wb_joins_locked(struct ssdprio *sp,
 	if (w->piece[w->nr - 1].idx != idx || first - last_end > job->gap)
 		return false;
 	*gap = first - last_end;
-	return w->blocks + *gap < buf_blocks &&
-	       ssdp_fmap_hit_run(&sp->fmap, line, last_end, *gap, &hit) ==
-	       *gap && hit == SSDP_FMAP_CLEAN;
+	if (w->blocks + *gap >= buf_blocks ||
+	    ssdp_fmap_hit_run(&sp->fmap, line, last_end, *gap, &hit) != *gap ||
+	    hit != SSDP_FMAP_CLEAN)
+		return false;
+	/*
+	 * From now until the job ends no clean block of the set changes
+	 * hands, so these stay what the origin holds.  Only then: until a
+	 * job bridges, writes of other origin sets may still take clean
+	 * frames of its sets.
+	 */
+	sio = &sp->set_io[ssdp_line_cset(line)];
+	if (!sio->wb_bridge) {
+		sio->wb_bridge = true;
+		ssdp_fmap_set_no_replace(&sp->fmap, ssdp_line_cset(line), true);
+	}
+	return true;
 }
 
 /* The dirty blocks of @line.  cache_lock held. */
@@ -539,7 +554,7 @@ static int ssdp_writeback_set(struct ssdprio *sp,
 }
 
 /* Take @cset exclusively for a writeback; cache_lock held. */
-static void ssdp_excl_begin_locked(struct ssdprio *sp, u32 cset, bool bridge)
+static void ssdp_excl_begin_locked(struct ssdprio *sp, u32 cset)
 {
 	struct ssdp_set_io *sio = &sp->set_io[cset];
 
@@ -547,10 +562,6 @@ static void ssdp_excl_begin_locked(struct ssdprio *sp, u32 cset, bool bridge)
 	sio->excl = true;
 	sio->wb_yield = false;
 	ssdp_fmap_pin(&sp->fmap, cset);
-	if (bridge) {
-		sio->wb_bridge = true;
-		ssdp_fmap_set_no_replace(&sp->fmap, cset, true);
-	}
 }
 
 /* Give up exclusive ownership of @cset; cache_lock held. */
@@ -732,7 +743,7 @@ static void ssdp_wb_take_neighbours_locked(struct ssdprio *sp,
 			budget -= d;
 			job->nb_line[job->nr_nb++] = line;
 			job->dirty += d;
-			ssdp_excl_begin_locked(sp, c, job->gap);
+			ssdp_excl_begin_locked(sp, c);
 		}
 	}
 }
@@ -768,7 +779,7 @@ static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset, u32 only,
 		job->gap = READ_ONCE(sp->cfg.writeback_gap);
 	/* Its ring entry is stale now; a lock-out left is noted again. */
 	sp->set_io[cset].lockout = false;
-	ssdp_excl_begin_locked(sp, cset, job->gap);
+	ssdp_excl_begin_locked(sp, cset);
 	/*
 	 * Not under pressure: a job that does not yield would keep the
 	 * writes to more sets waiting.
