@@ -115,7 +115,7 @@ anchor_dev() { # CONFIG HDD: echoes the loop device
 }
 anchor_args() { # CONFIG normal|idle: fio's options for that job's cgroup
 	case $1 in
-	*_iocost | *_bfq_cgroup) echo "--cgroup=ssdp_$2 --cgroup_nodelete=1" ;;
+	*_iocost | *_bfq_cgroup | *_iocost_aa | *_bfq_cgroup_aa) echo "--cgroup=ssdp_$2 --cgroup_nodelete=1" ;;
 	esac
 }
 anchor_teardown() { # after fio has exited (the cgroups are empty)

@@ -22,6 +22,9 @@
 #   hdd_iocost         bare HDD, cgroup v2 io.cost with io.weight 10000 : 1
 #                      (normal : idle job's cgroup; bench/lib.sh, anchor_dev)
 #   hdd_bfq_cgroup     bare HDD, bfq with io.bfq.weight 1000 : 1
+#   hdd_iocost_aa, hdd_bfq_cgroup_aa  (controls, full runs only) the anchors'
+#                      A/A: as hdd_ssdprio_sched_aa, the second job in the
+#                      idle cgroup but doing no I/O
 #   ssd_deadline       bare SSD (null_blk) with mq-deadline
 #   ssd_ssdprio_sched  ssdprio `cache off` over the SSD as origin
 # Each measurement is one fio run: the normal job alone, then the idle reader
@@ -33,7 +36,7 @@
 # title: Contention (deadline paper fig. 10/11): normal job alone vs with an `ionice -c3` sequential reader, medians
 # order: 20
 # status: ready
-# minutes: 35
+# minutes: 45
 # mem_mb: 700
 
 if ((Q)); then
@@ -41,7 +44,7 @@ if ((Q)); then
 	CONFIGS=${CONTENTION_CONFIGS:-hdd_bfq hdd_ssdprio_sched hdd_ssdprio ssd_ssdprio_sched}
 else
 	RUNTIME=5 SSD_RUNTIME=3 PATTERNS=${CONTENTION_PATTERNS:-seqread seqwrite randread randwrite}
-	CONFIGS=${CONTENTION_CONFIGS:-hdd_deadline hdd_bfq hdd_iocost hdd_bfq_cgroup hdd_ssdprio_sched hdd_ssdprio_sched_aa hdd_ssdprio hdd_ssdprio_cpuctrl ssd_deadline ssd_ssdprio_sched}
+	CONFIGS=${CONTENTION_CONFIGS:-hdd_deadline hdd_bfq hdd_iocost hdd_iocost_aa hdd_bfq_cgroup hdd_bfq_cgroup_aa hdd_ssdprio_sched hdd_ssdprio_sched_aa hdd_ssdprio hdd_ssdprio_cpuctrl ssd_deadline ssd_ssdprio_sched}
 fi
 HDD_MB=512 # two 256 MiB regions: normal job in the first, idle reader in the second
 REGION=256M
@@ -55,9 +58,9 @@ setup() { # CONFIG: echoes the device
 	hdd_deadline | hdd_bfq)
 		hdd=$(hddsim_dev hdd "$HDD_MB")
 		sched_dev "$hdd" "$([[ $1 == hdd_bfq ]] && echo bfq || echo mq-deadline)" ;;
-	hdd_iocost | hdd_bfq_cgroup)
+	hdd_iocost | hdd_bfq_cgroup | hdd_iocost_aa | hdd_bfq_cgroup_aa)
 		hdd=$(hddsim_dev hdd "$HDD_MB")
-		anchor_dev "$1" "$hdd" ;;
+		anchor_dev "${1%_aa}" "$hdd" ;;
 	hdd_ssdprio_sched | hdd_ssdprio_sched_aa)
 		hdd=$(hddsim_dev hdd "$HDD_MB")
 		ssd=$(ssd_dev ssd "$CACHE_MB")
