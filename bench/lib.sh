@@ -114,8 +114,8 @@ anchor_dev() { # CONFIG HDD: echoes the loop device
 	echo "$loop"
 }
 anchor_args() { # CONFIG normal|idle: fio's options for that job's cgroup
-	case $1 in
-	*_iocost | *_bfq_cgroup | *_iocost_aa | *_bfq_cgroup_aa) echo "--cgroup=ssdp_$2 --cgroup_nodelete=1" ;;
+	case ${1%_aa} in
+	*_iocost | *_bfq_cgroup) echo "--cgroup=ssdp_$2 --cgroup_nodelete=1" ;;
 	esac
 }
 anchor_teardown() { # after fio has exited (the cgroups are empty)
