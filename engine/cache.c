@@ -369,6 +369,7 @@ static enum ssdp_dest ssdp_route_read(struct ssdprio *sp, struct bio *bio,
 	if (hit != SSDP_FMAP_MISS) {
 		cset = ssdp_line_cset(line);
 		pb->line = line;
+		pb->frame = ssdp_fmap_frame(&sp->fmap, line, pb->first);
 		pb->clean = hit == SSDP_FMAP_CLEAN;
 		pb->replaced = sp->set_io[cset].replaced;
 		ssdp_hold(sp, cset, false);
@@ -453,6 +454,7 @@ static enum ssdp_dest ssdp_route_write_partial(struct ssdprio *sp,
 		return ssdp_origin_write(sp, pb);
 	}
 	pb->line = line;
+	pb->frame = ssdp_fmap_frame(&sp->fmap, line, pb->first);
 	ssdp_hold(sp, ssdp_line_cset(line), true);
 	ssdp_fmap_touch(&sp->fmap, line);
 	if (hit == SSDP_FMAP_DIRTY || policy == SSDP_WP_WRITEBACK) {
@@ -567,6 +569,7 @@ static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
 						    &dest))
 		return dest;
 	pb->line = line;
+	pb->frame = ssdp_fmap_frame(&sp->fmap, line, pb->first);
 	ssdp_hold(sp, cset, true);
 	ssdp_fmap_touch(&sp->fmap, line);
 	if (policy == SSDP_WP_WRITEBACK) {
@@ -643,8 +646,10 @@ static void ssdp_both_ssd_endio(struct bio *clone)
 static int ssdp_dispatch(struct ssdprio *sp, struct bio *bio,
 			 struct ssdp_bio *pb, enum ssdp_dest dest)
 {
-	sector_t in_set = bio->bi_iter.bi_sector & (sp->layout.set_sectors - 1);
+	sector_t in_block = bio->bi_iter.bi_sector &
+			    (((sector_t)1 << sp->block_shift) - 1);
 	struct bio *clone;
+	sector_t ssd;
 
 	switch (dest) {
 	case SSDP_DEFERRED:
@@ -654,8 +659,9 @@ static int ssdp_dispatch(struct ssdprio *sp, struct bio *bio,
 		return DM_MAPIO_SUBMITTED;
 	case SSDP_TO_SSD:
 		bio_set_dev(bio, sp->cache->bdev);
-		bio->bi_iter.bi_sector = ssdp_line_sector(sp, pb->line, 0) +
-					 in_set;
+		bio->bi_iter.bi_sector = ssdp_frame_sector(sp,
+						ssdp_line_cset(pb->line),
+						pb->frame) + in_block;
 		return DM_MAPIO_REMAPPED;
 	case SSDP_TO_BOTH:
 		/*
@@ -665,8 +671,9 @@ static int ssdp_dispatch(struct ssdprio *sp, struct bio *bio,
 		 */
 		clone = bio_alloc_clone(sp->cache->bdev, bio, GFP_NOIO,
 					&sp->bs);
-		clone->bi_iter.bi_sector = ssdp_line_sector(sp, pb->line, 0) +
-					   in_set;
+		ssd = ssdp_frame_sector(sp, ssdp_line_cset(pb->line),
+					pb->frame);
+		clone->bi_iter.bi_sector = ssd + in_block;
 		/* bio_chain(), telling end_io which leg failed. */
 		clone->bi_private = bio;
 		clone->bi_end_io = ssdp_both_ssd_endio;

@@ -78,7 +78,7 @@
 
 struct ssdp_lockout {
 	u32 cset;
-	u32 blk;	/* the refusing frame; SSDP_NONE: the set's tags */
+	u32 frame;	/* the refusing frame; SSDP_NONE: the set's tags */
 };
 
 /* evict.c's state; the fields marked [cache_lock] are under it. */
@@ -128,11 +128,12 @@ struct ssdp_wb_job {
 	 */
 	bool yields;
 	/*
-	 * Lock-out cleaning: only the dirty run from this block (SSDP_NONE:
-	 * the whole set).  A short writeback, for the writes to the set
-	 * wait for it.
+	 * Lock-out cleaning: only the dirty run of @only_line from this
+	 * block (SSDP_NONE: the whole set), the block whose frame refused a
+	 * claim.  A short writeback, for the writes to the set wait for it.
 	 */
 	u32 only;
+	u32 only_line;
 	/*
 	 * Two dirty runs of a line at most this many clean blocks apart go
 	 * out as one origin write, the clean blocks rewritten with the data
@@ -185,7 +186,7 @@ void ssdp_evict_unpinned_locked(struct ssdprio *sp)
  * time; noted once per set until written back.  A full ring drops the
  * note: the next refusal notes it again.
  */
-void ssdp_lockout_note_locked(struct ssdprio *sp, u32 cset, u32 blk)
+void ssdp_lockout_note_locked(struct ssdprio *sp, u32 cset, u32 frame)
 {
 	struct ssdp_set_io *sio = &sp->set_io[cset];
 	struct ssdp_lockout *lo;
@@ -199,7 +200,7 @@ void ssdp_lockout_note_locked(struct ssdprio *sp, u32 cset, u32 blk)
 	lo = &sp->ev->lockout_ring[(sp->ev->lockout_head + sp->ev->nr_lockout++) %
 			       SSDP_LOCKOUT_RING];
 	lo->cset = cset;
-	lo->blk = blk;
+	lo->frame = frame;
 	if (ssdp_esm_lockout(&sp->evict))
 		ssdp_evict_kick_locked(sp);
 }
@@ -316,8 +317,10 @@ static void ssdp_wb_write_failed(struct ssdprio *sp, const u32 *lines,
 }
 
 /*
- * The gathered write goes out: its pieces from the SSD into @buf, one
- * origin write.  done[idx]: past the last block of that line written.
+ * The gathered write goes out: its pieces from the SSD into @buf (a read
+ * per stretch of consecutive frames), one origin write.  done[idx]: past
+ * the last block of that line written.  The job holds its sets, so no
+ * block of a piece changes frames meanwhile.
  */
 static int ssdp_wb_write_out(struct ssdprio *sp,
 			     const struct ssdp_wb_job *job, const u32 *lines,
@@ -325,18 +328,31 @@ static int ssdp_wb_write_out(struct ssdprio *sp,
 			     u32 *done)
 {
 	u32 block_bytes = sp->cfg.block_sectors << SECTOR_SHIFT;
-	u32 i, off = 0;
+	u32 i, off = 0, line, blk, end, frame, n;
+	unsigned long flags;
 	int r;
 
 	for (i = 0; i < w->nr; i++) {
-		r = ssdp_io_ssd_sync(sp, buf, (size_t)off * block_bytes,
-				     ssdp_line_sector(sp, lines[w->piece[i].idx],
-						      w->piece[i].first),
-				     w->piece[i].nr * block_bytes,
-				     REQ_OP_READ);
-		if (r)
-			return r;
-		off += w->piece[i].nr;
+		line = lines[w->piece[i].idx];
+		blk = w->piece[i].first;
+		end = blk + w->piece[i].nr;
+		while (blk < end) {
+			spin_lock_irqsave(&sp->cache_lock, flags);
+			n = ssdp_fmap_frame_run(&sp->fmap, line, blk, end - blk,
+						&frame);
+			spin_unlock_irqrestore(&sp->cache_lock, flags);
+			if (WARN_ON_ONCE(!n))
+				return -EIO;
+			r = ssdp_io_ssd_sync(sp, buf, (size_t)off * block_bytes,
+					     ssdp_frame_sector(sp,
+							ssdp_line_cset(line),
+							frame),
+					     n * block_bytes, REQ_OP_READ);
+			if (r)
+				return r;
+			off += n;
+			blk += n;
+		}
 	}
 	r = ssdp_io_origin_sync(sp, buf, w->origin, w->blocks * block_bytes,
 				REQ_OP_WRITE, ssdp_wb_class(sp, job));
@@ -408,7 +424,7 @@ static u32 ssdp_wb_count_dirty_locked(struct ssdprio *sp, u32 line)
 
 /*
  * The job's lines, sorted by origin set: @cset's dirty lines (with
- * job->only, the one whose dirty block holds that frame) and the
+ * job->only, the one whose dirty block holds the refusing frame) and the
  * neighbours'.  cache_lock held.
  */
 static u32 ssdp_wb_lines_locked(struct ssdprio *sp,
@@ -417,14 +433,11 @@ static u32 ssdp_wb_lines_locked(struct ssdprio *sp,
 	u32 n, i, j, l;
 
 	lockdep_assert_held(&sp->cache_lock);
-	n = ssdp_fmap_dirty_lines(&sp->fmap, job->cset, lines);
 	if (job->only != SSDP_NONE) {
-		for (i = 0, j = 0; i < n; i++)
-			if (ssdp_fmap_block(&sp->fmap, lines[i], job->only) ==
-			    SSDP_FMAP_DIRTY)
-				lines[j++] = lines[i];
-		return j;
+		lines[0] = job->only_line;
+		return job->only_line != SSDP_NONE;
 	}
+	n = ssdp_fmap_dirty_lines(&sp->fmap, job->cset, lines);
 	for (i = 0; i < job->nr_nb; i++)
 		lines[n++] = job->nb_line[i];
 	for (i = 1; i < n; i++) {
@@ -770,12 +783,22 @@ static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset, u32 only,
 					 1;
 	job->kind = kind;
 	job->pressure = pressure;
-	job->only = only;
-	job->yields = only == SSDP_NONE &&
+	/*
+	 * @only names the frame; the set is held from here on, so the
+	 * block in it stays what it is now.  None dirty there: no run.
+	 */
+	job->only = SSDP_NONE;
+	job->only_line = SSDP_NONE;
+	if (only != SSDP_NONE) {
+		job->only = 0;
+		ssdp_fmap_frame_dirty(&sp->fmap, cset, only, &job->only_line,
+				      &job->only);
+	}
+	job->yields = job->only == SSDP_NONE &&
 		      (kind == SSDP_WB_CLEAN ||
 		       (kind == SSDP_WB_EVICT && !pressure));
 	/* A lock-out's run and a retry stay what they are: short, alone. */
-	if (only == SSDP_NONE && kind != SSDP_WB_RETRY)
+	if (job->only == SSDP_NONE && kind != SSDP_WB_RETRY)
 		job->gap = READ_ONCE(sp->cfg.writeback_gap);
 	/* Its ring entry is stale now; a lock-out left is noted again. */
 	sp->set_io[cset].lockout = false;
@@ -909,7 +932,7 @@ static void ssdp_evict_work_fn(struct work_struct *work)
 			lo = ssdp_lockout_pop_locked(sp);
 			/* Not started: the next refusal notes it again. */
 			sp->set_io[lo.cset].lockout = false;
-			if (!ssdp_wb_start_locked(sp, lo.cset, lo.blk,
+			if (!ssdp_wb_start_locked(sp, lo.cset, lo.frame,
 						  SSDP_WB_LOCKOUT, true))
 				ssdp_esm_action_failed(&sp->evict, act.type);
 			continue;

@@ -31,6 +31,50 @@ static inline void owner_put(struct ssdp_fmap *fm, size_t f, u32 t)
 	*b = (*b & ~(0xf << (f % 2 * 4))) | (t << (f % 2 * 4));
 }
 
+/* Free frame @f: nobody's, home. */
+static inline void frame_free(struct ssdp_fmap *fm, size_t f)
+{
+	owner_put(fm, f, SSDP_FMAP_FREE);
+	__clear_bit(f, fm->alt);
+}
+
+/* Frame @fb of @cset goes to tag @t for its block @blk. */
+static inline void frame_own(struct ssdp_fmap *fm, u32 cset, u32 fb, u32 t,
+			     u32 blk)
+{
+	size_t f = frame_of(fm, cset, fb);
+
+	owner_put(fm, f, t);
+	if (fb != blk)
+		__set_bit(f, fm->alt);
+	else
+		__clear_bit(f, fm->alt);
+}
+
+/*
+ * The frame (index in the set) where tag @t of @cset holds block @blk, in
+ * any state, or SSDP_NONE: the home frame blk, else the alt frame
+ * blk ^ half.  A tag holds a block in one frame at most.
+ */
+static u32 held_at(const struct ssdp_fmap *fm, u32 cset, u32 t, u32 blk)
+{
+	size_t f = frame_of(fm, cset, blk);
+
+	if (owner_get(fm, f) == t && !test_bit(f, fm->alt))
+		return blk;
+	if (!fm->half)
+		return SSDP_NONE;
+	f = frame_of(fm, cset, blk ^ fm->half);
+	if (owner_get(fm, f) == t && test_bit(f, fm->alt))
+		return blk ^ fm->half;
+	return SSDP_NONE;
+}
+
+static inline bool frame_limbo(const struct ssdp_fmap *fm, size_t f)
+{
+	return !test_bit(f, fm->valid) && test_bit(f, fm->dirty);
+}
+
 static inline u32 *tag_slot(const struct ssdp_fmap *fm, u32 cset, u32 t)
 {
 	return &fm->tags[(size_t)cset * SSDP_FMAP_TAGS + t];
@@ -93,6 +137,7 @@ int ssdp_fmap_init(struct ssdp_fmap *fm, u32 nr_csets, u32 set_blocks)
 	fm->nr_csets = nr_csets;
 	fm->set_blocks = set_blocks;
 	fm->set_shift = ilog2(set_blocks);
+	fm->half = set_blocks / 2;
 	frames = (size_t)nr_csets << fm->set_shift;
 
 	fm->tags = fmap_alloc(fm, (size_t)nr_csets * SSDP_FMAP_TAGS,
@@ -111,10 +156,12 @@ int ssdp_fmap_init(struct ssdp_fmap *fm, u32 nr_csets, u32 set_blocks)
 	fm->owner = fmap_alloc(fm, (frames + 1) / 2, 1);
 	fm->valid = fmap_alloc(fm, BITS_TO_LONGS(frames), sizeof(long));
 	fm->dirty = fmap_alloc(fm, BITS_TO_LONGS(frames), sizeof(long));
+	fm->alt = fmap_alloc(fm, BITS_TO_LONGS(frames), sizeof(long));
 	if (!fm->tags || !fm->tag_lru || !fm->dprev || !fm->dnext ||
 	    !fm->dirty_since || !fm->nr_valid || !fm->nr_dirty ||
 	    !fm->nr_limbo || !fm->nr_tags || !fm->pins || !fm->flags ||
-	    !fm->changed || !fm->owner || !fm->valid || !fm->dirty) {
+	    !fm->changed || !fm->owner || !fm->valid || !fm->dirty ||
+	    !fm->alt) {
 		ssdp_fmap_destroy(fm);
 		return -ENOMEM;
 	}
@@ -147,6 +194,7 @@ void ssdp_fmap_destroy(struct ssdp_fmap *fm)
 	ssdp_free(fm->owner);
 	ssdp_free(fm->valid);
 	ssdp_free(fm->dirty);
+	ssdp_free(fm->alt);
 	memset(fm, 0, sizeof(*fm));
 }
 
@@ -212,7 +260,7 @@ static void tag_evict(struct ssdp_fmap *fm, u32 cset, u32 t, bool *replaced)
 	for (; f < end; f++) {
 		if (owner_get(fm, f) != t)
 			continue;
-		owner_put(fm, f, SSDP_FMAP_FREE);
+		frame_free(fm, f);
 		if (__test_and_clear_bit(f, fm->valid)) {
 			fm->nr_valid[cset]--;
 			fm->total_valid--;
@@ -244,6 +292,18 @@ static u32 lru_victim(const struct ssdp_fmap *fm, u32 cset, u32 busy)
 	return SSDP_FM_NO_TAG;
 }
 
+/* Tag @t's position in the set's recency, 0 the most recent. */
+static u32 lru_pos(const struct ssdp_fmap *fm, u32 cset, u32 t)
+{
+	u64 lru = fm->tag_lru[cset];
+	u32 pos;
+
+	for (pos = 0; pos < 16; pos++)
+		if (((lru >> (pos * 4)) & 0xf) == t)
+			return pos;
+	return 16;
+}
+
 u32 ssdp_fmap_tag_alloc(struct ssdp_fmap *fm, u64 oset, bool *replaced)
 {
 	u32 cset, t;
@@ -272,94 +332,216 @@ u32 ssdp_fmap_tag_alloc(struct ssdp_fmap *fm, u64 oset, bool *replaced)
 	return ssdp_line(cset, t);
 }
 
-/* May tag @t of @cset claim frame @f?  *take: it is another's clean block. */
-static bool claimable(const struct ssdp_fmap *fm, u32 cset, u32 t, size_t f,
-		      bool own_only, bool *take)
+/*
+ * May a block that no frame holds for its tag go into frame @fb of
+ * @cset?  *take: a clean block (another tag's, or another block of the
+ * same tag) would be replaced.
+ */
+static bool frame_takable(const struct ssdp_fmap *fm, u32 cset, u32 fb,
+			  bool own_only, bool *take)
 {
-	u32 o = owner_get(fm, f);
-	bool valid = test_bit(f, fm->valid), dirty = test_bit(f, fm->dirty);
+	size_t f = frame_of(fm, cset, fb);
 
 	*take = false;
-	if (o == t)
-		return valid || !dirty;		/* not limbo */
 	if (own_only)
 		return false;
-	if (o == SSDP_FMAP_FREE)
+	if (owner_get(fm, f) == SSDP_FMAP_FREE)
 		return true;
-	/* Another tag's clean block, if replacing is allowed. */
-	*take = valid && !dirty && !(fm->flags[cset] & SSDP_FM_NO_REPLACE);
+	*take = test_bit(f, fm->valid) && !test_bit(f, fm->dirty) &&
+		!(fm->flags[cset] & SSDP_FM_NO_REPLACE);
 	return *take;
+}
+
+/*
+ * The frame for block @blk, which its tag holds nowhere: a free one of
+ * its two candidates (home first), else the one whose clean block
+ * belongs to the tag used longer ago; SSDP_NONE if neither may be taken.
+ */
+static u32 choose_frame(const struct ssdp_fmap *fm, u32 cset, u32 blk,
+			bool own_only, bool *take)
+{
+	u32 alt = blk ^ fm->half;
+	bool ch, ca, th, ta;
+
+	ch = frame_takable(fm, cset, blk, own_only, &th);
+	if (ch && !th) {
+		*take = false;
+		return blk;
+	}
+	ca = fm->half && frame_takable(fm, cset, alt, own_only, &ta);
+	if (ca && !ta) {
+		*take = false;
+		return alt;
+	}
+	*take = true;
+	if (ch && ca)
+		return lru_pos(fm, cset, owner_get(fm, frame_of(fm, cset, alt))) >
+		       lru_pos(fm, cset, owner_get(fm, frame_of(fm, cset, blk))) ?
+		       alt : blk;
+	if (ch)
+		return blk;
+	return ca ? alt : SSDP_NONE;
+}
+
+/* Frame @fb of @cset goes to block @blk of tag @t, replacing if @take. */
+static void claim_frame(struct ssdp_fmap *fm, u32 cset, u32 t, u32 fb,
+			u32 blk, bool take, bool *replaced)
+{
+	size_t f = frame_of(fm, cset, fb);
+
+	if (take) {
+		__clear_bit(f, fm->valid);
+		fm->nr_valid[cset]--;
+		fm->total_valid--;
+		fm->replaced++;
+		*replaced = true;
+		mark_changed(fm, cset);
+	}
+	frame_own(fm, cset, fb, t, blk);
+	fm->flags[cset] |= SSDP_FM_CLAIMS;
 }
 
 u32 ssdp_fmap_claim(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr,
 		    bool own_only, bool *replaced)
 {
-	u32 cset = ssdp_line_cset(line), t = ssdp_line_tag(line), n;
+	u32 cset = ssdp_line_cset(line), t = ssdp_line_tag(line);
+	u32 n, b, fb, f0 = SSDP_NONE;
 	bool take;
 
 	*replaced = false;
 	if (WARN_ON_ONCE(!line_ok(fm, line, first, nr)))
 		return 0;
 	for (n = 0; n < nr; n++) {
-		size_t f = frame_of(fm, cset, first + n);
-
-		if (!claimable(fm, cset, t, f, own_only, &take))
-			break;
-		if (owner_get(fm, f) == t)
-			continue;
-		if (take) {
-			__clear_bit(f, fm->valid);
-			fm->nr_valid[cset]--;
-			fm->total_valid--;
-			fm->replaced++;
-			*replaced = true;
-			mark_changed(fm, cset);
+		b = first + n;
+		fb = held_at(fm, cset, t, b);
+		if (fb != SSDP_NONE) {
+			/* Held: claimed or valid it stays, limbo it waits. */
+			if (frame_limbo(fm, frame_of(fm, cset, fb)) ||
+			    (n && fb != f0 + n))
+				break;
+		} else if (!n) {
+			fb = choose_frame(fm, cset, b, own_only, &take);
+			if (fb == SSDP_NONE)
+				break;
+			claim_frame(fm, cset, t, fb, b, take, replaced);
+		} else {
+			/* The run stays contiguous on the SSD. */
+			fb = f0 + n;
+			if ((fb != b && fb != (b ^ fm->half)) ||
+			    !frame_takable(fm, cset, fb, own_only, &take))
+				break;
+			claim_frame(fm, cset, t, fb, b, take, replaced);
 		}
-		owner_put(fm, f, t);
-		fm->flags[cset] |= SSDP_FM_CLAIMS;
+		if (!n)
+			f0 = fb;
 	}
 	return n;
+}
+
+/* Could ssdp_fmap_claim() take block @blk of tag @t (on its own)? */
+static bool block_claimable(const struct ssdp_fmap *fm, u32 cset, u32 t,
+			    u32 blk, bool own_only)
+{
+	u32 fb = held_at(fm, cset, t, blk);
+	bool take;
+
+	if (fb != SSDP_NONE)
+		return !frame_limbo(fm, frame_of(fm, cset, fb));
+	return choose_frame(fm, cset, blk, own_only, &take) != SSDP_NONE;
 }
 
 u32 ssdp_fmap_unclaimable_run(const struct ssdp_fmap *fm, u32 line,
 			      u32 first, u32 nr, bool own_only)
 {
 	u32 cset = ssdp_line_cset(line), n;
-	bool take;
 
 	if (WARN_ON_ONCE(!line_ok(fm, line, first, nr)))
 		return nr;
 	for (n = 0; n < nr; n++)
-		if (claimable(fm, cset, ssdp_line_tag(line),
-			      frame_of(fm, cset, first + n), own_only, &take))
+		if (block_claimable(fm, cset, ssdp_line_tag(line), first + n,
+				    own_only))
 			break;
 	return n;
+}
+
+static inline bool frame_dirty(const struct ssdp_fmap *fm, u32 cset, u32 fb)
+{
+	size_t f = frame_of(fm, cset, fb);
+
+	return test_bit(f, fm->valid) && test_bit(f, fm->dirty);
 }
 
 u32 ssdp_fmap_foreign_dirty(const struct ssdp_fmap *fm, u32 line, u32 first,
 			    u32 nr)
 {
-	u32 cset = ssdp_line_cset(line), t = ssdp_line_tag(line), o, n;
-	size_t f;
+	u32 cset = ssdp_line_cset(line), t = ssdp_line_tag(line), n, b;
+	bool take;
 
 	if (WARN_ON_ONCE(!line_ok(fm, line, first, nr)))
 		return SSDP_NONE;
 	for (n = 0; n < nr; n++) {
-		f = frame_of(fm, cset, first + n);
-		o = owner_get(fm, f);
-		if (o != t && o != SSDP_FMAP_FREE && test_bit(f, fm->valid) &&
-		    test_bit(f, fm->dirty))
-			return first + n;
+		b = first + n;
+		if (held_at(fm, cset, t, b) != SSDP_NONE ||
+		    choose_frame(fm, cset, b, false, &take) != SSDP_NONE)
+			continue;
+		/* Neither candidate may be taken: is a dirty block in one? */
+		if (frame_dirty(fm, cset, b))
+			return b;
+		if (fm->half && frame_dirty(fm, cset, b ^ fm->half))
+			return b ^ fm->half;
 	}
 	return SSDP_NONE;
+}
+
+bool ssdp_fmap_frame_dirty(const struct ssdp_fmap *fm, u32 cset, u32 frame,
+			   u32 *line, u32 *blk)
+{
+	size_t f;
+
+	if (WARN_ON_ONCE(cset >= fm->nr_csets || frame >= fm->set_blocks) ||
+	    !frame_dirty(fm, cset, frame))
+		return false;
+	f = frame_of(fm, cset, frame);
+	*line = ssdp_line(cset, owner_get(fm, f));
+	*blk = test_bit(f, fm->alt) ? frame ^ fm->half : frame;
+	return true;
+}
+
+u32 ssdp_fmap_frame(const struct ssdp_fmap *fm, u32 line, u32 blk)
+{
+	if (WARN_ON_ONCE(!line_ok(fm, line, blk, 1)))
+		return SSDP_NONE;
+	return held_at(fm, ssdp_line_cset(line), ssdp_line_tag(line), blk);
+}
+
+u32 ssdp_fmap_frame_run(const struct ssdp_fmap *fm, u32 line, u32 first,
+			u32 nr, u32 *frame)
+{
+	u32 cset = ssdp_line_cset(line), t = ssdp_line_tag(line), n;
+
+	*frame = SSDP_NONE;
+	if (WARN_ON_ONCE(!nr || !line_ok(fm, line, first, nr)))
+		return 0;
+	*frame = held_at(fm, cset, t, first);
+	if (*frame == SSDP_NONE)
+		return 0;
+	for (n = 1; n < nr; n++)
+		if (held_at(fm, cset, t, first + n) != *frame + n)
+			break;
+	return n;
 }
 
 enum ssdp_fmap_hit ssdp_fmap_block(const struct ssdp_fmap *fm, u32 line,
 				   u32 blk)
 {
-	size_t f = frame_of(fm, ssdp_line_cset(line), blk);
+	u32 cset = ssdp_line_cset(line);
+	u32 fb = held_at(fm, cset, ssdp_line_tag(line), blk);
+	size_t f;
 
-	if (owner_get(fm, f) != ssdp_line_tag(line) || !test_bit(f, fm->valid))
+	if (fb == SSDP_NONE)
+		return SSDP_FMAP_MISS;
+	f = frame_of(fm, cset, fb);
+	if (!test_bit(f, fm->valid))
 		return SSDP_FMAP_MISS;
 	return test_bit(f, fm->dirty) ? SSDP_FMAP_DIRTY : SSDP_FMAP_CLEAN;
 }
@@ -367,13 +549,15 @@ enum ssdp_fmap_hit ssdp_fmap_block(const struct ssdp_fmap *fm, u32 line,
 u32 ssdp_fmap_hit_run(const struct ssdp_fmap *fm, u32 line, u32 first,
 		      u32 nr, enum ssdp_fmap_hit *hit)
 {
-	u32 n;
+	u32 n, f0;
 
 	if (WARN_ON_ONCE(!nr || !line_ok(fm, line, first, nr))) {
 		*hit = SSDP_FMAP_MISS;
 		return nr;
 	}
 	*hit = ssdp_fmap_block(fm, line, first);
+	if (*hit != SSDP_FMAP_MISS)
+		nr = ssdp_fmap_frame_run(fm, line, first, nr, &f0);
 	for (n = 1; n < nr; n++)
 		if (ssdp_fmap_block(fm, line, first + n) != *hit)
 			break;
@@ -397,8 +581,8 @@ bool ssdp_fmap_all_claimed(const struct ssdp_fmap *fm, u32 line, u32 first,
 	u32 cset = ssdp_line_cset(line), n;
 
 	for (n = 0; n < nr; n++)
-		if (owner_get(fm, frame_of(fm, cset, first + n)) !=
-		    ssdp_line_tag(line))
+		if (held_at(fm, cset, ssdp_line_tag(line), first + n) ==
+		    SSDP_NONE)
 			return false;
 	return true;
 }
@@ -410,9 +594,10 @@ void ssdp_fmap_set_valid(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr)
 	if (WARN_ON_ONCE(!line_ok(fm, line, first, nr)))
 		return;
 	for (n = 0; n < nr; n++) {
-		size_t f = frame_of(fm, cset, first + n);
+		u32 fb = held_at(fm, cset, ssdp_line_tag(line), first + n);
+		size_t f = frame_of(fm, cset, fb);
 
-		if (WARN_ON_ONCE(owner_get(fm, f) != ssdp_line_tag(line)))
+		if (WARN_ON_ONCE(fb == SSDP_NONE))
 			continue;
 		/* Dropped while the I/O was in flight: it lost that race. */
 		if (!test_bit(f, fm->valid) && test_bit(f, fm->dirty))
@@ -432,9 +617,10 @@ void ssdp_fmap_set_dirty(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr)
 	if (WARN_ON_ONCE(!line_ok(fm, line, first, nr)))
 		return;
 	for (n = 0; n < nr; n++) {
-		size_t f = frame_of(fm, cset, first + n);
+		u32 fb = held_at(fm, cset, ssdp_line_tag(line), first + n);
+		size_t f = frame_of(fm, cset, fb);
 
-		if (WARN_ON_ONCE(owner_get(fm, f) != ssdp_line_tag(line)))
+		if (WARN_ON_ONCE(fb == SSDP_NONE))
 			continue;
 		if (!test_bit(f, fm->valid))
 			continue;
@@ -455,10 +641,11 @@ void ssdp_fmap_clear_dirty(struct ssdp_fmap *fm, u32 line, u32 first,
 	if (WARN_ON_ONCE(!line_ok(fm, line, first, nr)))
 		return;
 	for (n = 0; n < nr; n++) {
-		size_t f = frame_of(fm, cset, first + n);
+		u32 fb = held_at(fm, cset, ssdp_line_tag(line), first + n);
+		size_t f = frame_of(fm, cset, fb);
 
-		if (owner_get(fm, f) != ssdp_line_tag(line) ||
-		    !test_bit(f, fm->valid) || !__test_and_clear_bit(f, fm->dirty))
+		if (fb == SSDP_NONE || !test_bit(f, fm->valid) ||
+		    !__test_and_clear_bit(f, fm->dirty))
 			continue;
 		if (!--fm->nr_dirty[cset])
 			dirty_list_del(fm, cset);
@@ -490,13 +677,14 @@ void ssdp_fmap_drop(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr)
 		return;
 	pinned = fm->pins[cset];
 	for (n = 0; n < nr; n++) {
-		size_t f = frame_of(fm, cset, first + n);
+		u32 fb = held_at(fm, cset, ssdp_line_tag(line), first + n);
+		size_t f = frame_of(fm, cset, fb);
 
-		if (owner_get(fm, f) != ssdp_line_tag(line))
+		if (fb == SSDP_NONE)
 			continue;
 		if (!test_bit(f, fm->valid)) {
 			if (!test_bit(f, fm->dirty) && !pinned)
-				owner_put(fm, f, SSDP_FMAP_FREE);
+				frame_free(fm, f);
 			continue;
 		}
 		mark_changed(fm, cset);
@@ -511,7 +699,7 @@ void ssdp_fmap_drop(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr)
 		if (pinned)
 			fm->flags[cset] |= SSDP_FM_CLAIMS;
 		else
-			owner_put(fm, f, SSDP_FMAP_FREE);
+			frame_free(fm, f);
 	}
 }
 
@@ -529,7 +717,7 @@ static void sweep_claims(struct ssdp_fmap *fm, u32 cset)
 	for (; f < end; f++)
 		if (owner_get(fm, f) != SSDP_FMAP_FREE &&
 		    !test_bit(f, fm->valid) && !test_bit(f, fm->dirty))
-			owner_put(fm, f, SSDP_FMAP_FREE);
+			frame_free(fm, f);
 	fm->flags[cset] &= ~SSDP_FM_CLAIMS;
 }
 
@@ -642,6 +830,7 @@ void ssdp_fmap_encode_set(struct ssdp_fmap *fm, u32 cset,
 
 	memset(v->owners, 0xff, sizeof(v->owners));
 	memset(v->dirty, 0, sizeof(v->dirty));
+	memset(v->alt, 0, sizeof(v->alt));
 	for (t = 0; t < SSDP_FMAP_TAGS; t++)
 		v->tags[t] = *tag_slot(fm, cset, t);
 	for (b = 0; b < fm->set_blocks; b++, f++) {
@@ -651,6 +840,8 @@ void ssdp_fmap_encode_set(struct ssdp_fmap *fm, u32 cset,
 		v->owners[b / 2] |= owner_get(fm, f) << (b % 2 * 4);
 		if (test_bit(f, fm->dirty))
 			v->dirty[b / 8] |= 1 << (b % 8);
+		if (test_bit(f, fm->alt))
+			v->alt[b / 8] |= 1 << (b % 8);
 	}
 	__clear_bit(cset, fm->changed);
 	if (fm->flags[cset] & SSDP_FM_LIMBO_NEW)
@@ -676,7 +867,7 @@ void ssdp_fmap_commit_done(struct ssdp_fmap *fm, u32 cset)
 		if (fm->pins[cset])
 			fm->flags[cset] |= SSDP_FM_CLAIMS;
 		else
-			owner_put(fm, f, SSDP_FMAP_FREE);
+			frame_free(fm, f);
 	}
 	fm->total_limbo -= fm->nr_limbo[cset];
 	if (fm->nr_limbo[cset])
@@ -719,8 +910,16 @@ int ssdp_fmap_load_set(struct ssdp_fmap *fm, u32 cset,
 	for (b = 0; b < fm->set_blocks; b++) {
 		u32 o = ssdp_rec_owner(v, b);
 
-		if (o == SSDP_FMAP_FREE ? ssdp_rec_dirty(v, b) :
+		if (o == SSDP_FMAP_FREE ?
+		    ssdp_rec_dirty(v, b) || ssdp_rec_alt(v, b) :
 		    !(used & (1U << o)))
+			return -EUCLEAN;
+		if (ssdp_rec_alt(v, b) && !fm->half)
+			return -EUCLEAN;
+		/* One block in two frames (see ssdp_rec_decode()). */
+		if (b < fm->half && o != SSDP_FMAP_FREE &&
+		    o == ssdp_rec_owner(v, b + fm->half) &&
+		    ssdp_rec_alt(v, b) != ssdp_rec_alt(v, b + fm->half))
 			return -EUCLEAN;
 	}
 	for (b = 0; b < fm->set_blocks; b++, f++) {
@@ -734,6 +933,8 @@ int ssdp_fmap_load_set(struct ssdp_fmap *fm, u32 cset,
 			continue;
 		}
 		owner_put(fm, f, o);
+		if (ssdp_rec_alt(v, b))
+			__set_bit(f, fm->alt);
 		__set_bit(f, fm->valid);
 		fm->nr_valid[cset]++;
 		fm->total_valid++;
@@ -792,12 +993,17 @@ static int check_set(const struct ssdp_fmap *fm, u32 cset, u64 *valid,
 		bool v = test_bit(f, fm->valid), d = test_bit(f, fm->dirty);
 
 		if (o == SSDP_FMAP_FREE) {
-			if (v || d)
+			if (v || d || test_bit(f, fm->alt))
 				return *why = "state on a free frame", -EUCLEAN;
 			continue;
 		}
 		if (!(used & (1U << o)))
 			return *why = "frame owned by a free tag", -EUCLEAN;
+		if (test_bit(f, fm->alt) && !fm->half)
+			return *why = "alt frame in a one-frame set", -EUCLEAN;
+		if (b < fm->half && o == owner_get(fm, f + fm->half) &&
+		    test_bit(f, fm->alt) != test_bit(f + fm->half, fm->alt))
+			return *why = "block in two frames", -EUCLEAN;
 		nv += v;
 		nd += v && d;
 		nl += !v && d;

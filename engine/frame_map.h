@@ -12,8 +12,14 @@
  * fills the SSD block by block at under 1 byte of RAM per block.
  *
  * A "line" names one tag of one set: cset << 4 | tag.  Block b of a line
- * sits in frame b of the set, so its SSD sector is the one a fully mapped
- * set would use.
+ * sits in frame b of the set (home) or, in a set of S >= 2 frames, in
+ * frame b ^ S/2 (alt), a bit per frame says which: frames b and b ^ S/2
+ * are a two-way bucket for blocks b and b ^ S/2 of every tag.  A new
+ * block takes a free candidate (home first), else the one whose clean
+ * block belongs to the tag used longer ago.  The SSD sector of a block is
+ * its frame's (ssdp_fmap_frame()); a run of blocks the engine sends as
+ * one SSD I/O must have consecutive frames, so the run functions below
+ * stop where the frames stop being consecutive (an alt run stops at S/2).
  *
  * Frame states (owner, valid, dirty):
  *   free      (F, 0, 0)   nobody's
@@ -28,6 +34,10 @@
  *                         commit has written it free
  *
  * Rules that keep data right (the engine supplies the pins):
+ *  - A tag holds a block in one frame at most, in any state (claimed,
+ *    valid, limbo): a claim of a block the tag holds takes that frame or
+ *    none (limbo: none until the commit), so no crash can find two copies
+ *    of one block.
  *  - A frame is claimed before any data is written into it, and another
  *    tag may claim it only while it is free or holds a clean block; a
  *    clean block is never replaced while the set has user I/O in flight
@@ -84,6 +94,7 @@ struct ssdp_fmap {
 	u32 nr_csets;
 	u32 set_blocks;
 	u32 set_shift;		/* log2(set_blocks) */
+	u32 half;		/* set_blocks / 2: alt frame = block ^ half */
 
 	/* Per cset. */
 	u32 *tags;		/* [cset * TAGS + t]: oset, SSDP_REC_TAG_FREE */
@@ -103,10 +114,11 @@ struct ssdp_fmap {
 	u8 *flags;		/* SSDP_FM_* (frame_map.c) */
 	unsigned long *changed;	/* persistent view changed since encoded */
 
-	/* Per frame (cset * set_blocks + blk). */
+	/* Per frame (cset * set_blocks + frame). */
 	u8 *owner;		/* two 4-bit owners per byte, low nibble first */
 	unsigned long *valid;
 	unsigned long *dirty;	/* valid: dirty; not valid: limbo */
+	unsigned long *alt;	/* holds its owner's block frame ^ half */
 
 	u32 clock;		/* caller's coarse clock, see dirty_since */
 	u32 nr_dirty_sets;	/* sets on the dirty list */
@@ -148,11 +160,12 @@ u64 ssdp_fmap_oset_of(const struct ssdp_fmap *fm, u32 line);
 bool ssdp_fmap_tag_used(const struct ssdp_fmap *fm, u32 line);
 
 /*
- * Claim frames [first, first + nr) for @line's tag, in order, up to the
- * first one that cannot be claimed; returns how many were.  Frames the
- * tag already holds count as claimed and keep their state.  @own_only:
- * take no free or foreign frame (a degraded cache).  *replaced is set if
- * a clean block of another tag was taken.
+ * Claim frames for blocks [first, first + nr) of @line's tag, in order, up
+ * to the first block that cannot be claimed or whose frame would not
+ * follow the previous block's; returns how many were.  Blocks the tag
+ * already holds count as claimed and keep their state and frame.
+ * @own_only: take no free or foreign frame (a degraded cache).  *replaced
+ * is set if a clean block was taken.
  */
 u32 ssdp_fmap_claim(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr,
 		    bool own_only, bool *replaced);
@@ -165,22 +178,39 @@ u32 ssdp_fmap_unclaimable_run(const struct ssdp_fmap *fm, u32 line,
 			      u32 first, u32 nr, bool own_only);
 
 /*
- * The first frame in [first, first + nr) that holds another tag's dirty
- * block (only writing it back lets @line's block in: a lock-out), or
- * SSDP_NONE.
+ * For the first block in [first, first + nr) that @line's tag holds
+ * nowhere and that neither candidate frame may take, a candidate frame
+ * holding a dirty block (only writing it back lets the block in: a
+ * lock-out); SSDP_NONE if there is none.
  */
 u32 ssdp_fmap_foreign_dirty(const struct ssdp_fmap *fm, u32 line, u32 first,
 			     u32 nr);
+/* Frame @frame of @cset holds a dirty block: *line's block *blk. */
+bool ssdp_fmap_frame_dirty(const struct ssdp_fmap *fm, u32 cset, u32 frame,
+			   u32 *line, u32 *blk);
+
+/* The frame of block @blk of @line (any state), or SSDP_NONE. */
+u32 ssdp_fmap_frame(const struct ssdp_fmap *fm, u32 line, u32 blk);
+/*
+ * How many blocks from @first (at most @nr) @line holds in consecutive
+ * frames, *frame the first's; 0 (and SSDP_NONE) if it does not hold
+ * @first.
+ */
+u32 ssdp_fmap_frame_run(const struct ssdp_fmap *fm, u32 line, u32 first,
+			u32 nr, u32 *frame);
 
 /* Block state, as a read sees it. */
 enum ssdp_fmap_hit ssdp_fmap_block(const struct ssdp_fmap *fm, u32 line,
 				   u32 blk);
-/* Blocks from @first (at most @nr) in the state of @first; *hit: it. */
+/*
+ * Blocks from @first (at most @nr) in the state of @first, *hit: it; a
+ * run of cached blocks also in consecutive frames.
+ */
 u32 ssdp_fmap_hit_run(const struct ssdp_fmap *fm, u32 line, u32 first,
 		      u32 nr, enum ssdp_fmap_hit *hit);
 bool ssdp_fmap_any_dirty(const struct ssdp_fmap *fm, u32 line, u32 first,
 			 u32 nr);
-/* Frames [first, first + nr) all claimed or held by @line's tag. */
+/* Blocks [first, first + nr) all claimed or held by @line's tag. */
 bool ssdp_fmap_all_claimed(const struct ssdp_fmap *fm, u32 line, u32 first,
 			   u32 nr);
 

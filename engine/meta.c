@@ -122,6 +122,12 @@ static int ssdp_meta_write_sb(struct ssdprio *sp, bool clean)
 	int r;
 
 	sp->meta->sb.flags = clean ? SSDP_SB_CLEAN : 0;
+	/*
+	 * A version 2 cache becomes version 3 here, before any record with
+	 * an alt bit is written: a module that knows only version 2 then
+	 * refuses it instead of misreading alt frames as home ones.
+	 */
+	sp->meta->sb.version = SSDP_FORMAT_VERSION;
 	if (clean) {
 		spin_lock_irqsave(&sp->cache_lock, flags);
 		dirty = sp->fmap.total_dirty;
@@ -350,10 +356,19 @@ static int ssdp_meta_check(struct ssdprio *sp, char **error)
 		     (SSDP_SB_CLEAN | SSDP_SB_NO_DIRTY) ||
 		     (sb->incompat & SSDP_SB_INCOMPAT_BYPASSED))) {
 			if (!again)
-				DMWARN("cache has format version 1 and no dirty blocks: formatting it afresh in version %u",
-				       SSDP_FORMAT_VERSION);
+				DMWARN("cache has format version %u and no dirty blocks: formatting it afresh in version %u",
+				       sb->version, SSDP_FORMAT_VERSION);
 			sp->meta->must_format = true;
 			return 0;
+		}
+		/* Version 2 with records that version 3 makes larger. */
+		if (sb->version == SSDP_FORMAT_V2) {
+			DMERR("cache has format version 2 with set_size %u: format version %u records are larger",
+			      sb->set_blocks, SSDP_FORMAT_VERSION);
+			*error = sb->flags & SSDP_SB_NO_DIRTY ?
+				"Cache has format version 2 with a set_size this version lays out differently, and no dirty blocks: add the feature flag 'format' to start it afresh" :
+				"Cache has format version 2 with a set_size this version lays out differently, and may hold dirty blocks: write them back with the earlier module (message flush_dirty, then remove the device cleanly) before loading this one";
+			return r;
 		}
 		*error = sb->flags & SSDP_SB_NO_DIRTY ?
 			"Cache has format version 1 (an earlier ssdprio) and no dirty blocks: add the feature flag 'format' to start it afresh in this version" :
@@ -725,6 +740,7 @@ static int ssdp_meta_restore(struct ssdprio *sp, u32 cset,
 				return -ERANGE;
 			}
 			v->owners[b / 2] |= 0xf << (b % 2 * 4);
+			v->alt[b / 8] &= ~(1U << (b % 8));
 		}
 		DMWARN("%s: cache set %u holds origin set %u past the end; dropped (clean)",
 		       ssdp_name(sp), cset, v->tags[t]);
@@ -933,6 +949,9 @@ int ssdp_meta_preresume(struct ssdprio *sp)
 			goto out;
 		}
 		sp->meta->loaded = true;
+		if (sp->meta->sb.version == SSDP_FORMAT_V2)
+			DMINFO("%s: cache of format version 2 taken over in place as version %u",
+			       ssdp_name(sp), SSDP_FORMAT_VERSION);
 		if (!(sp->meta->sb.compat & SSDP_SB_COMPAT_ORIGIN_UID))
 			ssdp_sb_set_origin_uid(sp, &sp->meta->sb);
 	}

@@ -161,7 +161,15 @@ enum ssdp_sb_result ssdp_sb_decode(const void *sector,
 
 	if (out->version == 1)
 		return SSDP_SB_OLD_VERSION;
-	if (out->version != SSDP_FORMAT_VERSION)
+	/* Version 2 is taken over where its records keep their size. */
+	if (out->version == SSDP_FORMAT_V2 &&
+	    (!is_power_of_2(out->set_blocks) ||
+	     out->set_blocks > SSDP_REC_MAX_BLOCKS ||
+	     ssdp_rec_bytes_v2(out->set_blocks) !=
+	     ssdp_rec_bytes(out->set_blocks)))
+		return SSDP_SB_OLD_VERSION;
+	if (out->version != SSDP_FORMAT_VERSION &&
+	    out->version != SSDP_FORMAT_V2)
 		return SSDP_SB_BAD_VERSION;
 	if (out->incompat & ~SSDP_SB_INCOMPAT_KNOWN)
 		return SSDP_SB_BAD_FEATURES;
@@ -197,7 +205,7 @@ const char *ssdp_sb_result_name(enum ssdp_sb_result r)
 	case SSDP_SB_BAD_CRC:
 		return "superblock checksum mismatch";
 	case SSDP_SB_OLD_VERSION:
-		return "format version 1 (an earlier ssdprio)";
+		return "an older format version (an earlier ssdprio)";
 	case SSDP_SB_BAD_VERSION:
 		return "unknown format version";
 	case SSDP_SB_BAD_FEATURES:
@@ -275,6 +283,8 @@ void ssdp_rec_encode(void *rec, u32 rec_bytes, u32 seed, u32 cset,
 		d->tags[t] = cpu_to_le32(v->tags[t]);
 	memcpy(p, v->owners, ob);
 	memcpy(p + ob, v->dirty, ssdp_bitmap_bytes(set_blocks));
+	memcpy(p + ob + ssdp_bitmap_bytes(set_blocks), v->alt,
+	       ssdp_bitmap_bytes(set_blocks));
 	d->crc = cpu_to_le32(ssdp_crc32c(seed, (u8 *)rec + 4, rec_bytes - 4));
 }
 
@@ -297,17 +307,31 @@ static int rec_check_tags(const struct ssdp_rec_view *v, u32 cset,
 
 static int rec_check_frames(const struct ssdp_rec_view *v, u32 set_blocks)
 {
-	u32 blk, own;
+	u32 half = set_blocks / 2, blk, own;
 
-	/* A half-used owner byte ends free, a part-used dirty byte zero. */
+	/* A half-used owner byte ends free, part-used bitmap bytes zero. */
 	if (set_blocks % 2 && (v->owners[set_blocks / 2] >> 4) != 0xf)
 		return -EUCLEAN;
-	if (set_blocks % 8 && v->dirty[set_blocks / 8] >> (set_blocks % 8))
+	if (set_blocks % 8 && (v->dirty[set_blocks / 8] >> (set_blocks % 8) ||
+			       v->alt[set_blocks / 8] >> (set_blocks % 8)))
 		return -EUCLEAN;
 	for (blk = 0; blk < set_blocks; blk++) {
 		own = ssdp_rec_owner(v, blk);
-		if (own == 0xf ? ssdp_rec_dirty(v, blk) :
+		if (own == 0xf ? ssdp_rec_dirty(v, blk) || ssdp_rec_alt(v, blk) :
 		    v->tags[own] == SSDP_REC_TAG_FREE)
+			return -EUCLEAN;
+		/* An alt frame needs a second frame to be one. */
+		if (ssdp_rec_alt(v, blk) && !half)
+			return -EUCLEAN;
+	}
+	/*
+	 * One block in two frames: frames f and f ^ half, one home and one
+	 * alt, of one owner, hold the same block.
+	 */
+	for (blk = 0; blk < half; blk++) {
+		own = ssdp_rec_owner(v, blk);
+		if (own != 0xf && own == ssdp_rec_owner(v, blk + half) &&
+		    ssdp_rec_alt(v, blk) != ssdp_rec_alt(v, blk + half))
 			return -EUCLEAN;
 	}
 	return 0;
@@ -326,8 +350,9 @@ int ssdp_rec_decode(const void *rec, u32 rec_bytes, u32 seed, u32 cset,
 		return -EBADMSG;
 	if (le32_to_cpu(d->cset) != cset || d->zero ||
 	    set_blocks > SSDP_REC_MAX_BLOCKS ||
-	    SSDP_REC_HDR_BYTES + ob + db > rec_bytes ||
-	    !ssdp_all_zero(p + ob + db, rec_bytes - SSDP_REC_HDR_BYTES - ob - db))
+	    SSDP_REC_HDR_BYTES + ob + 2 * db > rec_bytes ||
+	    !ssdp_all_zero(p + ob + 2 * db,
+			   rec_bytes - SSDP_REC_HDR_BYTES - ob - 2 * db))
 		return -EUCLEAN;
 	out->seq = le64_to_cpu(d->seq);
 	for (t = 0; t < SSDP_REC_TAGS; t++)
@@ -336,6 +361,8 @@ int ssdp_rec_decode(const void *rec, u32 rec_bytes, u32 seed, u32 cset,
 	memset(out->dirty, 0, sizeof(out->dirty));
 	memcpy(out->owners, p, ob);
 	memcpy(out->dirty, p + ob, db);
+	memset(out->alt, 0, sizeof(out->alt));
+	memcpy(out->alt, p + ob + db, db);
 	if (rec_check_tags(out, cset, nr_csets) ||
 	    rec_check_frames(out, set_blocks))
 		return -EUCLEAN;

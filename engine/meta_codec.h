@@ -51,8 +51,9 @@ enum ssdp_sb_result {
 	SSDP_SB_BAD_CRC,		/* our magic, checksum fails */
 	/*
 	 * Format version 1, which an earlier ssdprio wrote (one origin set
-	 * per cache set): its records are not read; the table says what to
-	 * do (meta.c).
+	 * per cache set), or version 2 with a record size version 3 changes
+	 * (the version field tells): its records are not read; the table
+	 * says what to do (meta.c).
 	 */
 	SSDP_SB_OLD_VERSION,
 	SSDP_SB_BAD_VERSION,		/* a format we do not know */
@@ -86,13 +87,14 @@ u32 ssdp_rec_seed(const u8 uuid[16]);
 /*
  * One record, decoded (or to encode): the persistent view of a cache
  * set.  owners: 4 bits per frame, frame 2k in the low
- * nibble of byte k, 0xf free; dirty: a bit per frame.
+ * nibble of byte k, 0xf free; dirty, alt: a bit per frame.
  */
 struct ssdp_rec_view {
 	u64 seq;
 	u32 tags[SSDP_REC_TAGS];
 	u8 owners[SSDP_REC_MAX_BLOCKS / 2];
 	u8 dirty[SSDP_REC_MAX_BLOCKS / 8];
+	u8 alt[SSDP_REC_MAX_BLOCKS / 8];
 };
 
 static inline u32 ssdp_rec_owner(const struct ssdp_rec_view *v, u32 blk)
@@ -105,6 +107,19 @@ static inline bool ssdp_rec_dirty(const struct ssdp_rec_view *v, u32 blk)
 	return (v->dirty[blk / 8] >> (blk % 8)) & 1;
 }
 
+/* Frame @frame holds block @frame ^ set_blocks / 2 of its owner. */
+static inline bool ssdp_rec_alt(const struct ssdp_rec_view *v, u32 frame)
+{
+	return (v->alt[frame / 8] >> (frame % 8)) & 1;
+}
+
+/* The block that frame @frame of a set of @set_blocks holds. */
+static inline u32 ssdp_rec_block(const struct ssdp_rec_view *v,
+				 u32 set_blocks, u32 frame)
+{
+	return ssdp_rec_alt(v, frame) ? frame ^ (set_blocks / 2) : frame;
+}
+
 /* Encode @v as cache set @cset's record (@rec_bytes: ssdp_rec_bytes()). */
 void ssdp_rec_encode(void *rec, u32 rec_bytes, u32 seed, u32 cset,
 		     u32 set_blocks, const struct ssdp_rec_view *v);
@@ -115,8 +130,8 @@ bool ssdp_all_zero(const void *p, size_t len);
  * Decode the record of @cset of a cache of @nr_csets sets.  Returns 0,
  * -EBADMSG when the checksum fails, or -EUCLEAN when it checks out but
  * contradicts itself: wrong cset, a tag not placed in this set
- * (ssdp_oset_cset()) or twice, an owner without a tag, dirty without an
- * owner, anything past the set.
+ * (ssdp_oset_cset()) or twice, an owner without a tag, dirty or alt
+ * without an owner, a block in two frames, anything past the set.
  */
 int ssdp_rec_decode(const void *rec, u32 rec_bytes, u32 seed, u32 cset,
 		    u32 set_blocks, u64 nr_csets, struct ssdp_rec_view *out);

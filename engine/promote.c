@@ -40,6 +40,7 @@ struct ssdp_promo {
 	u64 gen;
 	u32 replaced;
 	u32 line;
+	u16 frame;		/* of block @first, once claimed */
 	u16 first;
 	u16 nr;
 	unsigned int bytes;
@@ -167,11 +168,15 @@ static bool ssdp_promote_begin_locked(struct ssdprio *sp,
 		return false;
 	/* Pinned first: claims exist only under a pin. */
 	ssdp_fmap_pin(&sp->fmap, cset);
+	/* The frames it gets are consecutive: one SSD write. */
 	if (ssdp_fmap_claim(&sp->fmap, p->line, p->first, p->nr, false,
 			    &replaced) != p->nr) {
+		if (replaced)
+			sio->replaced++;
 		ssdp_fmap_unpin(&sp->fmap, cset);
 		return false;
 	}
+	p->frame = ssdp_fmap_frame(&sp->fmap, p->line, p->first);
 	if (replaced)
 		sio->replaced++;
 	sio->excl = true;
@@ -193,9 +198,9 @@ static void ssdp_promote_one(struct ssdprio *sp, struct ssdp_promo *p)
 		return;
 	}
 
-	r = ssdp_io_ssd_sync(sp, &p->buf, 0, ssdp_line_sector(sp, p->line,
-							   p->first),
-			     p->bytes, REQ_OP_WRITE);
+	r = ssdp_io_ssd_sync(sp, &p->buf, 0,
+			     ssdp_frame_sector(sp, cset, p->frame), p->bytes,
+			     REQ_OP_WRITE);
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	if (!r)

@@ -114,6 +114,7 @@ struct ssdp_bio {
 	u64 gen;			/* promo_gen when the miss was issued */
 	u32 replaced;			/* set_io.replaced when issued */
 	u32 line;			/* frame map line (cset << 4 | tag) */
+	u16 frame;			/* SSD I/O: the frame of block @first */
 	u16 first;			/* first block in the set */
 	u16 nr;				/* whole blocks covered */
 	u8 kind;			/* enum ssdp_bio_kind */
@@ -314,19 +315,12 @@ static inline struct ssdp_bio *ssdp_pb(struct bio *bio)
 	return dm_per_bio_data(bio, sizeof(struct ssdp_bio));
 }
 
-/* SSD sector of block @blk of cache set @cset. */
-static inline sector_t ssdp_cset_sector(struct ssdprio *sp, u32 cset,
-					u32 blk)
+/* SSD sector of frame @frame of cache set @cset. */
+static inline sector_t ssdp_frame_sector(struct ssdprio *sp, u32 cset,
+					 u32 frame)
 {
 	return sp->layout.data_start + ((sector_t)cset << sp->set_shift) +
-	       ((sector_t)blk << sp->block_shift);
-}
-
-/* SSD sector of block @blk of a line: the frame of its cache set. */
-static inline sector_t ssdp_line_sector(struct ssdprio *sp, u32 line,
-					u32 blk)
-{
-	return ssdp_cset_sector(sp, ssdp_line_cset(line), blk);
+	       ((sector_t)frame << sp->block_shift);
 }
 
 static inline const char *ssdp_name(struct ssdprio *sp)
@@ -397,7 +391,7 @@ void ssdp_evict_exit(struct ssdprio *sp);
 void ssdp_evict_drain(struct ssdprio *sp);
 void ssdp_evict_kick_locked(struct ssdprio *sp);
 void ssdp_evict_unpinned_locked(struct ssdprio *sp);
-void ssdp_lockout_note_locked(struct ssdprio *sp, u32 cset, u32 blk);
+void ssdp_lockout_note_locked(struct ssdprio *sp, u32 cset, u32 frame);
 void ssdp_wb_retry_now_locked(struct ssdprio *sp);
 void ssdp_wb_unfail_locked(struct ssdprio *sp, u32 cset);
 

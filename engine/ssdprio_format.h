@@ -27,10 +27,11 @@
  * The cache is a decoupled sectored cache (engine/frame_map.h): origin
  * set o lives only in cache set ssdp_oset_cset(o); a cache set holds
  * blocks of up to SSDP_REC_TAGS origin sets, block b of any of them in
- * frame b.  One record:
+ * frame b (home) or, with a set of S >= 2 frames, frame b ^ S/2 (alt).
+ * One record:
  *
  *   0      4      8      16                 76     80
- *   | crc  | cset | seq  | tags[15] (le32)  | zero | owners | dirty | 0...
+ *   | crc  | cset | seq  | tags[15] (le32)  | zero | owners | dirty | alt | 0...
  *
  *   tags[t]: the origin set of tag t, or SSDP_REC_TAG_FREE.  An origin
  *            set number fits in 32 bits (checked against the origin size).
@@ -38,12 +39,22 @@
  *            tag whose block the frame holds (valid), or 0xf (free).
  *   dirty:   a bit per frame (bit i = byte i / 8, bit i % 8); only where
  *            the frame has an owner.
+ *   alt:     a bit per frame, as dirty: the frame holds block i ^ S/2 of
+ *            its owner, not block i.  Only where the frame has an owner;
+ *            a tag's block is in one frame at most (never in both i and
+ *            i ^ S/2).
  *
  * A tag's cache set is fixed by the hash, so an origin set has at most one
  * record: a torn commit across two sets cannot leave two answers for it.
  *
  * Format version 1 (one origin set per cache set) is recognised and
- * refused: see SSDP_SB_OLD_VERSION in meta_codec.h.
+ * refused: see SSDP_SB_OLD_VERSION in meta_codec.h.  Version 2 had no alt
+ * bitmap (every block in its home frame): where its records have the size
+ * version 3 gives them, the bitmap's place was zero padding under the
+ * checksum, so a version 2 record reads as a version 3 one with every
+ * block home and such a cache is taken over in place (its superblock is
+ * rewritten as version 3 before any record); where the size differs
+ * (ssdp_rec_bytes_v2()), it is refused as an old version.
  *
  * Each metadata block is written whole, alternately to copy 0 and copy 1,
  * so the other copy always holds the block's previous committed state: a
@@ -77,7 +88,9 @@
 #define SSDP_META_BLOCK_SECTORS	8U
 
 #define SSDP_SB_MAGIC		0x314f495250445353ULL	/* "SSDPRIO1" */
-#define SSDP_FORMAT_VERSION	2U
+#define SSDP_FORMAT_VERSION	3U
+/* The oldest version whose caches are taken over (see the top). */
+#define SSDP_FORMAT_V2		2U
 
 /* Superblock flags; every writer rewrites them all (unknown ones drop). */
 #define SSDP_SB_CLEAN		0x1U	/* written at clean shutdown */
@@ -168,7 +181,7 @@ struct ssdp_disk_sb {
 _Static_assert(sizeof(struct ssdp_disk_sb) == SSDP_SECTOR_BYTES,
 	       "superblock is one sector");
 
-/* Record header; owners and dirty bits follow it (see the top). */
+/* Record header; owners, dirty and alt bits follow it (see the top). */
 struct ssdp_disk_rec {
 	__le32 crc;			/* crc32c(uuid seed, bytes 4..end) */
 	__le32 cset;			/* its own index: catches misplaced writes */
@@ -194,15 +207,28 @@ static inline uint32_t ssdp_bitmap_bytes(uint32_t set_blocks)
 	return (set_blocks + 7) / 8;
 }
 
-static inline uint64_t ssdp_rec_bytes(uint32_t set_blocks)
+static inline uint64_t ssdp_rec_bytes_for(uint32_t set_blocks,
+					   uint32_t bitmaps)
 {
 	uint64_t need = SSDP_REC_HDR_BYTES + (set_blocks + 1) / 2 +
-			ssdp_bitmap_bytes(set_blocks);
+			bitmaps * ssdp_bitmap_bytes(set_blocks);
 	uint64_t r = 64;
 
 	while (r < need)
 		r <<= 1;
 	return r;
+}
+
+/* Record size: owners, then the dirty and alt bitmaps. */
+static inline uint64_t ssdp_rec_bytes(uint32_t set_blocks)
+{
+	return ssdp_rec_bytes_for(set_blocks, 2);
+}
+
+/* Format version 2's record size: no alt bitmap. */
+static inline uint64_t ssdp_rec_bytes_v2(uint32_t set_blocks)
+{
+	return ssdp_rec_bytes_for(set_blocks, 1);
 }
 
 /*

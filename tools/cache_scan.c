@@ -278,12 +278,14 @@ static int scan_record(struct ssdp_scan *s, u64 *cap, u32 seed, u32 cset,
 		   !err[!pick] ? SCAN_OTHER_GOOD :
 		   err[!pick] == -EBADMSG ? SCAN_OTHER_BAD :
 		   SCAN_OTHER_INCONSISTENT;
-	ss.owners = malloc(ob + db);
+	ss.owners = malloc(ob + 2 * db);
 	if (!ss.owners)
 		return -ENOMEM;
 	memcpy(ss.owners, v->owners, ob);
 	ss.dirty_map = ss.owners + ob;
 	memcpy(ss.dirty_map, v->dirty, db);
+	ss.alt_map = ss.dirty_map + db;
+	memcpy(ss.alt_map, v->alt, db);
 	if (add_set(s, cap, &ss)) {
 		free(ss.owners);
 		return -ENOMEM;

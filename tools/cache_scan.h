@@ -59,10 +59,12 @@ struct scan_set {
 	/*
 	 * The record's frames: owners (4 bits per frame, frame 2k in the
 	 * low nibble of byte k, 0xf free), then dirty (a bit per frame,
-	 * bit i = [i / 8] >> i % 8) at owners + (set_blocks + 1) / 2.
+	 * bit i = [i / 8] >> i % 8) at owners + (set_blocks + 1) / 2, then
+	 * alt (as dirty: the frame holds its owner's block i ^ set_blocks/2).
 	 */
 	u8 *owners;
 	u8 *dirty_map;
+	u8 *alt_map;
 };
 
 static inline u32 scan_set_owner(const struct scan_set *ss, u32 blk)
@@ -70,9 +72,31 @@ static inline u32 scan_set_owner(const struct scan_set *ss, u32 blk)
 	return (ss->owners[blk / 2] >> (blk % 2 * 4)) & 0xf;
 }
 
-static inline bool scan_set_dirty(const struct scan_set *ss, u32 blk)
+static inline bool scan_set_dirty(const struct scan_set *ss, u32 frame)
 {
-	return (ss->dirty_map[blk / 8] >> (blk % 8)) & 1;
+	return (ss->dirty_map[frame / 8] >> (frame % 8)) & 1;
+}
+
+static inline bool scan_set_alt(const struct scan_set *ss, u32 frame)
+{
+	return (ss->alt_map[frame / 8] >> (frame % 8)) & 1;
+}
+
+/*
+ * The frame of tag @tag's block @blk in a set of @set_blocks frames (home
+ * blk, or alt blk ^ set_blocks / 2), or -1 if the record holds it nowhere.
+ */
+static inline int scan_set_frame(const struct scan_set *ss, u32 set_blocks,
+				 u32 tag, u32 blk)
+{
+	u32 alt = blk ^ (set_blocks / 2);
+
+	if (scan_set_owner(ss, blk) == tag && !scan_set_alt(ss, blk))
+		return (int)blk;
+	if (set_blocks >= 2 && scan_set_owner(ss, alt) == tag &&
+	    scan_set_alt(ss, alt))
+		return (int)alt;
+	return -1;
 }
 
 struct ssdp_scan {

@@ -357,13 +357,18 @@ static void json_str(const char *s)
 	putchar('"');
 }
 
-static const char old_version_text[] =
-	"format version 1, written by an earlier ssdprio: this module refuses it (its data is not read: flush it with the earlier module, or wipe it and format anew)";
-
-/* What a superblock's state means, for messages. */
-static const char *sb_res_text(enum ssdp_sb_result r)
+/* An older format this module refuses (SSDP_SB_OLD_VERSION), by version. */
+static const char *old_version_text(u32 version)
 {
-	return r == SSDP_SB_OLD_VERSION ? old_version_text :
+	return version == 1 ?
+	       "format version 1, written by an earlier ssdprio: this module refuses it (its data is not read: flush it with the earlier module, or wipe it and format anew)" :
+	       "format version 2 with a set_size whose records version 3 lays out differently, written by an earlier ssdprio: this module refuses it (its data is not read: flush it with the earlier module, or wipe it and format anew)";
+}
+
+/* What a superblock's state means, for messages (@version: its field). */
+static const char *sb_res_text(enum ssdp_sb_result r, u32 version)
+{
+	return r == SSDP_SB_OLD_VERSION ? old_version_text(version) :
 	       ssdp_sb_result_name(r);
 }
 
@@ -541,7 +546,7 @@ static void show_json(const char *path, const struct ssdp_scan *s, bool live,
 	}
 	if (s->sb_res != SSDP_SB_OK) {
 		printf(",\n  \"message\": ");
-		json_str(sb_res_text(s->sb_res));
+		json_str(sb_res_text(s->sb_res, s->sb.version));
 		printf("\n}\n");
 		return;
 	}
@@ -676,11 +681,11 @@ static int cmd_show(int argc, char **argv)
 		show_json(path, &s, live, sets);
 	} else if (s.sb_res == SSDP_SB_OLD_VERSION) {
 		printf("%s: ssdprio cache %s: %s\n", path,
-		       uuid_str(s.sb.uuid, u), old_version_text);
+		       uuid_str(s.sb.uuid, u), old_version_text(s.sb.version));
 	} else if (s.sb_res != SSDP_SB_OK) {
 		printf("%s: %s\n", path, s.sb_res == SSDP_SB_BLANK ?
 		       "blank (no ssdprio superblock; a table with 'format' initialises it)" :
-		       sb_res_text(s.sb_res));
+		       sb_res_text(s.sb_res, s.sb.version));
 	} else {
 		show_text(path, &s, live, sets);
 	}
@@ -742,7 +747,7 @@ static int cmd_dirty(int argc, char **argv)
 		return EXIT_FAIL;
 	dev_close(&d);
 	if (s.sb_res != SSDP_SB_OK) {
-		err("%s: %s", argv[1], sb_res_text(s.sb_res));
+		err("%s: %s", argv[1], sb_res_text(s.sb_res, s.sb.version));
 		scan_free(&s);
 		return EXIT_NOSB;
 	}
@@ -777,9 +782,9 @@ static int cmd_dirty(int argc, char **argv)
 		for (b = 0; b < set_blocks; b++) {
 			u64 sec = ((u64)lines[i].oset * set_blocks + b) *
 				  block_sectors;
+			int f = scan_set_frame(ss, set_blocks, lines[i].tag, b);
 
-			if (scan_set_owner(ss, b) != lines[i].tag ||
-			    !scan_set_dirty(ss, b))
+			if (f < 0 || !scan_set_dirty(ss, f))
 				continue;
 			total += block_sectors;
 			if (len && start + len == sec) {
@@ -819,7 +824,7 @@ static int cmd_check(int argc, char **argv)
 		return EXIT_FAIL;
 	dev_close(&d);
 	if (s.sb_res != SSDP_SB_OK) {
-		printf("%s: %s\n", argv[1], sb_res_text(s.sb_res));
+		printf("%s: %s\n", argv[1], sb_res_text(s.sb_res, s.sb.version));
 		return EXIT_NOSB;
 	}
 	for (k = 0; k < SCAN_NR_KINDS; k++) {
@@ -896,7 +901,7 @@ static int build_table(const char *origin, const char *cache, int nfeat,
 			notice("%s: cache is blank: format it once with a table carrying 'format'",
 			       cache);
 		else
-			err("%s: %s", cache, sb_res_text(s.sb_res));
+			err("%s: %s", cache, sb_res_text(s.sb_res, s.sb.version));
 		r = EXIT_NOSB;
 		goto out;
 	}
@@ -1129,7 +1134,7 @@ static int cmd_wipe(int argc, char **argv)
 	case SSDP_SB_OLD_VERSION:
 		if (!force) {
 			err("%s: %s; whatever dirty data it holds is lost with it: refusing to wipe (--force to wipe anyway)",
-			    path, old_version_text);
+			    path, old_version_text(s.sb.version));
 			r = EXIT_NOSB;
 			goto out;
 		}
@@ -1137,7 +1142,7 @@ static int cmd_wipe(int argc, char **argv)
 	default:
 		if (!force) {
 			err("%s: %s: refusing to wipe a damaged superblock: whatever dirty data the cache holds is lost with it (--force to wipe anyway)",
-			    path, sb_res_text(s.sb_res));
+			    path, sb_res_text(s.sb_res, s.sb.version));
 			r = EXIT_NOSB;
 			goto out;
 		}
@@ -1805,7 +1810,7 @@ static int cmd_debug_record(int argc, char **argv)
 	if (scan_path(path, &d, &s, O_RDWR | O_EXCL))
 		return EXIT_FAIL;
 	if (s.sb_res != SSDP_SB_OK) {
-		err("%s: %s", path, sb_res_text(s.sb_res));
+		err("%s: %s", path, sb_res_text(s.sb_res, s.sb.version));
 		goto out;
 	}
 	if (cset >= s.sb.nr_csets || tag >= SSDP_REC_TAGS ||
@@ -1854,11 +1859,13 @@ static int cmd_debug_record(int argc, char **argv)
 			continue;
 		v[0].owners[i / 2] |= 0xf << (i % 2 * 4);
 		v[0].dirty[i / 8] &= ~(1U << (i % 8));
+		v[0].alt[i / 8] &= ~(1U << (i % 8));
 	}
 	v[0].tags[tag] = oset;
 	for (i = first; i < first + nvalid; i++) {
 		v[0].owners[i / 2] &= ~(0xf << (i % 2 * 4));
 		v[0].owners[i / 2] |= tag << (i % 2 * 4);
+		v[0].alt[i / 8] &= ~(1U << (i % 8));
 		if (i < first + ndirty)
 			v[0].dirty[i / 8] |= 1U << (i % 8);
 		else
@@ -1925,7 +1932,7 @@ static int cmd_debug_placement(int argc, char **argv)
 		return EXIT_FAIL;
 	dev_close(&d);
 	if (s.sb_res != SSDP_SB_OK) {
-		err("%s: %s", argv[optind], sb_res_text(s.sb_res));
+		err("%s: %s", argv[optind], sb_res_text(s.sb_res, s.sb.version));
 		scan_free(&s);
 		return EXIT_NOSB;
 	}
@@ -2092,7 +2099,7 @@ static int cmd_create(int argc, char **argv)
 	}
 	if (res != SSDP_SB_BLANK && res != SSDP_SB_FOREIGN) {
 		err("%s: %s: see 'ssdprio-tool show'; wipe it to start afresh",
-		    e.cache, sb_res_text(res));
+		    e.cache, sb_res_text(res, s.sb.version));
 		return EXIT_NOSB;
 	}
 	if (dev_held(e.cache) || dev_held(e.origin)) {
@@ -2435,7 +2442,7 @@ static int cmd_attach(int argc, char **argv)
 	if (res != SSDP_SB_OK && res != SSDP_SB_BLANK &&
 	    res != SSDP_SB_FOREIGN) {
 		err("%s: %s: see 'ssdprio-tool show'; wipe it to start afresh",
-		    cache, sb_res_text(res));
+		    cache, sb_res_text(res, s.sb.version));
 		return EXIT_NOSB;
 	}
 	if (res == SSDP_SB_OK)

@@ -113,6 +113,45 @@ dmesg | grep -q "format version 1 and no dirty blocks: formatting it afresh" ||
 dm_remove sp
 "$REPO/build/ssdprio-tool" show "$ssd" >/dev/null || fail "show after the new format"
 
+# --- format version 2 (no alt frames): taken over in place where records keep their size
+# A version 2 record is a version 3 record with every block in its home frame:
+# a fresh cache written once has only home blocks, so rewriting its superblock
+# as version 2 makes the cache a version 2 cache would have left.
+dd if=/dev/zero of="$ssd" bs=1M count=$META_MB oflag=direct status=none
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 1 format")
+head -c 1M /dev/urandom >/tmp/v2.data
+dd if=/tmp/v2.data of="$dm" bs=1M seek=3 oflag=direct status=none || fail "write"
+d2=$(status_get sp dirty_blocks)
+assert_ge "$d2" 1 "dirty blocks before the version 2 rewrite"
+dm_remove sp
+sb_rewrite "$ssd" 2 1
+"$REPO/build/ssdprio-tool" show "$ssd" | grep -q "format version 2" ||
+	fail "show on a version 2 cache: $("$REPO/build/ssdprio-tool" show "$ssd" 2>&1)"
+dmesg -C
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd")
+assert_eq "$(status_get sp meta_state)" clean "a version 2 cache loaded warm"
+assert_eq "$(status_get sp dirty_blocks)" "$d2" "its dirty blocks"
+dmesg | grep -q "format version 2 taken over in place" ||
+	fail "no word of the version 2 take-over: $(dmesg | grep ssdprio)"
+cmp /tmp/v2.data <(dd if="$dm" bs=1M skip=3 count=1 iflag=direct status=none) ||
+	fail "the version 2 cache's data"
+dm_remove sp
+"$REPO/build/ssdprio-tool" show "$ssd" | grep -q "format version 3" ||
+	fail "the superblock after the take-over: $("$REPO/build/ssdprio-tool" show "$ssd" 2>&1)"
+# 256-block sets: version 3 records are twice the size, so version 2 is refused.
+dd if=/dev/zero of="$ssd" bs=1M count=$META_MB oflag=direct status=none
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 3 format set_size 256")
+dd if=/tmp/v2.data of="$dm" bs=1M seek=3 oflag=direct status=none || fail "write"
+dm_remove sp
+sb_rewrite "$ssd" 2 1
+refused sp "0 $len ssdprio $hdd $ssd 2 set_size 256" "format version 2 with set_size 256"
+refused sp "0 $len ssdprio $hdd $ssd 3 format set_size 256" "format version 2 with set_size 256"
+sb_rewrite "$ssd" 2 3
+dm_create sp "0 $len ssdprio $hdd $ssd 3 format set_size 256" >/dev/null
+assert_eq "$(status_get sp meta_state)" formatted "an empty version 2 cache of 256-block sets formatted afresh"
+dm_remove sp
+log "format version 2: taken over in place, or refused where its records differ"
+
 # --- origin_id: kept in the superblock, required to match -----------------------------
 id=0123456789abcdef0123456789abcdef
 dd if=/dev/zero of="$ssd" bs=1M count=$META_MB oflag=direct status=none

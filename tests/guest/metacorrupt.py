@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
 """Corrupt the metadata of an ssdprio cache device (engine/ssdprio_format.h,
-format 2) in one random way, and say how on stdout (one line).
+format 3) in one random way, and say how on stdout (one line).
 
   metacorrupt.py DEV --seed S [--kind KIND] [--nr-osets N]
 
@@ -10,7 +10,8 @@ sectors or metadata blocks, random bytes; superblock, one record copy,
 both copies of a record), and forged values with a correct checksum that
 the loader must judge on their own (superblock fields; records that
 contradict themselves: a tag placed in another cache set, one origin set in
-two tags, an owner without a tag, dirty without an owner, another cache
+two tags, an owner without a tag, dirty without an owner, one block in
+both its frames (home and alt), another cache
 set's index, the zero word or the padding set; records that are consistent
 but name an origin set past the origin, with clean or dirty blocks; a huge
 sequence number).  Forged records never give a block to an origin set that
@@ -26,7 +27,7 @@ import sys
 SB = struct.Struct("<QIIII16s16sQQIIQIIQQQ")  # up to format_time; crc at 508
 SB_FIELDS = ("magic version flags compat incompat uuid origin_id origin_sectors cache_sectors "
              "block_sectors set_blocks nr_csets rec_bytes rec_sectors data_start seq format_time").split()
-# crc cset seq tags[15] zero; then 4-bit owners, then dirty bits
+# crc cset seq tags[15] zero; then 4-bit owners, then dirty bits, then alt bits
 REC = struct.Struct("<IIQ15II")
 TAGS = 15
 TAG_FREE = 0xFFFFFFFF
@@ -55,7 +56,7 @@ def oset_cset(oset, ncs):
 
 
 class Rec:
-    """One record (format 2) at byte @base of a metadata block @buf."""
+    """One record (format 3) at byte @base of a metadata block @buf."""
 
     def __init__(self, buf, base, rec_bytes, set_blocks):
         self.buf, self.base, self.rb, self.nb = buf, base, rec_bytes, set_blocks
@@ -66,6 +67,7 @@ class Rec:
         o = base + REC.size
         self.owners = bytearray(buf[o:o + self.ob])
         self.dirty = bytearray(buf[o + self.ob:o + self.ob + self.db])
+        self.alt = bytearray(buf[o + self.ob + self.db:o + self.ob + 2 * self.db])
 
     def good(self, seed, cset):
         c = crc32c(seed, bytes(self.buf[self.base + 4:self.base + self.rb]))
@@ -79,13 +81,21 @@ class Rec:
         self.tags = [TAG_FREE] * TAGS
         self.owners = bytearray([0xFF] * self.ob)
         self.dirty = bytearray(self.db)
+        self.alt = bytearray(self.db)
 
     def owner(self, b):
         return (self.owners[b // 2] >> (b % 2 * 4)) & 0xF
 
-    def set_owner(self, b, t):
+    def set_owner(self, b, t, alt=False):
         sh = b % 2 * 4
         self.owners[b // 2] = (self.owners[b // 2] & ~(0xF << sh) & 0xFF) | (t << sh)
+        if alt:
+            self.alt[b // 8] |= 1 << (b % 8)
+        else:
+            self.alt[b // 8] &= ~(1 << (b % 8)) & 0xFF
+
+    def is_alt(self, b):
+        return (self.alt[b // 8] >> (b % 8)) & 1
 
     def is_dirty(self, b):
         return (self.dirty[b // 8] >> (b % 8)) & 1
@@ -101,6 +111,7 @@ class Rec:
         o = self.base + REC.size
         self.buf[o:o + self.ob] = self.owners
         self.buf[o + self.ob:o + self.ob + self.db] = self.dirty
+        self.buf[o + self.ob + self.db:o + self.ob + 2 * self.db] = self.alt
         c = crc32c(seed, bytes(self.buf[self.base + 4:self.base + self.rb]))
         struct.pack_into("<I", self.buf, self.base, c)
 
@@ -134,7 +145,7 @@ def forge(rnd, kind, cset, ncs, seed, nr_osets, rec_at, d):
     copies = [pick] if rnd.randrange(2) else [0, 1]
     how = rnd.choice(["tag_misplaced", "tag_twice", "owner_no_tag", "dirty_no_owner", "cset",
                       "zero_word", "padding", "past_origin_clean", "past_origin_dirty",
-                      "seq_huge"])
+                      "seq_huge", "two_frames"])
     nb = recs[0][0].nb
     for copy in copies:
         r, boff = recs[copy]
@@ -179,7 +190,7 @@ def forge(rnd, kind, cset, ncs, seed, nr_osets, rec_at, d):
         elif how == "zero_word":
             r.zero = rnd.choice([1, 0x80000000, rnd.getrandbits(32) | 1])
         elif how == "padding":
-            pad = r.rb - REC.size - r.ob - r.db
+            pad = r.rb - REC.size - r.ob - 2 * r.db
             if pad:
                 r.buf[r.base + r.rb - 1 - rnd.randrange(pad)] |= 1 << rnd.randrange(8)
             else:
@@ -207,6 +218,16 @@ def forge(rnd, kind, cset, ncs, seed, nr_osets, rec_at, d):
                 r.set_dirty(b, how == "past_origin_dirty")
         elif how == "seq_huge":
             r.seq = M64
+        elif how == "two_frames":
+            # frame b holds block b of tag t (or b ^ half, alt); frame
+            # b ^ half is made to hold the same block of the same tag
+            half = nb // 2
+            owned = [b for b in range(nb) if r.owner(b) != 0xF]
+            if half and owned:
+                b = rnd.choice(owned)
+                r.set_owner(b ^ half, r.owner(b), not r.is_alt(b))
+            else:
+                r.zero = 1
         r.seal(seed)
         d.write(r.buf, boff)
     return print("%s: record of cache set %d, copies %s: %s, checksums recomputed"

@@ -102,11 +102,12 @@ TEST(layout_fits_and_aligns)
 			ASSERT_TRUE(l.nr_csets * l.set_sectors * 100 >=
 				    sizes[i] * 95);
 	}
-	/* 80-byte header, 4 bits and 1 bit per block, a power of two. */
+	/* 80-byte header, 4 bits and 2 bits per block, a power of two. */
 	ASSERT_EQ(ssdp_rec_bytes(1), 128);
 	ASSERT_EQ(ssdp_rec_bytes(64), 128);
 	ASSERT_EQ(ssdp_rec_bytes(128), 256);
-	ASSERT_EQ(ssdp_rec_bytes(256), 256);
+	ASSERT_EQ(ssdp_rec_bytes(256), 512);
+	ASSERT_EQ(ssdp_rec_bytes_v2(256), 256);
 	ASSERT_EQ(ssdp_rec_bytes(512), 512);
 	ASSERT_EQ(ssdp_rec_bytes(1024), 1024);
 	ASSERT_EQ(ssdp_layout_compute(&l, 2048, 8, 256), -1);

@@ -583,17 +583,17 @@ static void sim_complete(struct sim *s, u64 now)
 	memmove(&s->wb_dirty[0], &s->wb_dirty[1],
 		--s->nr_wb * sizeof(s->wb_dirty[0]));
 	n = ssdp_fmap_dirty_lines(&s->fm, c, lines);
-	for (i = 0; i < n; i++) {
-		/* A lock-out writeback: only the dirty run from its block. */
-		if (kind != SSDP_WB_LOCKOUT)
-			ssdp_fmap_clear_dirty(&s->fm, lines[i], 0,
-					      s->fm.set_blocks);
-		else if (ssdp_fmap_block(&s->fm, lines[i], only) ==
-			 SSDP_FMAP_DIRTY &&
-			 ssdp_fmap_next_dirty_run(&s->fm, lines[i], only, &first,
-						  &nr))
-			ssdp_fmap_clear_dirty(&s->fm, lines[i], first, nr);
+	/* A lock-out writeback: only the dirty run from its frame's block. */
+	if (kind == SSDP_WB_LOCKOUT) {
+		u32 line, blk;
+
+		if (ssdp_fmap_frame_dirty(&s->fm, c, only, &line, &blk) &&
+		    ssdp_fmap_next_dirty_run(&s->fm, line, blk, &first, &nr))
+			ssdp_fmap_clear_dirty(&s->fm, line, first, nr);
+		n = 0;
 	}
+	for (i = 0; i < n; i++)
+		ssdp_fmap_clear_dirty(&s->fm, lines[i], 0, s->fm.set_blocks);
 	ssdp_fmap_unpin(&s->fm, c);
 	ssdp_esm_wb_done(&s->sm, kind);
 	sim_run(s, now);
@@ -630,13 +630,14 @@ static void sim_write(struct sim *s, u64 now, u64 oset, u32 blk)
 		ssdp_fmap_set_dirty(&s->fm, line, blk, 1);
 	} else if (ssdp_fmap_foreign_dirty(&s->fm, line, blk, 1) != SSDP_NONE) {
 		u32 c = ssdp_line_cset(line), i;
+		u32 frame = ssdp_fmap_foreign_dirty(&s->fm, line, blk, 1);
 
 		s->refused++;
 		for (i = 0; i < s->nr_lockout && s->lockout[i] != c; i++)
 			;
 		if (i == s->nr_lockout && ssdp_esm_lockout_on(&s->sm) &&
 		    s->nr_lockout < 64) {
-			s->lockout_blk[s->nr_lockout] = blk;
+			s->lockout_blk[s->nr_lockout] = frame;
 			s->lockout[s->nr_lockout++] = c;
 			ssdp_esm_lockout(&s->sm);
 		}

@@ -45,14 +45,24 @@ TEST(fmap_memory_under_a_byte_per_block)
 	u32 sizes[] = { 100, 1000, 4096, 100000 };
 	unsigned int i;
 
+	/*
+	 * 7 bits per frame (owner, valid, dirty, alt) and ~89 bytes per set:
+	 * under a byte from 1024-frame sets on; 512-frame sets (the default
+	 * set size) need 1.05 (docs/design.md).
+	 */
 	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
 		double per_block;
 
+		ASSERT_EQ(ssdp_fmap_init(&fm, sizes[i], 1024), 0);
+		per_block = (double)ssdp_fmap_mem_bytes(&fm) /
+			    ((double)sizes[i] * 1024);
+		printf("[%u sets: %.3f B/block] ", sizes[i], per_block);
+		ASSERT_TRUE(per_block <= 1.0);
+		ssdp_fmap_destroy(&fm);
 		ASSERT_EQ(ssdp_fmap_init(&fm, sizes[i], 512), 0);
 		per_block = (double)ssdp_fmap_mem_bytes(&fm) /
 			    ((double)sizes[i] * 512);
-		printf("[%u sets: %.3f B/block] ", sizes[i], per_block);
-		ASSERT_TRUE(per_block <= 1.0);
+		ASSERT_TRUE(per_block <= 1.06);
 		ssdp_fmap_destroy(&fm);
 	}
 }
@@ -138,119 +148,188 @@ TEST(fmap_claim_rules)
 	a = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 1, 0), &repl);
 	b = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 1, 1), &repl);
 	ssdp_fmap_pin(&fm, 1);
-	/* a: 0..3 clean, 4 dirty, 5 claimed. */
-	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 0, 6, false, &repl), 6);
+	/*
+	 * a fills every frame, home: 0..3 clean, 4 dirty, 5 claimed,
+	 * 6..11 clean, 12 dirty (4's alt), 13 claimed (5's alt), 14, 15
+	 * clean.
+	 */
+	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 0, 16, false, &repl), 16);
 	ASSERT_FALSE(repl);
+	ASSERT_EQ(ssdp_fmap_frame(&fm, a, 9), 9);
 	ssdp_fmap_set_valid(&fm, a, 0, 5);
+	ssdp_fmap_set_valid(&fm, a, 6, 7);
+	ssdp_fmap_set_valid(&fm, a, 14, 2);
 	ssdp_fmap_set_dirty(&fm, a, 4, 1);
-	/* b takes a's clean blocks, stops at the dirty one. */
+	ssdp_fmap_set_dirty(&fm, a, 12, 1);
+	/* b takes a's clean blocks (home: a tie), stops at the dirty one. */
 	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 2, 8, false, &repl), 2);
 	ASSERT_TRUE(repl);
 	ASSERT_EQ(fm.replaced, 2);
+	ASSERT_EQ(ssdp_fmap_frame(&fm, b, 2), 2);
 	ASSERT_EQ(ssdp_fmap_block(&fm, a, 2), SSDP_FMAP_MISS);
 	ASSERT_EQ(ssdp_fmap_block(&fm, a, 1), SSDP_FMAP_CLEAN);
-	/* ... and stops at a's claim. */
+	/* ... and at a's claims, in both frames. */
 	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 5, 1, false, &repl), 0);
 	ASSERT_EQ(ssdp_fmap_unclaimable_run(&fm, b, 4, 12, false), 2);
 	ASSERT_EQ(ssdp_fmap_unclaimable_run(&fm, b, 2, 12, false), 0);
 	ASSERT_EQ(ssdp_fmap_unclaimable_run(&fm, b, 6, 10, true), 10);
-	/* A lock-out is another tag's dirty block; a claim is not one. */
+	/* A lock-out is a dirty block in both candidates; a claim is not. */
 	ASSERT_EQ(ssdp_fmap_foreign_dirty(&fm, b, 4, 1), 4);
 	ASSERT_EQ(ssdp_fmap_foreign_dirty(&fm, b, 0, 16), 4);
-	ASSERT_EQ(ssdp_fmap_foreign_dirty(&fm, b, 5, 11), SSDP_NONE);
+	ASSERT_EQ(ssdp_fmap_foreign_dirty(&fm, b, 5, 1), SSDP_NONE);
+	ASSERT_EQ(ssdp_fmap_foreign_dirty(&fm, b, 5, 11), 12);
 	ASSERT_EQ(ssdp_fmap_foreign_dirty(&fm, a, 0, 16), SSDP_NONE);
-	/* Own frames and free ones. */
+	/* Own frames only (degraded). */
 	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 0, 2, true, &repl), 2);
-	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 6, 2, true, &repl), 0);
-	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 6, 10, false, &repl), 10);
-	ASSERT_FALSE(repl);
-	ASSERT_TRUE(ssdp_fmap_all_claimed(&fm, b, 6, 10));
-	ssdp_fmap_set_valid(&fm, b, 6, 10);
-	/* Writes in flight: a may not take b's clean blocks. */
+	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 6, 2, true, &repl), 0);
+	/* Writes in flight: b may not take a's clean blocks. */
 	ssdp_fmap_set_no_replace(&fm, 1, true);
-	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 6, 1, false, &repl), 0);
+	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 6, 1, false, &repl), 0);
 	ssdp_fmap_set_no_replace(&fm, 1, false);
-	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 6, 1, false, &repl), 1);
+	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 6, 1, false, &repl), 1);
 	ASSERT_TRUE(repl);
 	check_ok(&fm);
 	ssdp_fmap_unpin(&fm, 1);
-	/* The sweep freed the claims nobody filled: a's 5 and 6, b's 2, 3. */
-	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 2, 2, true, &repl), 0);
 	check_ok(&fm);
 	ssdp_fmap_destroy(&fm);
 }
 
-TEST(fmap_hit_runs_and_dirty_runs)
+/*
+ * The second candidate frame: block b may sit in frame b ^ S/2.  A free
+ * candidate first, home before alt; else the clean block of the tag used
+ * longer ago; runs stay contiguous on the SSD.
+ */
+TEST(fmap_second_frame_placement)
 {
 	struct ssdp_fmap fm;
+	struct ssdp_rec_view v;
 	enum ssdp_fmap_hit hit;
-	u32 a, b, first, nr, lines[SSDP_FMAP_TAGS];
+	u32 a, b, c, f;
 	bool repl;
 
-	ASSERT_EQ(ssdp_fmap_init(&fm, 4, 16), 0);
-	/* b's origin set is below a's: writeback visits b first. */
-	b = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 2, 0), &repl);
-	a = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 2, 1), &repl);
-	ssdp_fmap_pin(&fm, 2);
-	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 0, 8, false, &repl), 8);
-	ssdp_fmap_set_valid(&fm, a, 0, 8);
-	ssdp_fmap_set_dirty(&fm, a, 2, 3);
-	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 10, 1, false, &repl), 1);
-	ssdp_fmap_set_valid(&fm, b, 10, 1);
-	ssdp_fmap_set_dirty(&fm, b, 10, 1);
-	ssdp_fmap_unpin(&fm, 2);
-
-	ASSERT_EQ(ssdp_fmap_hit_run(&fm, a, 0, 16, &hit), 2);
+	ASSERT_EQ(ssdp_fmap_init(&fm, 1, 16), 0);
+	a = ssdp_fmap_tag_alloc(&fm, 0, &repl);
+	b = ssdp_fmap_tag_alloc(&fm, 1, &repl);
+	c = ssdp_fmap_tag_alloc(&fm, 2, &repl);
+	ssdp_fmap_pin(&fm, 0);
+	/* a: blocks 0..3 dirty, home. */
+	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 0, 4, false, &repl), 4);
+	ssdp_fmap_set_valid(&fm, a, 0, 4);
+	ssdp_fmap_set_dirty(&fm, a, 0, 4);
+	/* b's blocks 1..5: homes 1..3 are dirty, so all go alt, 9..13. */
+	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 1, 5, false, &repl), 5);
+	ASSERT_FALSE(repl);
+	ASSERT_EQ(ssdp_fmap_frame(&fm, b, 1), 9);
+	ASSERT_EQ(ssdp_fmap_frame_run(&fm, b, 1, 5, &f), 5);
+	ASSERT_EQ(f, 9);
+	ssdp_fmap_set_valid(&fm, b, 1, 5);
+	ASSERT_EQ(ssdp_fmap_hit_run(&fm, b, 1, 5, &hit), 5);
 	ASSERT_EQ(hit, SSDP_FMAP_CLEAN);
-	ASSERT_EQ(ssdp_fmap_hit_run(&fm, a, 2, 14, &hit), 3);
-	ASSERT_EQ(hit, SSDP_FMAP_DIRTY);
-	ASSERT_EQ(ssdp_fmap_hit_run(&fm, a, 8, 8, &hit), 8);
-	ASSERT_EQ(hit, SSDP_FMAP_MISS);
-	ASSERT_TRUE(ssdp_fmap_any_dirty(&fm, a, 0, 3));
-	ASSERT_FALSE(ssdp_fmap_any_dirty(&fm, a, 5, 11));
-
-	ASSERT_EQ(ssdp_fmap_dirty_lines(&fm, 2, lines), 2);
-	ASSERT_EQ(lines[0], b);
-	ASSERT_EQ(lines[1], a);
-	ASSERT_TRUE(ssdp_fmap_next_dirty_run(&fm, a, 0, &first, &nr));
-	ASSERT_EQ(first, 2);
-	ASSERT_EQ(nr, 3);
-	ASSERT_FALSE(ssdp_fmap_next_dirty_run(&fm, a, 5, &first, &nr));
-	ASSERT_EQ(ssdp_fmap_oldest_dirty(&fm), 2);
-	ssdp_fmap_clear_dirty(&fm, a, 2, 3);
-	ssdp_fmap_clear_dirty(&fm, b, 10, 1);
-	ASSERT_EQ(ssdp_fmap_oldest_dirty(&fm), SSDP_NONE);
-	ASSERT_EQ(ssdp_fmap_hit_run(&fm, a, 0, 16, &hit), 8);
-	ASSERT_EQ(hit, SSDP_FMAP_CLEAN);
+	/* An alt run stops at S/2: block 7's alt is 15, block 8's is 0. */
+	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 6, 2, false, &repl), 2);
+	ssdp_fmap_set_valid(&fm, a, 6, 2);
+	ssdp_fmap_set_dirty(&fm, a, 6, 2);
+	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 6, 3, false, &repl), 2);
+	ASSERT_EQ(ssdp_fmap_frame(&fm, b, 7), 15);
+	ssdp_fmap_set_valid(&fm, b, 6, 2);
+	ASSERT_EQ(ssdp_fmap_hit_run(&fm, b, 4, 4, &hit), 4);
+	/* A run that changes frames is two runs: block 8 home, 7 alt. */
+	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 8, 1, false, &repl), 1);
+	ASSERT_EQ(ssdp_fmap_frame(&fm, b, 8), 8);
+	ssdp_fmap_set_valid(&fm, b, 8, 1);
+	ASSERT_EQ(ssdp_fmap_hit_run(&fm, b, 6, 3, &hit), 2);
+	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 7, 2, false, &repl), 1);
+	/* Every frame of block 2 (home dirty, alt b's): c replaces b's. */
+	ssdp_fmap_touch(&fm, b);
+	ASSERT_EQ(ssdp_fmap_claim(&fm, c, 2, 1, false, &repl), 1);
+	ASSERT_TRUE(repl);
+	ASSERT_EQ(ssdp_fmap_frame(&fm, c, 2), 10);
+	ASSERT_EQ(ssdp_fmap_block(&fm, b, 2), SSDP_FMAP_MISS);
+	/* Both candidates clean: the tag used longer ago loses its block. */
+	ASSERT_EQ(ssdp_fmap_claim(&fm, c, 4, 1, false, &repl), 1);
+	ASSERT_EQ(ssdp_fmap_frame(&fm, c, 4), 4);	/* home was free */
+	ssdp_fmap_set_valid(&fm, c, 4, 1);
+	ssdp_fmap_touch(&fm, c);			/* b older than c */
+	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 12, 1, false, &repl), 1);
+	ASSERT_TRUE(repl);
+	ASSERT_EQ(ssdp_fmap_frame(&fm, a, 12), 12);	/* b's block 4 went */
+	ASSERT_EQ(ssdp_fmap_block(&fm, b, 4), SSDP_FMAP_MISS);
+	ASSERT_EQ(ssdp_fmap_block(&fm, c, 4), SSDP_FMAP_CLEAN);
+	ssdp_fmap_unpin(&fm, 0);
 	check_ok(&fm);
+	/* The alt bits go to the record and come back. */
+	ssdp_fmap_encode_set(&fm, 0, &v);
+	ASSERT_TRUE(ssdp_rec_alt(&v, 9));
+	ASSERT_FALSE(ssdp_rec_alt(&v, 6));
+	ASSERT_EQ(ssdp_rec_block(&v, 16, 9), 1);
+	{
+		struct ssdp_fmap back;
+		u32 blk;
+
+		ASSERT_EQ(ssdp_fmap_init(&back, 1, 16), 0);
+		ASSERT_EQ(ssdp_fmap_load_set(&back, 0, &v, true), 0);
+		check_ok(&back);
+		for (blk = 0; blk < 16; blk++) {
+			ASSERT_EQ(ssdp_fmap_block(&back, b, blk),
+				  ssdp_fmap_block(&fm, b, blk));
+			ASSERT_EQ(ssdp_fmap_frame(&back, b, blk),
+				  ssdp_fmap_block(&fm, b, blk) ==
+				  SSDP_FMAP_MISS ? SSDP_NONE :
+				  ssdp_fmap_frame(&fm, b, blk));
+		}
+		ssdp_fmap_destroy(&back);
+	}
 	ssdp_fmap_destroy(&fm);
 }
 
-TEST(fmap_dirty_list_oldest_first_skips_pinned)
+/* A tag holds a block in one frame at most, limbo included. */
+TEST(fmap_second_frame_never_two_copies)
 {
-	struct ssdp_fmap fm;
-	u32 l[3], c;
+	struct ssdp_fmap fm, back;
+	struct ssdp_rec_view v;
+	u32 a, line, blk;
 	bool repl;
 
-	ASSERT_EQ(ssdp_fmap_init(&fm, 8, 4), 0);
-	for (c = 0; c < 3; c++) {
-		l[c] = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 5 - c, 0), &repl);
-		fm.clock = 10 + c;
-		ssdp_fmap_pin(&fm, 5 - c);
-		ssdp_fmap_claim(&fm, l[c], 0, 1, false, &repl);
-		ssdp_fmap_set_valid(&fm, l[c], 0, 1);
-		ssdp_fmap_set_dirty(&fm, l[c], 0, 1);
-		ssdp_fmap_unpin(&fm, 5 - c);
-	}
-	ASSERT_EQ(ssdp_fmap_oldest_dirty(&fm), 5);
-	ASSERT_EQ(ssdp_fmap_dirty_since(&fm, 5), 10);
-	ASSERT_EQ(ssdp_fmap_next_dirty_set(&fm, 5), 4);
-	ssdp_fmap_pin(&fm, 5);
-	ASSERT_EQ(ssdp_fmap_oldest_dirty_unpinned(&fm, 8), 4);
-	ASSERT_EQ(ssdp_fmap_oldest_dirty_unpinned(&fm, 1), SSDP_NONE);
-	ssdp_fmap_unpin(&fm, 5);
-	ASSERT_EQ(fm.nr_dirty_sets, 3);
+	ASSERT_EQ(ssdp_fmap_init(&fm, 1, 8), 0);
+	a = ssdp_fmap_tag_alloc(&fm, 0, &repl);
+	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 1, 1, false, &repl), 1);
+	ssdp_fmap_set_valid(&fm, a, 1, 1);
+	ssdp_fmap_set_dirty(&fm, a, 1, 1);
+	ssdp_fmap_encode_set(&fm, 0, &v);
+	ssdp_fmap_commit_done(&fm, 0);
+	/* Discarded: limbo in frame 1.  Its alt (5) is free, yet no claim. */
+	ssdp_fmap_drop(&fm, a, 1, 1);
+	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 1, 1, false, &repl), 0);
+	ASSERT_EQ(ssdp_fmap_unclaimable_run(&fm, a, 1, 1, false), 1);
+	ASSERT_EQ(ssdp_fmap_frame(&fm, a, 1), 1);
+	ssdp_fmap_encode_set(&fm, 0, &v);
+	ssdp_fmap_commit_done(&fm, 0);
+	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 1, 1, false, &repl), 1);
+	ssdp_fmap_set_valid(&fm, a, 1, 1);
 	check_ok(&fm);
+	/* The frame of a dirty block names its line and block. */
+	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 2, 1, false, &repl), 1);
+	ssdp_fmap_set_valid(&fm, a, 2, 1);
+	ssdp_fmap_set_dirty(&fm, a, 2, 1);
+	ASSERT_TRUE(ssdp_fmap_frame_dirty(&fm, 0, 2, &line, &blk));
+	ASSERT_EQ(line, a);
+	ASSERT_EQ(blk, 2);
+	ASSERT_FALSE(ssdp_fmap_frame_dirty(&fm, 0, 1, &line, &blk));
+	/* A record with one block in both frames is refused. */
+	ssdp_fmap_encode_set(&fm, 0, &v);
+	v.owners[5 / 2] &= ~(0xf << 4);		/* frame 5: a, alt: block 1 */
+	v.owners[5 / 2] |= ssdp_line_tag(a) << 4;
+	v.alt[0] |= 1 << 5;
+	ASSERT_EQ(ssdp_fmap_init(&back, 1, 8), 0);
+	ASSERT_EQ(ssdp_fmap_load_set(&back, 0, &v, true), -EUCLEAN);
+	/* Alt in a set of one frame, or on a free frame: refused too. */
+	v.alt[0] &= ~(1 << 5);
+	v.owners[5 / 2] |= 0xf << 4;
+	v.alt[0] |= 1 << 6;			/* frame 6 is free */
+	ASSERT_EQ(ssdp_fmap_load_set(&back, 0, &v, true), -EUCLEAN);
+	v.alt[0] &= ~(1 << 6);
+	ASSERT_EQ(ssdp_fmap_load_set(&back, 0, &v, true), 0);
+	ssdp_fmap_destroy(&back);
 	ssdp_fmap_destroy(&fm);
 }
 
@@ -264,8 +343,9 @@ TEST(fmap_drop_clean_pinned_stays_claimed_until_unpin)
 	a = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 0, 0), &repl);
 	b = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 0, 1), &repl);
 	ssdp_fmap_pin(&fm, 0);
-	ssdp_fmap_claim(&fm, a, 0, 4, false, &repl);
-	ssdp_fmap_set_valid(&fm, a, 0, 4);
+	ssdp_fmap_claim(&fm, a, 0, 8, false, &repl);
+	ssdp_fmap_set_valid(&fm, a, 0, 8);
+	ssdp_fmap_set_dirty(&fm, a, 5, 1);	/* block 1's other frame */
 	ssdp_fmap_drop(&fm, a, 1, 1);
 	ASSERT_EQ(ssdp_fmap_block(&fm, a, 1), SSDP_FMAP_MISS);
 	/* A reader of a's block may be in flight: b cannot land there. */
@@ -297,6 +377,10 @@ TEST(fmap_dropped_dirty_block_waits_in_limbo_for_its_commit)
 	ssdp_fmap_claim(&fm, a, 0, 2, false, &repl);
 	ssdp_fmap_set_valid(&fm, a, 0, 2);
 	ssdp_fmap_set_dirty(&fm, a, 0, 2);
+	/* Block 0's other frame, 4, dirty too. */
+	ssdp_fmap_claim(&fm, a, 4, 1, false, &repl);
+	ssdp_fmap_set_valid(&fm, a, 4, 1);
+	ssdp_fmap_set_dirty(&fm, a, 4, 1);
 	ssdp_fmap_unpin(&fm, 1);
 	ssdp_fmap_encode_set(&fm, 1, &v);
 	ssdp_fmap_commit_done(&fm, 1);
@@ -304,7 +388,7 @@ TEST(fmap_dropped_dirty_block_waits_in_limbo_for_its_commit)
 	ssdp_fmap_drop(&fm, a, 0, 1);
 	ASSERT_EQ(fm.total_limbo, 1);
 	ASSERT_EQ(fm.nr_limbo_sets, 1);
-	ASSERT_EQ(ssdp_fmap_room(&fm), 16 - 2);
+	ASSERT_EQ(ssdp_fmap_room(&fm), 16 - 3);
 	ASSERT_EQ(ssdp_fmap_next_changed(&fm, 0), 1);
 	/* Nobody, not even a, reuses it before a commit says it is free. */
 	ssdp_fmap_pin(&fm, 1);
@@ -346,6 +430,10 @@ TEST(fmap_limbo_ends_as_a_claim_in_a_pinned_set)
 	ssdp_fmap_claim(&fm, a, 0, 1, false, &repl);
 	ssdp_fmap_set_valid(&fm, a, 0, 1);
 	ssdp_fmap_set_dirty(&fm, a, 0, 1);
+	/* Frame 2, block 0's other candidate, holds a dirty block too. */
+	ssdp_fmap_claim(&fm, a, 2, 1, false, &repl);
+	ssdp_fmap_set_valid(&fm, a, 2, 1);
+	ssdp_fmap_set_dirty(&fm, a, 2, 1);
 	ssdp_fmap_drop(&fm, a, 0, 1);
 	ssdp_fmap_encode_set(&fm, 0, &v);
 	ssdp_fmap_commit_done(&fm, 0);
@@ -525,7 +613,7 @@ TEST(fmap_records_that_contradict_themselves_are_refused)
 
 struct m_io {
 	bool busy, write, dirty;
-	u32 line, blk;
+	u32 line, blk, frame;	/* frame: where the block was at issue */
 	u64 oset, stamp;
 	u64 replaced;		/* fm.replaced when a read was issued */
 };
@@ -577,6 +665,8 @@ static void m_complete(struct model *m, struct m_io *io)
 		/* Nobody took the frame while the write was in flight. */
 		ASSERT_TRUE(ssdp_fmap_all_claimed(&m->fm, io->line, io->blk,
 						  1));
+		ASSERT_EQ(ssdp_fmap_frame(&m->fm, io->line, io->blk),
+			  io->frame);
 		ssdp_fmap_set_valid(&m->fm, io->line, io->blk, 1);
 		if (io->dirty)
 			ssdp_fmap_set_dirty(&m->fm, io->line, io->blk, 1);
@@ -584,7 +674,7 @@ static void m_complete(struct model *m, struct m_io *io)
 			m->acked[io->oset][io->blk] = io->stamp;
 		m->writers[c]--;
 	} else {
-		m_check_data(m, m->frame[c][io->blk], io->oset, io->blk,
+		m_check_data(m, m->frame[c][io->frame], io->oset, io->blk,
 			     io->stamp);
 	}
 	if (!--m->busy[c])
@@ -615,6 +705,7 @@ static void m_start(struct model *m, struct m_io *io, u32 r)
 			return;		/* a miss: the origin serves it */
 		c = ssdp_line_cset(line);
 		io->stamp = m->acked[oset][blk];
+		io->frame = ssdp_fmap_frame(&m->fm, line, blk);
 		io->dirty = ssdp_fmap_block(&m->fm, line, blk) ==
 			    SSDP_FMAP_DIRTY;
 	} else {
@@ -632,7 +723,8 @@ static void m_start(struct model *m, struct m_io *io, u32 r)
 		}
 		c = ssdp_line_cset(line);
 		io->stamp = m_stamp(m, oset, blk);
-		m->frame[c][blk] = io->stamp;
+		io->frame = ssdp_fmap_frame(&m->fm, line, blk);
+		m->frame[c][io->frame] = io->stamp;
 		io->dirty = (r >> 14) & 1 ||
 			    ssdp_fmap_block(&m->fm, line, blk) ==
 			    SSDP_FMAP_DIRTY;
@@ -724,8 +816,9 @@ static void m_crash_check(struct model *m)
 			for (b = 0; b < M_BLOCKS; b++)
 				if (ssdp_fmap_block(&back, line, b) !=
 				    SSDP_FMAP_MISS)
-					m_check_data(m, m->frame[c][b], oset,
-						     b, m->durable[oset][b]);
+					m_check_data(m, m->frame[c]
+						     [ssdp_fmap_frame(&back, line, b)],
+						     oset, b, m->durable[oset][b]);
 		}
 	check_ok(&back);
 	ssdp_fmap_destroy(&back);

@@ -126,7 +126,7 @@ TEST(codec_sb_version_1_is_old_not_corrupt)
 	ASSERT_EQ(out.cache_sectors, 1 << 21);
 	ASSERT_EQ(out.flags, 0);
 	ASSERT_TRUE(strstr(ssdp_sb_result_name(SSDP_SB_OLD_VERSION),
-			   "version 1") != NULL);
+			   "older format") != NULL);
 	/* A damaged version 1 superblock is damaged. */
 	sector[100] ^= 1;
 	ASSERT_EQ(ssdp_sb_decode(sector, &out), SSDP_SB_BAD_CRC);
@@ -213,6 +213,11 @@ static void rv_fill(struct ssdp_rec_view *v, u64 seq, u32 cset, u64 nr_csets,
 		rv_own(v, blk, ((x / 5) % ntags * 7) % SSDP_REC_TAGS,
 		       x % 3 == 0);
 	}
+	/* Both frames of a bucket alt or neither: no block in two frames. */
+	for (blk = 0; set_blocks >= 2 && blk < set_blocks; blk++)
+		if (ssdp_rec_owner(v, blk) != 0xf &&
+		    ((blk % (set_blocks / 2)) * 31 + pat) % 4 == 0)
+			v->alt[blk / 8] |= 1 << (blk % 8);
 }
 
 static void rv_same(const struct ssdp_rec_view *a,
@@ -223,6 +228,7 @@ static void rv_same(const struct ssdp_rec_view *a,
 	ASSERT_EQ(memcmp(a->owners, b->owners, (set_blocks + 1) / 2), 0);
 	ASSERT_EQ(memcmp(a->dirty, b->dirty, ssdp_bitmap_bytes(set_blocks)),
 		  0);
+	ASSERT_EQ(memcmp(a->alt, b->alt, ssdp_bitmap_bytes(set_blocks)), 0);
 }
 
 /* Checksum a hand-edited record again, so only its contents are wrong. */
@@ -241,7 +247,7 @@ TEST(codec_rec_bytes_is_the_formula)
 	u32 sb, need, want;
 
 	for (sb = 1; sb <= SSDP_REC_MAX_BLOCKS; sb <<= 1) {
-		need = 80 + (sb + 1) / 2 + (sb + 7) / 8;
+		need = 80 + (sb + 1) / 2 + 2 * ((sb + 7) / 8);
 		for (want = 64; want < need; want <<= 1)
 			;
 		ASSERT_EQ(ssdp_rec_bytes(sb), want);
@@ -250,9 +256,54 @@ TEST(codec_rec_bytes_is_the_formula)
 	ASSERT_EQ(ssdp_rec_bytes(1), 128);
 	ASSERT_EQ(ssdp_rec_bytes(64), 128);
 	ASSERT_EQ(ssdp_rec_bytes(128), 256);
-	ASSERT_EQ(ssdp_rec_bytes(256), 256);
+	ASSERT_EQ(ssdp_rec_bytes(256), 512);
 	ASSERT_EQ(ssdp_rec_bytes(512), 512);
 	ASSERT_EQ(ssdp_rec_bytes(1024), 1024);
+}
+
+/*
+ * Format version 2 had no alt bitmap.  Where its record size is version
+ * 3's, a version 2 superblock is taken (its records read as every block
+ * home: the bitmap's place was checksummed zero padding); where it is
+ * not (256-frame sets), it is an old version, never misread.
+ */
+TEST(codec_version_2_taken_over_where_records_keep_their_size)
+{
+	u32 seed = ssdp_rec_seed((const u8 *)"0123456789abcdef");
+	struct ssdp_sb_info in, out;
+	struct ssdp_rec_view v, back;
+	u8 sector[512], rec[512];
+	u32 blk;
+
+	struct ssdp_layout l;
+
+	sample_sb(&in, 1 << 21);
+	ASSERT_EQ(ssdp_layout_compute(&l, 1 << 21, 8, 512), 0);
+	in.version = SSDP_FORMAT_V2;
+	in.set_blocks = 512;
+	in.nr_csets = l.nr_csets;
+	in.rec_bytes = l.rec_bytes;
+	in.rec_sectors = l.rec_sectors;
+	in.data_start = l.data_start;
+	ASSERT_EQ(ssdp_rec_bytes_v2(512), ssdp_rec_bytes(512));
+	ssdp_sb_encode(&in, sector);
+	ASSERT_EQ(ssdp_sb_decode(sector, &out), SSDP_SB_OK);
+	ASSERT_EQ(out.version, SSDP_FORMAT_V2);
+	/* A version 2 record: owners and dirty, then zeroes. */
+	rv_fill(&v, 7, 9, 100, 512, 9, 3);
+	memset(v.alt, 0, sizeof(v.alt));
+	ssdp_rec_encode(rec, 512, seed, 9, 512, &v);
+	ASSERT_TRUE(ssdp_all_zero(rec + 80 + 256 + 64, 64));
+	ASSERT_EQ(ssdp_rec_decode(rec, 512, seed, 9, 512, 100, &back), 0);
+	for (blk = 0; blk < 512; blk++)
+		ASSERT_FALSE(ssdp_rec_alt(&back, blk));
+	/* 256-frame sets: version 3 records are larger. */
+	sample_sb(&in, 1 << 21);
+	in.version = SSDP_FORMAT_V2;
+	in.rec_bytes = ssdp_rec_bytes_v2(256);
+	ssdp_sb_encode(&in, sector);
+	ASSERT_EQ(ssdp_sb_decode(sector, &out), SSDP_SB_OLD_VERSION);
+	ASSERT_EQ(out.version, SSDP_FORMAT_V2);
 }
 
 TEST(codec_rec_round_trip_every_geometry)
@@ -295,7 +346,7 @@ TEST(codec_rec_every_bit_flip_is_detected)
 	u32 rb = ssdp_rec_bytes(256);
 	struct ssdp_rec_view in, out;
 	unsigned int bit;
-	u8 rec[256];
+	u8 rec[512];
 
 	rv_fill(&in, 17, 5, 1000, 256, 15, 3);
 	ssdp_rec_encode(rec, rb, seed, 5, 256, &in);
@@ -400,7 +451,7 @@ TEST(codec_rec_pick_by_seq_torn_and_both_bad)
 	u32 seed = ssdp_rec_seed((const u8 *)"torn-write-test!");
 	u32 rb = ssdp_rec_bytes(256);
 	struct ssdp_rec_view v1, v2, out, scratch;
-	u8 older[256], newer[256], torn[256];
+	u8 older[512], newer[512], torn[512];
 	u64 nr = 64;
 	bool lone;
 	u32 cut;

@@ -198,7 +198,7 @@ TEST(scan_picks_as_the_kernel_and_counts)
 
 	img_open(&im, SSDP_SB_CLEAN, 10);
 	ASSERT_EQ(im.l.nr_csets, 15);
-	ASSERT_EQ(im.l.rec_bytes, 256);
+	ASSERT_EQ(im.l.rec_bytes, 512);
 	a0 = oset_in(&im, 0, 0, 0);
 	a1 = oset_in(&im, 0, 0, 1);
 	b0 = oset_in(&im, 1, 0, 0);
