@@ -896,6 +896,85 @@ static u64 m_run(u32 seed, bool writeback_commits)
 	return m.violations;
 }
 
+/*
+ * Random multi-block claims, drops, writebacks and commits in a few small
+ * sets: every run the map hands out (a claim, a run of hits) lies in
+ * consecutive frames, so that the engine can send it as one SSD I/O, and
+ * the invariants hold throughout (one frame per block among them).
+ */
+TEST(fmap_random_runs_stay_contiguous)
+{
+	struct ssdp_fmap fm;
+	struct ssdp_rec_view v;
+	enum ssdp_fmap_hit hit;
+	u32 step, alt = 0, runs = 0;
+	bool repl;
+
+	srand(4242);
+	ASSERT_EQ(ssdp_fmap_init(&fm, 3, 16), 0);
+	for (step = 0; step < 200000; step++) {
+		u32 r = rand(), c = r % 3, line, first, nr, n, f, b;
+		u64 oset = (r >> 2) % 64;
+
+		if (ssdp_fmap_set_of(&fm, oset) != c)
+			continue;
+		first = (r >> 8) % 16;
+		nr = 1 + (r >> 12) % (16 - first);
+		line = ssdp_fmap_lookup(&fm, oset);
+		switch ((r >> 17) % 6) {
+		case 0: case 1:		/* a write */
+			if (line == SSDP_NONE)
+				line = ssdp_fmap_tag_alloc(&fm, oset, &repl);
+			if (line == SSDP_NONE)
+				break;
+			ssdp_fmap_pin(&fm, c);
+			n = ssdp_fmap_claim(&fm, line, first, nr, false, &repl);
+			if (n) {
+				ASSERT_EQ(ssdp_fmap_frame_run(&fm, line, first,
+							      n, &f), n);
+				alt += f != first;
+				runs++;
+				ssdp_fmap_set_valid(&fm, line, first, n);
+				if ((r >> 20) & 1)
+					ssdp_fmap_set_dirty(&fm, line, first,
+							    n);
+			}
+			ssdp_fmap_unpin(&fm, c);
+			break;
+		case 2:			/* a read */
+			if (line == SSDP_NONE)
+				break;
+			n = ssdp_fmap_hit_run(&fm, line, first, nr, &hit);
+			ASSERT_TRUE(n >= 1 && n <= nr);
+			if (hit != SSDP_FMAP_MISS)
+				ASSERT_EQ(ssdp_fmap_frame_run(&fm, line, first,
+							      n, &f), n);
+			break;
+		case 3:			/* a discard */
+			if (line != SSDP_NONE)
+				ssdp_fmap_drop(&fm, line, first, nr);
+			break;
+		case 4:			/* a writeback of the set */
+			for (b = 0; b < SSDP_FMAP_TAGS; b++)
+				if (ssdp_fmap_tag_used(&fm, ssdp_line(c, b)))
+					ssdp_fmap_clear_dirty(&fm,
+							      ssdp_line(c, b),
+							      0, 16);
+			__attribute__((fallthrough));	/* it commits */
+		default:
+			ssdp_fmap_encode_set(&fm, c, &v);
+			ssdp_fmap_commit_done(&fm, c);
+			break;
+		}
+		if (step % 64 == 0)
+			check_ok(&fm);
+	}
+	check_ok(&fm);
+	printf("[%u runs, %u alt] ", runs, alt);
+	ASSERT_GT(alt, 0);
+	ssdp_fmap_destroy(&fm);
+}
+
 TEST(fmap_random_model_with_io_in_flight_and_crashes)
 {
 	ASSERT_EQ(m_run(12345, true), 0);

@@ -188,6 +188,43 @@ TEST(scan_blank_foreign_and_old_version)
 	close(im.fd);
 }
 
+/*
+ * Alt frames: a block of a tag in frame b ^ half.  The scan names a
+ * block's frame as the kernel finds it (ssdprio-tool dirty lists the
+ * origin sectors of dirty blocks by it).
+ */
+TEST(scan_finds_blocks_in_their_alt_frames)
+{
+	const struct scan_set *ss;
+	struct ssdp_rec_view v;
+	struct ssdp_scan s;
+	struct img im;
+	u32 a0, a1, half = SET_BLOCKS / 2;
+
+	img_open(&im, SSDP_SB_CLEAN, 10);
+	a0 = oset_in(&im, 0, 0, 0);
+	a1 = oset_in(&im, 0, 0, 1);
+	rv_init(&v, 3);
+	/* a0: blocks 0-3 home, dirty; a1: blocks 0-3 alt (frames half..+3). */
+	rv_tag(&v, 0, a0, 0, 4, 4);
+	rv_tag(&v, 1, a1, half, 4, 2);
+	v.alt[half / 8] |= 0xf << (half % 8);
+	put_view(&im, 0, 0, 0, &v);
+	scan(&im, &s);
+	ASSERT_EQ(scan_errors(&s), 0);
+	ss = set_of(&s, 0);
+	ASSERT_TRUE(ss != NULL);
+	ASSERT_EQ(scan_set_frame(ss, SET_BLOCKS, 0, 2), 2);
+	ASSERT_EQ(scan_set_frame(ss, SET_BLOCKS, 1, 2), (int)(half + 2));
+	ASSERT_EQ(scan_set_frame(ss, SET_BLOCKS, 1, half + 2), -1);
+	ASSERT_EQ(scan_set_frame(ss, SET_BLOCKS, 1, 5), -1);
+	ASSERT_TRUE(scan_set_dirty(ss, half + 1));
+	ASSERT_FALSE(scan_set_dirty(ss, half + 2));
+	ASSERT_EQ(ss->tag_dirty[1], 2);
+	scan_free(&s);
+	close(im.fd);
+}
+
 TEST(scan_picks_as_the_kernel_and_counts)
 {
 	const struct scan_set *ss;
