@@ -157,6 +157,7 @@ static bool ssdp_promote_begin_locked(struct ssdprio *sp,
 	struct ssdp_set_io *sio = &sp->set_io[cset];
 	enum ssdp_fmap_hit hit;
 	bool replaced;
+	u32 n;
 
 	lockdep_assert_held(&sp->cache_lock);
 	if (sp->suspended || sp->degraded || p->gen != sp->promo_gen ||
@@ -168,17 +169,21 @@ static bool ssdp_promote_begin_locked(struct ssdprio *sp,
 		return false;
 	/* Pinned first: claims exist only under a pin. */
 	ssdp_fmap_pin(&sp->fmap, cset);
-	/* The frames it gets are consecutive: one SSD write. */
-	if (ssdp_fmap_claim(&sp->fmap, p->line, p->first, p->nr, false,
-			    &replaced) != p->nr) {
-		if (replaced)
-			sio->replaced++;
+	/*
+	 * The frames it gets are consecutive: one SSD write.  A claim that
+	 * stops short (a frame not free to take, or the next block's frame
+	 * not following) copies the blocks it got.
+	 */
+	n = ssdp_fmap_claim(&sp->fmap, p->line, p->first, p->nr, false,
+			    &replaced);
+	if (replaced)
+		sio->replaced++;
+	if (!n) {
 		ssdp_fmap_unpin(&sp->fmap, cset);
 		return false;
 	}
+	p->nr = n;
 	p->frame = ssdp_fmap_frame(&sp->fmap, p->line, p->first);
-	if (replaced)
-		sio->replaced++;
 	sio->excl = true;
 	return true;
 }
@@ -199,7 +204,8 @@ static void ssdp_promote_one(struct ssdprio *sp, struct ssdp_promo *p)
 	}
 
 	r = ssdp_io_ssd_sync(sp, &p->buf, 0,
-			     ssdp_frame_sector(sp, cset, p->frame), p->bytes,
+			     ssdp_frame_sector(sp, cset, p->frame),
+			     p->nr << (sp->block_shift + SECTOR_SHIFT),
 			     REQ_OP_WRITE);
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
