@@ -54,8 +54,9 @@ SSDPRIO_ARGS=${SSDP_FSTESTS_SSDPRIO_ARGS:-3 format evict_wait 50}
 # fstests' users (fsgqa, fsgqa2, 123456-fsgqa) and group: the guest's /etc is
 # the host's, read-only; bind-mount writable copies of passwd and group.
 add_users() {
-	local f
-	for f in passwd group; do
+	local f u
+	for f in passwd group shadow; do
+		[[ -e /etc/$f ]] || continue
 		cp "/etc/$f" "/run/fstests-$f"
 		mount -o bind "/run/fstests-$f" "/etc/$f"
 	done
@@ -66,10 +67,16 @@ add_users() {
 		echo 'fsgqa2:x:60001:60000:fstests:/tmp:/bin/bash' >>/etc/passwd
 	grep -q '^123456-fsgqa:' /etc/passwd ||
 		echo '123456-fsgqa:x:60002:60000:fstests:/tmp:/bin/bash' >>/etc/passwd
+	# su as root still asks PAM's account check, which wants a shadow
+	# entry: without one fstests says "fsgqa cannot execute commands".
+	[[ -e /etc/shadow ]] || return 0
+	for u in fsgqa fsgqa2 123456-fsgqa; do
+		grep -q "^$u:" /etc/shadow || echo "$u:*:19000:0:99999:7:::" >>/etc/shadow
+	done
 }
 
 del_users() {
-	umount /etc/passwd /etc/group 2>/dev/null || true
+	umount /etc/passwd /etc/group /etc/shadow 2>/dev/null || true
 }
 
 # setup_devs FS CONFIG: echo "TEST_DEV SCRATCH_DEV"
