@@ -19,7 +19,10 @@
  *    a pin keeps from other origin sets).
  *  - A cache set holds blocks of several origin sets (frame_map.h): a
  *    write or a promotion may take a frame holding another origin set's
- *    clean block, never while user I/O is in flight in the set.
+ *    clean block, never while a read or an in-place rewrite (a partial
+ *    write) of a valid block is in flight in the set (set_io.guards).  A
+ *    whole-block write turns the clean blocks it covers into claims for
+ *    its flight instead, so the set stays open to other writes.
  *  - A promotion copies the data of a read miss; it is dropped if an
  *    origin write completed (promo_gen moved), one is still in flight,
  *    or a block of the set was replaced meanwhile (set_io.replaced), so an
@@ -255,22 +258,38 @@ void ssdp_cache_dtr(struct ssdprio *sp)
  * flight in a set no clean block of it goes to another origin set: a write
  * may be overwriting one in place, a read may be reading one.
  */
-static void ssdp_hold(struct ssdprio *sp, u32 cset, bool writer)
+/*
+ * Clean frames of the set stay where they are while I/O reads or
+ * rewrites valid blocks in place (set_io.guards, wb_bridge), and while
+ * writes overlap (set_io.overlap).
+ */
+static void ssdp_no_replace_update(struct ssdprio *sp, u32 cset)
+{
+	struct ssdp_set_io *sio = &sp->set_io[cset];
+
+	ssdp_fmap_set_no_replace(&sp->fmap, cset, sio->guards ||
+				 sio->wb_bridge || sio->overlap);
+}
+
+static void ssdp_hold(struct ssdprio *sp, struct ssdp_bio *pb, u32 cset,
+		      bool writer, bool guard)
 {
 	struct ssdp_set_io *sio = &sp->set_io[cset];
 
 	lockdep_assert_held(&sp->cache_lock);
-	if (!sio->readers && !sio->writers) {
+	if (!sio->readers && !sio->writers)
 		ssdp_fmap_pin(&sp->fmap, cset);
-		ssdp_fmap_set_no_replace(&sp->fmap, cset, true);
-	}
+	pb->guard = guard;
+	sio->guards += guard;
 	if (writer)
 		sio->writers++;
 	else
 		sio->readers++;
+	ssdp_no_replace_update(sp, cset);
 }
 
-static void ssdp_release_locked(struct ssdprio *sp, u32 cset, bool writer)
+static void ssdp_release_locked(struct ssdprio *sp, struct ssdp_bio *pb,
+				u32 cset, bool writer)
 {
 	struct ssdp_set_io *sio = &sp->set_io[cset];
 
@@ -279,8 +298,11 @@ static void ssdp_release_locked(struct ssdprio *sp, u32 cset, bool writer)
 		sio->writers--;
 	else
 		sio->readers--;
+	sio->guards -= pb->guard;
+	if (!sio->writers)
+		sio->overlap = false;
+	ssdp_no_replace_update(sp, cset);
 	if (!sio->readers && !sio->writers) {
-		ssdp_fmap_set_no_replace(&sp->fmap, cset, sio->wb_bridge);
 		ssdp_fmap_unpin(&sp->fmap, cset);
 		ssdp_evict_unpinned_locked(sp);
 	}
@@ -372,7 +394,7 @@ static enum ssdp_dest ssdp_route_read(struct ssdprio *sp, struct bio *bio,
 		pb->frame = ssdp_fmap_frame(&sp->fmap, line, pb->first);
 		pb->clean = hit == SSDP_FMAP_CLEAN;
 		pb->replaced = sp->set_io[cset].replaced;
-		ssdp_hold(sp, cset, false);
+		ssdp_hold(sp, pb, cset, false, true);
 		pb->kind = SSDP_BK_SSD_READ;
 		/* Kept to read a clean block again from the origin. */
 		pb->saved_iter = bio->bi_iter;
@@ -431,7 +453,7 @@ static enum ssdp_dest ssdp_origin_write_drop(struct ssdprio *sp,
 {
 	pb->line = line;
 	pb->drop = true;
-	ssdp_hold(sp, ssdp_line_cset(line), true);
+	ssdp_hold(sp, pb, ssdp_line_cset(line), true, true);
 	return ssdp_origin_write(sp, pb);
 }
 
@@ -455,7 +477,8 @@ static enum ssdp_dest ssdp_route_write_partial(struct ssdprio *sp,
 	}
 	pb->line = line;
 	pb->frame = ssdp_fmap_frame(&sp->fmap, line, pb->first);
-	ssdp_hold(sp, ssdp_line_cset(line), true);
+	/* It rewrites a valid block in place. */
+	ssdp_hold(sp, pb, ssdp_line_cset(line), true, true);
 	ssdp_fmap_touch(&sp->fmap, line);
 	if (hit == SSDP_FMAP_DIRTY || policy == SSDP_WP_WRITEBACK) {
 		pb->kind = SSDP_BK_SSD_WRITE;
@@ -512,7 +535,7 @@ static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
 	u32 line = ssdp_fmap_lookup(&sp->fmap, pb->oset);
 	u32 cutoff = READ_ONCE(sp->cfg.seq_cutoff_kib);
 	enum ssdp_dest dest;
-	bool replaced, note_lockout;
+	bool replaced, note_lockout, overlap = false;
 	u32 cset, n;
 
 	if (line != SSDP_NONE && sp->set_io[ssdp_line_cset(line)].excl) {
@@ -559,6 +582,13 @@ static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
 		}
 	} else {
 		ssdp_count(sp, SSDP_ST_WRITE_HITS);
+		/*
+		 * Another write in flight may be writing these blocks: the
+		 * first to complete makes them valid under the other.
+		 */
+		overlap = sp->set_io[ssdp_line_cset(line)].writers &&
+			  ssdp_fmap_any_held(&sp->fmap, line, pb->first,
+					     pb->nr);
 	}
 	cset = ssdp_line_cset(line);
 	n = ssdp_fmap_claim(&sp->fmap, line, pb->first, pb->nr, sp->degraded,
@@ -570,7 +600,15 @@ static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
 		return dest;
 	pb->line = line;
 	pb->frame = ssdp_fmap_frame(&sp->fmap, line, pb->first);
-	ssdp_hold(sp, cset, true);
+	/*
+	 * Its frames are all claims now, out of other tags' reach: the set
+	 * stays open to them (a sequential stream's next bio, or the rest
+	 * of this one, may need a clean frame of another tag).
+	 */
+	if (overlap)
+		sp->set_io[cset].overlap = true;
+	ssdp_hold(sp, pb, cset, true, false);
+	ssdp_fmap_overwrite(&sp->fmap, line, pb->first, pb->nr);
 	ssdp_fmap_touch(&sp->fmap, line);
 	if (policy == SSDP_WP_WRITEBACK) {
 		pb->kind = SSDP_BK_SSD_WRITE;
@@ -909,7 +947,7 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 			/* A frame changed hands under a reader (a bug). */
 			retry = pb->clean;
 		}
-		ssdp_release_locked(sp, cset, false);
+		ssdp_release_locked(sp, pb, cset, false);
 		if (retry) {
 			bio_list_add(&sp->retry, bio);
 			queue_work(sp->wq, &sp->retry_work);
@@ -928,7 +966,7 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 		} else {
 			ssdp_write_failed_locked(sp, pb, true);
 		}
-		ssdp_release_locked(sp, cset, true);
+		ssdp_release_locked(sp, pb, cset, true);
 		break;
 	case SSDP_BK_BOTH_WRITE:
 		if (ok) {
@@ -943,7 +981,7 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 		} else {
 			ssdp_write_failed_locked(sp, pb, pb->ssd_failed);
 		}
-		ssdp_release_locked(sp, cset, true);
+		ssdp_release_locked(sp, pb, cset, true);
 		sp->origin_writes--;
 		sp->promo_gen++;
 		break;
@@ -954,7 +992,7 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 			if (ok)
 				ssdp_fmap_drop(&sp->fmap, pb->line, pb->first,
 					       pb->nr);
-			ssdp_release_locked(sp, cset, true);
+			ssdp_release_locked(sp, pb, cset, true);
 		}
 		sp->origin_writes--;
 		sp->promo_gen++;

@@ -587,8 +587,7 @@ static void ssdp_excl_end_locked(struct ssdprio *sp, u32 cset)
 	sio->wb_yield = false;
 	if (sio->wb_bridge) {
 		sio->wb_bridge = false;
-		ssdp_fmap_set_no_replace(&sp->fmap, cset,
-					 sio->readers || sio->writers);
+		ssdp_fmap_set_no_replace(&sp->fmap, cset, sio->guards);
 	}
 	ssdp_fmap_unpin(&sp->fmap, cset);
 	sp->set_released(sp, cset);

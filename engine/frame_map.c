@@ -703,6 +703,42 @@ void ssdp_fmap_drop(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr)
 	}
 }
 
+void ssdp_fmap_overwrite(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr)
+{
+	u32 cset = ssdp_line_cset(line), n, fb;
+	size_t f;
+
+	if (WARN_ON_ONCE(!line_ok(fm, line, first, nr) || !fm->pins[cset]))
+		return;
+	for (n = 0; n < nr; n++) {
+		fb = held_at(fm, cset, ssdp_line_tag(line), first + n);
+		if (fb == SSDP_NONE)
+			continue;
+		f = frame_of(fm, cset, fb);
+		if (!test_bit(f, fm->valid) || test_bit(f, fm->dirty))
+			continue;
+		__clear_bit(f, fm->valid);
+		fm->nr_valid[cset]--;
+		fm->total_valid--;
+		fm->flags[cset] |= SSDP_FM_CLAIMS;
+		mark_changed(fm, cset);
+	}
+}
+
+bool ssdp_fmap_any_held(const struct ssdp_fmap *fm, u32 line, u32 first,
+			u32 nr)
+{
+	u32 n;
+
+	if (WARN_ON_ONCE(!line_ok(fm, line, first, nr)))
+		return true;
+	for (n = 0; n < nr; n++)
+		if (held_at(fm, ssdp_line_cset(line), ssdp_line_tag(line),
+			    first + n) != SSDP_NONE)
+			return true;
+	return false;
+}
+
 void ssdp_fmap_pin(struct ssdp_fmap *fm, u32 cset)
 {
 	WARN_ON_ONCE(fm->pins[cset] == 0xff);

@@ -40,9 +40,10 @@
  *    of one block.
  *  - A frame is claimed before any data is written into it, and another
  *    tag may claim it only while it is free or holds a clean block; a
- *    clean block is never replaced while the set has user I/O in flight
- *    (ssdp_fmap_set_no_replace()), and each replacement is reported (a
- *    promotion prepared before it is dropped).
+ *    clean block is never replaced while I/O in flight reads or rewrites
+ *    it in place (ssdp_fmap_set_no_replace(); a whole-block write makes
+ *    its frames claims instead, ssdp_fmap_overwrite()), and each
+ *    replacement is reported (a promotion prepared before it is dropped).
  *  - In a pinned set a dropped block stays claimed, so no other tag's data
  *    lands under a reader or writer of it; the claims are swept when the
  *    last pin goes.  Pins (and so claims) exist only with I/O in flight.
@@ -235,11 +236,22 @@ void ssdp_fmap_pin(struct ssdp_fmap *fm, u32 cset);
 void ssdp_fmap_unpin(struct ssdp_fmap *fm, u32 cset);
 bool ssdp_fmap_pinned(const struct ssdp_fmap *fm, u32 cset);
 /*
- * User I/O in flight on the set: no clean block is replaced and no tag
- * evicted (a write may be overwriting a clean block in place, a read may
- * be reading one).
+ * I/O in flight that reads or rewrites valid blocks of the set in place
+ * (a read hit, a partial write, a writeback bridging clean blocks): no
+ * clean block is replaced and no tag evicted until it is off.
  */
 void ssdp_fmap_set_no_replace(struct ssdp_fmap *fm, u32 cset, bool on);
+/*
+ * A write of whole blocks [first, first + nr) of @line, which it has
+ * claimed, in a pinned set: the clean ones among them become claims
+ * again (not valid until the write completes), so no other tag takes
+ * their frames under it without the set being kept from replacing
+ * altogether.  A read meanwhile goes to the origin, which has them.
+ */
+void ssdp_fmap_overwrite(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr);
+/* Does @line hold any of blocks [first, first + nr), in any state? */
+bool ssdp_fmap_any_held(const struct ssdp_fmap *fm, u32 line, u32 first,
+			u32 nr);
 
 /*
  * Writeback.  The lines of @cset with dirty blocks, in origin order;

@@ -133,12 +133,26 @@ struct ssdp_bio {
 	 * drops the cache's copies, which are older then.
 	 */
 	bool drop;
+	bool guard;			/* counted in set_io.guards */
 };
 
 /* Per cache set I/O holds, beside the pure map (cache_lock). */
 struct ssdp_set_io {
 	u16 readers;			/* user reads in flight on the SSD */
 	u16 writers;			/* user writes in flight (cache or drop) */
+	/*
+	 * Those of them that read or rewrite valid blocks in place: no
+	 * clean block of the set changes hands while any is in flight
+	 * (no_replace, with wb_bridge).
+	 */
+	u16 guards;
+	/*
+	 * A write went to blocks the set held while other writes were in
+	 * flight: one of them may be writing the same frames, and the first
+	 * to complete makes them valid under the other, so no_replace holds
+	 * until no write is in flight.
+	 */
+	bool overlap;
 	bool excl;			/* promotion or writeback: no writes */
 	bool wb_failed;			/* writeback failed: pinned until retry */
 	bool lockout;			/* in the lock-out ring (evict.c) */
@@ -147,14 +161,14 @@ struct ssdp_set_io {
 	/*
 	 * A writeback rewrites clean blocks of the set to bridge the gaps
 	 * between dirty runs: no clean block may change hands meanwhile
-	 * (no_replace held, as under user I/O).
+	 * (no_replace held, as under a read).
 	 */
 	bool wb_bridge;
 	/*
 	 * Bumped whenever a clean block of the set was taken by another
 	 * origin set (or its tag evicted): a promotion prepared since then
 	 * is dropped (a block written since could have been written back
-	 * and replaced).  No user I/O is in flight in the set then.
+	 * and replaced).  No read of the set is in flight then.
 	 */
 	u32 replaced;
 };

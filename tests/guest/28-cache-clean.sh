@@ -160,6 +160,60 @@ assert_eq "$(st dirty_blocks)" 32 "sets c and d stay dirty with lockout_clean of
 dm_remove sp
 log "lock-out cleaning"
 
+# --- writes in flight together in one set take other origin sets' clean frames ----
+# A whole-block write does not close its set to other writes (it turns its own
+# clean blocks into claims instead): the second of two 64 KiB writes in flight
+# (an SSD of 20 ms, so the first surely is) takes b's clean frames; with the set
+# closed under every write it went to the origin. First, a write cut where its
+# frames stop following: a's block 4 sits in its second frame (half + 4: b's
+# dirty block holds frame 4), so a write of a's blocks 0-15 is cut after block 3
+# and again after 4, the rest placed from half + 5 on.
+slow=$(make_ssd ssdslow 64 20000000)
+dm=$(dm_create sp "0 $len ssdprio $hdd $slow 9 format seq_cutoff 0 evict_wait 3600000 dirty_target 100 dirty_max_age 0")
+for off in 0 2 "$half" $((half + 2)); do
+	p0=$(st promotions)
+	dd if="$dm" of=/dev/null bs=64k skip=$((b * set_mib * 16 + off)) count=1 iflag=direct \
+		status=none || fail "read set b"
+	wait_status sp promotions -ge $((p0 + 1)) 60
+done
+head -c 4K /dev/urandom >/tmp/cut.b4
+dd if=/tmp/cut.b4 of="$dm" bs=4k seek=$((b * set_mib * 256 + 4)) oflag=direct status=none ||
+	fail "write b's block 4"
+_settle
+p0=$(st promotions)
+dd if="$dm" of=/dev/null bs=4k skip=$((a * set_mib * 256 + 4)) count=1 iflag=direct status=none ||
+	fail "read a's block 4"
+wait_status sp promotions -ge $((p0 + 1)) 60
+assert_eq "$(st dirty_blocks)" 1 "b's dirty block 4"
+by0=$(st bypassed)
+dd if=/tmp/lock.c of="$dm" bs=64k seek=$((a * set_mib * 16)) oflag=direct status=none || fail "write a"
+_settle
+log "after the cut write: $(dmsetup status sp | cut -d' ' -f4-40)"
+assert_eq "$(st bypassed)" "$by0" "bios bypassed by the cut write"
+assert_eq "$(st dirty_blocks)" 17 "dirty blocks after the cut write (a's 16, b's 1)"
+cmp /tmp/lock.c <(dd if="$dm" bs=64k skip=$((a * set_mib * 16)) count=1 iflag=direct status=none) ||
+	fail "a's data through the cache"
+cmp /tmp/cut.b4 <(dd if="$dm" bs=4k skip=$((b * set_mib * 256 + 4)) count=1 iflag=direct status=none) ||
+	fail "b's block 4 through the cache"
+# a's blocks 16-31 into free frames, 32-47 over b's clean ones, in flight together.
+fio --name=two --filename="$dm" --rw=write --bs=64k --direct=1 --ioengine=libaio \
+	--iodepth=2 --offset=$(((a * set_mib * 16 + 1) * 65536)) --size=128k \
+	--verify=crc32c --output=/tmp/cut.fio >/dev/null || fail "fio: two writes in flight"
+_settle
+log "after two writes in flight: $(dmsetup status sp | cut -d' ' -f4-40)"
+assert_eq "$(st bypassed)" "$by0" "bios bypassed by two writes in flight"
+assert_eq "$(st dirty_blocks)" 49 "dirty blocks after two writes in flight"
+dd if="$dm" of=/tmp/cut.two bs=64k skip=$((a * set_mib * 16 + 1)) count=2 iflag=direct status=none ||
+	fail "read the two writes' blocks"
+dmsetup message sp 0 flush_dirty || fail "flush_dirty"
+wait_status sp dirty_blocks -eq 0 120
+origin_has_64k /tmp/lock.c $((a * set_mib * 16)) || fail "a's data on the origin"
+cmp /tmp/cut.two <(dd if="$hdd" bs=64k skip=$((a * set_mib * 16 + 1)) count=2 iflag=direct status=none) ||
+	fail "the two writes' data on the origin"
+dm_remove sp
+remove_nullb ssdslow
+log "writes in flight together keep their set open"
+
 # --- a dirty set, never quiet: new blocks take clean frames in place ----------------
 "$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
 dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 13 format seq_cutoff 0 evict_wait 3600000 evict_max_wait 0 dirty_target 100 dirty_max_age 0 free_floor 8")

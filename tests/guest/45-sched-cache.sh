@@ -72,6 +72,7 @@ done
 i0=$(st idle_dispatched)
 fio_run --name=dirty --filename="$dm" --rw=write --bs=64k --direct=1 --offset=0 \
 	--size=16M --ioengine=psync >/dev/null
+log "after the write: $(dmsetup status sp | cut -d' ' -f4-40)"
 dmsetup message sp 0 flush_dirty || fail "flush_dirty"
 wait_status sp dirty_blocks -eq 0 300
 wb=$(st blocks_written_back)

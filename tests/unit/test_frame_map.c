@@ -363,6 +363,47 @@ TEST(fmap_drop_clean_pinned_stays_claimed_until_unpin)
 	ssdp_fmap_destroy(&fm);
 }
 
+TEST(fmap_overwritten_clean_block_is_a_claim_until_the_write_completes)
+{
+	struct ssdp_fmap fm;
+	u32 a, b;
+	bool repl;
+
+	ASSERT_EQ(ssdp_fmap_init(&fm, 2, 8), 0);
+	a = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 0, 0), &repl);
+	b = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 0, 1), &repl);
+	ssdp_fmap_pin(&fm, 0);
+	ssdp_fmap_claim(&fm, a, 0, 8, false, &repl);
+	ssdp_fmap_set_valid(&fm, a, 0, 8);
+	ssdp_fmap_unpin(&fm, 0);
+	/* A whole-block write to a's blocks 0 and 1, in flight. */
+	ssdp_fmap_pin(&fm, 0);
+	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 0, 2, false, &repl), 2);
+	ASSERT_FALSE(repl);
+	ASSERT_TRUE(ssdp_fmap_any_held(&fm, a, 0, 2));
+	ssdp_fmap_overwrite(&fm, a, 0, 2);
+	ASSERT_EQ(ssdp_fmap_block(&fm, a, 0), SSDP_FMAP_MISS);
+	ASSERT_EQ(ssdp_fmap_block(&fm, a, 2), SSDP_FMAP_CLEAN);
+	ASSERT_EQ(fm.total_valid, 6);
+	/*
+	 * b may take a's other clean frames meanwhile, never those two: its
+	 * blocks 0 and 1 go to their second frames, a's clean 4 and 5.
+	 */
+	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 0, 2, false, &repl), 2);
+	ASSERT_TRUE(repl);
+	ASSERT_EQ(ssdp_fmap_frame(&fm, b, 0), 4);
+	ASSERT_EQ(ssdp_fmap_frame(&fm, a, 0), 0);
+	ASSERT_EQ(ssdp_fmap_frame(&fm, a, 4), SSDP_NONE);
+	ssdp_fmap_set_valid(&fm, a, 0, 2);
+	ssdp_fmap_set_dirty(&fm, a, 0, 2);
+	ASSERT_EQ(ssdp_fmap_block(&fm, a, 1), SSDP_FMAP_DIRTY);
+	ssdp_fmap_unpin(&fm, 0);
+	/* b's claim was never written: swept with the last pin. */
+	ASSERT_FALSE(ssdp_fmap_any_held(&fm, b, 0, 8));
+	check_ok(&fm);
+	ssdp_fmap_destroy(&fm);
+}
+
 TEST(fmap_dropped_dirty_block_waits_in_limbo_for_its_commit)
 {
 	struct ssdp_fmap fm;
@@ -627,7 +668,8 @@ struct model {
 	u8 stamp_blk[M_STEPS + 1];
 	struct ssdp_rec_view rec[M_CSETS];	/* last durable records */
 	u32 writers[M_CSETS];
-	u32 busy[M_CSETS];		/* user I/O in flight */
+	u32 busy[M_CSETS];		/* reads in flight (no_replace) */
+	bool overlap[M_CSETS];		/* writes overlapped (no_replace) */
 	struct m_io io[M_INFLIGHT];
 	u64 next_stamp;
 	u64 violations;		/* data a user would call wrong */
@@ -672,13 +714,15 @@ static void m_complete(struct model *m, struct m_io *io)
 			ssdp_fmap_set_dirty(&m->fm, io->line, io->blk, 1);
 		if (io->stamp > m->acked[io->oset][io->blk])
 			m->acked[io->oset][io->blk] = io->stamp;
-		m->writers[c]--;
+		if (!--m->writers[c])
+			m->overlap[c] = false;
 	} else {
 		m_check_data(m, m->frame[c][io->frame], io->oset, io->blk,
 			     io->stamp);
 	}
-	if (!--m->busy[c])
-		ssdp_fmap_set_no_replace(&m->fm, c, false);
+	if (!io->write)
+		m->busy[c]--;
+	ssdp_fmap_set_no_replace(&m->fm, c, m->busy[c] || m->overlap[c]);
 	ssdp_fmap_unpin(&m->fm, c);
 	io->busy = false;
 }
@@ -695,7 +739,7 @@ static void m_start(struct model *m, struct m_io *io, u32 r)
 {
 	u64 oset = m_oset(r);
 	u32 blk = (r >> 8) % M_BLOCKS, line, c;
-	bool repl;
+	bool repl, overlap = false;
 
 	line = ssdp_fmap_lookup(&m->fm, oset);
 	io->write = (r >> 12) % 3 == 0;
@@ -711,6 +755,9 @@ static void m_start(struct model *m, struct m_io *io, u32 r)
 	} else {
 		if (line == SSDP_NONE)
 			line = ssdp_fmap_tag_alloc(&m->fm, oset, &repl);
+		else if (m->writers[ssdp_line_cset(line)] &&
+			 ssdp_fmap_any_held(&m->fm, line, blk, 1))
+			overlap = true;
 		if (line == SSDP_NONE ||
 		    ssdp_fmap_claim(&m->fm, line, blk, 1, false, &repl) != 1) {
 			/* The engine keeps writes to dirty blocks in cache. */
@@ -729,11 +776,19 @@ static void m_start(struct model *m, struct m_io *io, u32 r)
 			    ssdp_fmap_block(&m->fm, line, blk) ==
 			    SSDP_FMAP_DIRTY;
 		m->writers[c]++;
+		m->overlap[c] |= overlap;
 	}
-	if (!m->busy[c]++)
-		ssdp_fmap_set_no_replace(&m->fm, c, true);
+	/*
+	 * As the engine: a read keeps the set's clean frames where they are;
+	 * a whole-block write turns its clean block into a claim instead.
+	 */
+	if (!io->write)
+		m->busy[c]++;
+	ssdp_fmap_set_no_replace(&m->fm, c, m->busy[c] || m->overlap[c]);
 	ssdp_fmap_touch(&m->fm, line);
 	ssdp_fmap_pin(&m->fm, c);
+	if (io->write)
+		ssdp_fmap_overwrite(&m->fm, line, blk, 1);
 	io->busy = true;
 	io->line = line;
 	io->blk = blk;
