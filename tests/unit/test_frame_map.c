@@ -333,18 +333,29 @@ TEST(fmap_second_frame_never_two_copies)
 	ssdp_fmap_destroy(&fm);
 }
 
+/*
+ * Two tags of cache set 0 of 2 sets of 8 blocks: a holds all 8 blocks,
+ * valid and clean, b none; the set is left pinned.
+ */
+static void two_tags_a_full(struct ssdp_fmap *fm, u32 *a, u32 *b)
+{
+	bool repl;
+
+	ASSERT_EQ(ssdp_fmap_init(fm, 2, 8), 0);
+	*a = ssdp_fmap_tag_alloc(fm, oset_in(fm, 0, 0), &repl);
+	*b = ssdp_fmap_tag_alloc(fm, oset_in(fm, 0, 1), &repl);
+	ssdp_fmap_pin(fm, 0);
+	ASSERT_EQ(ssdp_fmap_claim(fm, *a, 0, 8, false, &repl), 8);
+	ssdp_fmap_set_valid(fm, *a, 0, 8);
+}
+
 TEST(fmap_drop_clean_pinned_stays_claimed_until_unpin)
 {
 	struct ssdp_fmap fm;
 	u32 a, b;
 	bool repl;
 
-	ASSERT_EQ(ssdp_fmap_init(&fm, 2, 8), 0);
-	a = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 0, 0), &repl);
-	b = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 0, 1), &repl);
-	ssdp_fmap_pin(&fm, 0);
-	ssdp_fmap_claim(&fm, a, 0, 8, false, &repl);
-	ssdp_fmap_set_valid(&fm, a, 0, 8);
+	two_tags_a_full(&fm, &a, &b);
 	ssdp_fmap_set_dirty(&fm, a, 5, 1);	/* block 1's other frame */
 	ssdp_fmap_drop(&fm, a, 1, 1);
 	ASSERT_EQ(ssdp_fmap_block(&fm, a, 1), SSDP_FMAP_MISS);
@@ -369,12 +380,7 @@ TEST(fmap_overwritten_clean_block_is_a_claim_until_the_write_completes)
 	u32 a, b;
 	bool repl;
 
-	ASSERT_EQ(ssdp_fmap_init(&fm, 2, 8), 0);
-	a = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 0, 0), &repl);
-	b = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 0, 1), &repl);
-	ssdp_fmap_pin(&fm, 0);
-	ssdp_fmap_claim(&fm, a, 0, 8, false, &repl);
-	ssdp_fmap_set_valid(&fm, a, 0, 8);
+	two_tags_a_full(&fm, &a, &b);
 	ssdp_fmap_unpin(&fm, 0);
 	/* A whole-block write to a's blocks 0 and 1, in flight. */
 	ssdp_fmap_pin(&fm, 0);
