@@ -254,11 +254,6 @@ void ssdp_cache_dtr(struct ssdprio *sp)
 }
 
 /*
- * Take a user I/O hold on @cset; cache_lock held.  While user I/O is in
- * flight in a set no clean block of it goes to another origin set: a write
- * may be overwriting one in place, a read may be reading one.
- */
-/*
  * Clean frames of the set stay where they are while I/O reads or
  * rewrites valid blocks in place (set_io.guards, wb_bridge), and while
  * writes overlap (set_io.overlap).
@@ -271,6 +266,11 @@ static void ssdp_no_replace_update(struct ssdprio *sp, u32 cset)
 				 sio->wb_bridge || sio->overlap);
 }
 
+/*
+ * Take a user I/O hold on @cset for @pb; cache_lock held.  @guard: it reads
+ * or rewrites valid blocks in place, so no clean block of the set may go
+ * to another origin set until it completes.
+ */
 static void ssdp_hold(struct ssdprio *sp, struct ssdp_bio *pb, u32 cset,
 		      bool writer, bool guard)
 {
