@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 """The frame map's structural hit ratio on fio traces, beside variants.
 
-The frame map (docs/design.md, "Allocation granularity") puts block b of
-origin set o in frame b of cache set ssdp_oset_cset(o): one place per
-block.  Two hot blocks at the same offset of origin sets sharing a cache
+The frame map (docs/design.md, "Allocation granularity") put block b of
+origin set o in frame b of cache set ssdp_oset_cset(o), one place per
+block, until format 3 gave it a second (b ^ S/2).  Two hot blocks at the same offset of origin sets sharing a cache
 set evict each other (clean) or lock each other out (dirty: the frame is
 not taken until written back).  This replays the steady scenario's traces
 (fio write_iolog: warm-up, then measured) through that placement with
@@ -19,9 +19,9 @@ Tags are not limited (the steady scenario's origin sets fit the 15 tags).
 
 Prints a table: ways, dirty cap, read hit ratio over the measured trace,
 accesses locked out by a dirty block, share of frames holding data.  With
---json, one object for the engine's own placement (one way, dirty cap 0.2,
-the automatic pressure point): what the steady scenario sets beside the
-engine's measured hit ratio.
+--json, one object for the engine's own placement (two candidate frames
+per block since format 3, dirty cap 0.2, the automatic pressure point):
+what the steady scenario sets beside the engine's measured hit ratio.
 """
 import json
 import sys
@@ -101,7 +101,7 @@ def main():
     warm = list(ios(args[2]))
     trace = warm + list(ios(args[3]))
     if as_json:
-        hr, locked, used = run(nsets, S, 0.2, trace, len(warm), 1)
+        hr, locked, used = run(nsets, S, 0.2, trace, len(warm), 2)
         print(json.dumps({"read_hit_ratio": round(hr, 4), "locked_out": locked,
                           "frames_used": round(used, 4)}))
         return
