@@ -56,6 +56,14 @@ static inline void frame_own(struct ssdp_fmap *fm, u32 cset, u32 fb, u32 t,
  * any state, or SSDP_NONE: the home frame blk, else the alt frame
  * blk ^ half.  A tag holds a block in one frame at most.
  */
+/* Frame @f of @cset no longer holds a valid block. */
+static inline void frame_unvalidate(struct ssdp_fmap *fm, u32 cset, size_t f)
+{
+	__clear_bit(f, fm->valid);
+	fm->nr_valid[cset]--;
+	fm->total_valid--;
+}
+
 static u32 held_at(const struct ssdp_fmap *fm, u32 cset, u32 t, u32 blk)
 {
 	size_t f = frame_of(fm, cset, blk);
@@ -390,9 +398,7 @@ static void claim_frame(struct ssdp_fmap *fm, u32 cset, u32 t, u32 fb,
 	size_t f = frame_of(fm, cset, fb);
 
 	if (take) {
-		__clear_bit(f, fm->valid);
-		fm->nr_valid[cset]--;
-		fm->total_valid--;
+		frame_unvalidate(fm, cset, f);
 		fm->replaced++;
 		*replaced = true;
 		mark_changed(fm, cset);
@@ -656,9 +662,7 @@ void ssdp_fmap_clear_dirty(struct ssdp_fmap *fm, u32 line, u32 first,
 
 static void to_limbo(struct ssdp_fmap *fm, u32 cset, size_t f)
 {
-	__clear_bit(f, fm->valid);
-	fm->nr_valid[cset]--;
-	fm->total_valid--;
+	frame_unvalidate(fm, cset, f);
 	if (!--fm->nr_dirty[cset])
 		dirty_list_del(fm, cset);
 	fm->total_dirty--;
@@ -692,9 +696,7 @@ void ssdp_fmap_drop(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr)
 			to_limbo(fm, cset, f);
 			continue;
 		}
-		__clear_bit(f, fm->valid);
-		fm->nr_valid[cset]--;
-		fm->total_valid--;
+		frame_unvalidate(fm, cset, f);
 		/* Under I/O in flight the frame stays out of others' reach. */
 		if (pinned)
 			fm->flags[cset] |= SSDP_FM_CLAIMS;
@@ -717,9 +719,7 @@ void ssdp_fmap_overwrite(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr)
 		f = frame_of(fm, cset, fb);
 		if (!test_bit(f, fm->valid) || test_bit(f, fm->dirty))
 			continue;
-		__clear_bit(f, fm->valid);
-		fm->nr_valid[cset]--;
-		fm->total_valid--;
+		frame_unvalidate(fm, cset, f);
 		fm->flags[cset] |= SSDP_FM_CLAIMS;
 		mark_changed(fm, cset);
 	}
