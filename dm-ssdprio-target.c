@@ -111,6 +111,10 @@ static int ssdp_parse_features(struct ssdprio *sp, struct dm_arg_set *as,
 		else
 			r = ssdp_config_set(&sp->cfg, key, value,
 					    SSDP_CFG_CTR, &why);
+		if (!r && !strcmp(key, "block_size"))
+			sp->block_size_given = true;
+		if (!r && !strcmp(key, "set_size"))
+			sp->set_size_given = true;
 		if (r) {
 			DMERR("feature %.64s %.64s: %s", key, value, why);
 			*error = (char *)why;

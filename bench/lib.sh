@@ -129,14 +129,14 @@ anchor_teardown() { # after fio has exited (the cgroups are empty)
 # (smq, writeback, 32 KiB blocks, metadata on an 8 MiB null_blk), writecache
 # (dm-writecache, 4 KiB blocks), bcache (writeback, 2048 buckets),
 # ssdprio-nolockout (ssdprio with lockout_clean off, to set lock-out
-# cleaning's effect beside it), ssdprio-set4m (ssdprio with 4 MiB sets,
-# set_size 1024: the geometry under 1 byte of RAM per block). Returns 1
+# cleaning's effect beside it), ssdprio-set2m (ssdprio with 2 MiB sets,
+# set_size 512: the default before 4 MiB sets). Returns 1
 # when the peer cannot be set up.
 cache_peer_dev() {
 	local config=$1 hdd_mb=$2 cache_mb=$3 hdd ssd meta
 	shift 3
 	case $config in
-	ssdprio | ssdprio-nolockout | ssdprio-set4m | dmcache | writecache | bcache) ;;
+	ssdprio | ssdprio-nolockout | ssdprio-set2m | dmcache | writecache | bcache) ;;
 	*) return 1 ;;
 	esac
 	[[ $config != bcache ]] || command -v make-bcache >/dev/null || return 1
@@ -145,7 +145,7 @@ cache_peer_dev() {
 	case $config in
 	ssdprio) ssdprio_dev ssdprio "$hdd" "$ssd" "$@" ;;
 	ssdprio-nolockout) ssdprio_dev ssdprio "$hdd" "$ssd" lockout_clean off "$@" ;;
-	ssdprio-set4m) ssdprio_dev ssdprio "$hdd" "$ssd" set_size 1024 "$@" ;;
+	ssdprio-set2m) ssdprio_dev ssdprio "$hdd" "$ssd" set_size 512 "$@" ;;
 	dmcache)
 		meta=$(ssd_dev meta 8)
 		dm_try_create dmcache "0 $(sectors "$hdd") cache $meta $ssd $hdd 64 1 writeback smq 0" ;;

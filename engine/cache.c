@@ -107,7 +107,7 @@ int ssdp_cache_check_config(struct ssdprio *sp, const struct ssdp_config *cfg,
 
 int ssdp_cache_ctr(struct ssdprio *sp, char **error)
 {
-	u32 block_bytes = sp->cfg.block_sectors << SECTOR_SHIFT;
+	u32 block_bytes;
 	int r;
 
 	spin_lock_init(&sp->cache_lock);
@@ -122,6 +122,9 @@ int ssdp_cache_ctr(struct ssdprio *sp, char **error)
 	INIT_WORK(&sp->commit_work, ssdp_commit_work_fn);
 	sp->set_released = ssdp_set_released_locked;
 
+	if (sp->cfg.cache)
+		ssdp_meta_take_geometry(sp);
+	block_bytes = sp->cfg.block_sectors << SECTOR_SHIFT;
 	if (block_bytes < bdev_logical_block_size(sp->origin->bdev) ||
 	    block_bytes < bdev_logical_block_size(sp->cache->bdev)) {
 		*error = "block_size is smaller than a device's logical block size";
@@ -135,6 +138,11 @@ int ssdp_cache_ctr(struct ssdprio *sp, char **error)
 				bdev_nr_sectors(sp->cache->bdev),
 				sp->cfg.block_sectors, sp->cfg.set_blocks) ||
 	    sp->layout.nr_csets < SSDP_MIN_CSETS) {
+		DMERR("cache device of %llu sectors: room for %llu cache sets of %u sectors and their metadata, %u needed",
+		      (unsigned long long)bdev_nr_sectors(sp->cache->bdev),
+		      (unsigned long long)sp->layout.nr_csets,
+		      sp->cfg.block_sectors * sp->cfg.set_blocks,
+		      SSDP_MIN_CSETS);
 		*error = "Cache device too small for block_size and set_size";
 		return -EINVAL;
 	}

@@ -38,7 +38,7 @@ static const struct ssdp_key ssdp_keys[] = {
 	{ "block_size", CFG_OFF(block_sectors), SSDP_KEY_POW2, SSDP_CFG_CTR,
 	  1, 2048, 8, NULL },
 	{ "set_size", CFG_OFF(set_blocks), SSDP_KEY_POW2, SSDP_CFG_CTR,
-	  1, 1024, 512, NULL },
+	  1, 1024, 1024, NULL },
 	{ "cache", CFG_OFF(cache), SSDP_KEY_BOOL, SSDP_CFG_CTR,
 	  0, 1, 1, NULL },
 	{ "write_policy", CFG_OFF(write_policy), SSDP_KEY_ENUM, BOTH,

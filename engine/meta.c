@@ -427,6 +427,53 @@ static int ssdp_meta_check(struct ssdprio *sp, char **error)
 	return 0;
 }
 
+/*
+ * Superblock I/O before the bio set and metadata buffer exist (and for a
+ * "cache off" table, which has neither): one page at sector 0 of the
+ * cache device.
+ */
+static int ssdp_sb_page_rw(struct ssdprio *sp, struct page *page,
+			     blk_opf_t opf)
+{
+	struct bio *bio = bio_alloc(sp->cache->bdev, 1, opf, GFP_KERNEL);
+	int r;
+
+	bio->bi_iter.bi_sector = 0;
+	__bio_add_page(bio, page, SSDP_META_BLOCK_BYTES, 0);
+	r = submit_bio_wait(bio);
+	bio_put(bio);
+	return r;
+}
+
+/*
+ * ctr, before the layout: block_size and set_size the table leaves out
+ * are the superblock's when the cache device holds one of this format.
+ * Anything else (blank, foreign, damaged, unreadable) keeps the defaults;
+ * ssdp_meta_check reports it.
+ */
+void ssdp_meta_take_geometry(struct ssdprio *sp)
+{
+	struct ssdp_sb_info sb;
+	struct page *page;
+
+	if (sp->block_size_given && sp->set_size_given)
+		return;
+	if (bdev_logical_block_size(sp->cache->bdev) > SSDP_META_BLOCK_BYTES ||
+	    bdev_nr_sectors(sp->cache->bdev) < SSDP_META_BLOCK_SECTORS)
+		return;
+	page = alloc_page(GFP_KERNEL);
+	if (!page)
+		return;
+	if (!ssdp_sb_page_rw(sp, page, REQ_OP_READ) &&
+	    ssdp_sb_decode(page_address(page), &sb) == SSDP_SB_OK) {
+		if (!sp->block_size_given)
+			sp->cfg.block_sectors = sb.block_sectors;
+		if (!sp->set_size_given)
+			sp->cfg.set_blocks = sb.set_blocks;
+	}
+	__free_page(page);
+}
+
 /* ctr: check what the cache device holds against the table; no writes. */
 int ssdp_meta_ctr(struct ssdprio *sp, char **error)
 {
@@ -457,23 +504,6 @@ int ssdp_meta_ctr(struct ssdprio *sp, char **error)
 }
 
 /*
- * Superblock I/O for a "cache off" table, which has no bio set or
- * metadata buffer of its own: one page at sector 0 of the cache device.
- */
-static int ssdp_bypass_sb_rw(struct ssdprio *sp, struct page *page,
-			     blk_opf_t opf)
-{
-	struct bio *bio = bio_alloc(sp->cache->bdev, 1, opf, GFP_KERNEL);
-	int r;
-
-	bio->bi_iter.bi_sector = 0;
-	__bio_add_page(bio, page, SSDP_META_BLOCK_BYTES, 0);
-	r = submit_bio_wait(bio);
-	bio_put(bio);
-	return r;
-}
-
-/*
  * Read the cache device's superblock for a "cache off" table.  Returns
  * 1 with @sb filled when it is a cache of ours for this origin (which the
  * table would bypass), 0 when it is anything else, -EUCLEAN when it could
@@ -488,7 +518,7 @@ static int ssdp_bypass_read_sb(struct ssdprio *sp, struct page *page,
 	if (bdev_logical_block_size(sp->cache->bdev) > SSDP_META_BLOCK_BYTES ||
 	    bdev_nr_sectors(sp->cache->bdev) < SSDP_META_BLOCK_SECTORS)
 		return 0;
-	r = ssdp_bypass_sb_rw(sp, page, REQ_OP_READ);
+	r = ssdp_sb_page_rw(sp, page, REQ_OP_READ);
 	if (r)
 		return r;
 	if (ssdp_sb_decode(page_address(page), sb) != SSDP_SB_OK)
@@ -616,7 +646,7 @@ int ssdp_meta_preresume_bypass(struct ssdprio *sp)
 	sb->flags &= ~SSDP_SB_NO_DIRTY;
 	memset(page_address(page), 0, SSDP_META_BLOCK_BYTES);
 	ssdp_sb_encode(sb, page_address(page));
-	r = ssdp_bypass_sb_rw(sp, page, REQ_OP_WRITE | REQ_SYNC |
+	r = ssdp_sb_page_rw(sp, page, REQ_OP_WRITE | REQ_SYNC |
 			      REQ_PREFLUSH | REQ_FUA);
 	if (!r)
 		DMINFO("%s: cache marked bypassed: a caching table will start it empty",

@@ -215,6 +215,13 @@ struct ssdprio {
 	bool caching;			/* cfg.cache on and a cache exists */
 	bool format;			/* table says: initialise a blank cache */
 	bool force;			/* table says: cache off over dirty data */
+	/*
+	 * The table named block_size / set_size.  What it leaves out is
+	 * taken from the cache's superblock, so that a table written
+	 * before a change of default still loads the cache it named.
+	 */
+	bool block_size_given;
+	bool set_size_given;
 	u8 origin_id[16];		/* table's origin_id, zero if none */
 	/*
 	 * Cache off over a cache of ours for this origin: mark it bypassed
@@ -370,6 +377,7 @@ static inline u32 ssdp_room_sets(struct ssdprio *sp)
 }
 
 /* meta.c */
+void ssdp_meta_take_geometry(struct ssdprio *sp);
 int ssdp_meta_ctr(struct ssdprio *sp, char **error);
 void ssdp_meta_dtr(struct ssdprio *sp);
 int ssdp_meta_preresume(struct ssdprio *sp);

@@ -215,7 +215,7 @@ dev=$(dm_create spo "0 $len ssdprio $hdd $ssd_nd 2 cache off")
 [[ $(dmax "$dev") != 0 ]] || fail "cache off: discard not offered over a discard-capable origin"
 dm_remove spo
 hdd_nd=$(make_hdd hddnd 8 100000 4)                   # no discard
-ssd_d=$(NULLB_DISCARD=1 make_ssd ssdd 8)
+ssd_d=$(NULLB_DISCARD=1 make_ssd ssdd 16)
 dev=$(dm_create spx "0 $(sectors "$hdd_nd") ssdprio $hdd_nd $ssd_d 1 format")
 assert_eq "$(dmax "$dev")" 0 "discard offered although the origin has none"
 n0=$(status_get spx discards)
@@ -231,7 +231,7 @@ dm_remove spx
 # outcome is allowed, but one only: the target's answer must be the origin's
 # once the cache's (clean) copy is gone.
 hdd_r=$(NULLB_DISCARD=1 make_hdd hddr 8 100000 4)
-ssd_r=$(make_ssd ssdr 8)
+ssd_r=$(make_ssd ssdr 16)
 ssdl=$(dm_create ssdl "0 $(sectors "$ssd_r") linear $ssd_r 0")
 dev=$(dm_create spw "0 $(sectors "$hdd_r") ssdprio $hdd_r $ssdl 5 format write_policy writethrough read_alloc off")
 dm_n=$(basename "$(readlink -f "$dev")")

@@ -37,13 +37,15 @@ dm_create sp "0 $len ssdprio $hdd $ssd 5 format evict_wait 60000 read_alloc off"
 dm_remove sp
 nr_csets=$(json_key "$ssd" total_sets)
 nr_osets=$(json_key "$ssd" origin_sets)
+set_sectors=$(($(json_key "$ssd" set_blocks) * $(json_key "$ssd" block_sectors)))
+at5=$((5 * set_sectors / 2048)) # MiB: origin set 5's first
 # origin set 5's data on the origin, and something else in every SSD frame
-dd if=/dev/urandom of="$hdd" bs=1M seek=5 count=1 oflag=direct status=none
+dd if=/dev/urandom of="$hdd" bs=1M seek="$at5" count=1 oflag=direct status=none
 data_start=$(json_key "$ssd" data_start)
 # (data_start is a multiple of 1 MiB)
 tr '\0' '\252' </dev/zero | dd of="$ssd" bs=1M seek=$((data_start / 2048)) \
 	count=$((($(sectors "$ssd") - data_start) / 2048)) iflag=fullblock oflag=direct status=none
-sum5() { dd if="$1" bs=1M skip=5 count=1 iflag=direct status=none | sha256sum; }
+sum5() { dd if="$1" bs=1M skip="$at5" count=1 iflag=direct status=none | sha256sum; }
 want5=$(sum5 "$hdd")
 # origin set 5 in the cache set after its own, 16 blocks, 8 dirty
 bad=$((($(place 5) + 1) % nr_csets))
@@ -103,7 +105,7 @@ dm_create sp "0 $len ssdprio $hdd $ssd 5 format evict_wait 60000 read_alloc off"
 dd if=/dev/urandom of=/dev/mapper/sp bs=1M seek=63 count=1 oflag=direct status=none
 dd if=/dev/urandom of=/dev/mapper/sp bs=1M count=1 oflag=direct status=none
 dm_remove sp
-short=$((len - 4096)) # one set (2 MiB) shorter: origin set 31 past its end
+short=$((len - set_sectors)) # one set shorter: the last origin set past its end
 dmesg -C
 if dm_try_create sp "0 $short ssdprio $hdd $ssd 4 evict_wait 60000 read_alloc off" >/dev/null 2>&1; then
 	fail "a shorter table dropped dirty blocks past its end"

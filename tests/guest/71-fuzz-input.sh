@@ -26,7 +26,7 @@ load_module
 hdd=$(make_hdd hdd 32 100000 4)
 ssd=$(make_ssd ssd 16)
 hdd2=$(make_hdd hdd2 16 0 16)
-ssd2=$(make_ssd ssd2 8)
+ssd2=$(make_ssd ssd2 16)
 len=$(sectors "$hdd")
 WS=$((24 * 2048))
 

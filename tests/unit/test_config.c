@@ -12,7 +12,7 @@ TEST(config_defaults_print_nothing)
 
 	ssdp_config_defaults(&c);
 	ASSERT_EQ(c.block_sectors, 8);
-	ASSERT_EQ(c.set_blocks, 512);
+	ASSERT_EQ(c.set_blocks, 1024);
 	ASSERT_EQ(c.write_policy, SSDP_WP_WRITEBACK);
 	ASSERT_EQ(c.idle_dispatch_interval_ms, 200);
 	ASSERT_EQ(c.batch_mode_delay_ms, 5000);

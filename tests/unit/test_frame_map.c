@@ -3,6 +3,7 @@
 
 #include "harness.h"
 #include "frame_map.h"
+#include "config.h"
 
 static void check_ok(struct ssdp_fmap *fm)
 {
@@ -45,17 +46,20 @@ TEST(fmap_memory_under_a_byte_per_block)
 	u32 sizes[] = { 100, 1000, 4096, 100000 };
 	unsigned int i;
 
+	struct ssdp_config def;
+
 	/*
 	 * 7 bits per frame (owner, valid, dirty, alt) and ~89 bytes per set:
-	 * under a byte from 1024-frame sets on; 512-frame sets (the default
-	 * set size) need 1.05 (docs/design.md).
+	 * under a byte from 1024-frame sets (the default set size) on;
+	 * 512-frame sets need 1.05 (docs/design.md).
 	 */
+	ssdp_config_defaults(&def);
 	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
 		double per_block;
 
-		ASSERT_EQ(ssdp_fmap_init(&fm, sizes[i], 1024), 0);
+		ASSERT_EQ(ssdp_fmap_init(&fm, sizes[i], def.set_blocks), 0);
 		per_block = (double)ssdp_fmap_mem_bytes(&fm) /
-			    ((double)sizes[i] * 1024);
+			    ((double)sizes[i] * def.set_blocks);
 		printf("[%u sets: %.3f B/block] ", sizes[i], per_block);
 		ASSERT_TRUE(per_block <= 1.0);
 		ssdp_fmap_destroy(&fm);
