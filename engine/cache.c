@@ -1000,6 +1000,12 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 			if (ok)
 				ssdp_fmap_drop(&sp->fmap, pb->line, pb->first,
 					       pb->nr);
+			/*
+			 * It may have dropped the last dirty blocks of a set
+			 * held aside: every set held aside is dirty.
+			 */
+			if (ok && !ssdp_fmap_nr_dirty(&sp->fmap, cset))
+				ssdp_wb_unfail_locked(sp, cset);
 			ssdp_release_locked(sp, pb, cset, true);
 		}
 		sp->origin_writes--;

@@ -51,11 +51,6 @@ static inline void frame_own(struct ssdp_fmap *fm, u32 cset, u32 fb, u32 t,
 		__clear_bit(f, fm->alt);
 }
 
-/*
- * The frame (index in the set) where tag @t of @cset holds block @blk, in
- * any state, or SSDP_NONE: the home frame blk, else the alt frame
- * blk ^ half.  A tag holds a block in one frame at most.
- */
 /* Frame @f of @cset no longer holds a valid block. */
 static inline void frame_unvalidate(struct ssdp_fmap *fm, u32 cset, size_t f)
 {
@@ -64,6 +59,11 @@ static inline void frame_unvalidate(struct ssdp_fmap *fm, u32 cset, size_t f)
 	fm->total_valid--;
 }
 
+/*
+ * The frame (index in the set) where tag @t of @cset holds block @blk, in
+ * any state, or SSDP_NONE: the home frame blk, else the alt frame
+ * blk ^ half.  A tag holds a block in one frame at most.
+ */
 static u32 held_at(const struct ssdp_fmap *fm, u32 cset, u32 t, u32 blk)
 {
 	size_t f = frame_of(fm, cset, blk);
