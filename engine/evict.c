@@ -39,7 +39,9 @@
  * sets instead of retrying it back to back.  The sets held aside are tried
  * again in the background, a few at a time, after a backoff that doubles
  * up to SSDP_WB_BACKOFF_MAX_MS while they keep failing; they return to the
- * normal flow at once when flush_dirty is asked for again or on resume.
+ * normal flow at once when flush_dirty is asked for again or on resume,
+ * and when a discard or an origin write drops their last dirty block (a
+ * set held aside is always a dirty set: the worker counts on it).
  *
  * Cleaning keeps dirty data under dirty_target and younger than
  * dirty_max_age: in quiet windows (as eviction), the oldest dirty set is
