@@ -433,7 +433,7 @@ static int ssdp_meta_check(struct ssdprio *sp, char **error)
  * cache device.
  */
 static int ssdp_sb_page_rw(struct ssdprio *sp, struct page *page,
-			     blk_opf_t opf)
+			  blk_opf_t opf)
 {
 	struct bio *bio = bio_alloc(sp->cache->bdev, 1, opf, GFP_KERNEL);
 	int r;
@@ -443,6 +443,13 @@ static int ssdp_sb_page_rw(struct ssdprio *sp, struct page *page,
 	r = submit_bio_wait(bio);
 	bio_put(bio);
 	return r;
+}
+
+/* Could the cache device hold a superblock of ours at all? */
+static bool ssdp_sb_fits(struct ssdprio *sp)
+{
+	return bdev_logical_block_size(sp->cache->bdev) <= SSDP_META_BLOCK_BYTES &&
+	       bdev_nr_sectors(sp->cache->bdev) >= SSDP_META_BLOCK_SECTORS;
 }
 
 /*
@@ -456,10 +463,7 @@ void ssdp_meta_take_geometry(struct ssdprio *sp)
 	struct ssdp_sb_info sb;
 	struct page *page;
 
-	if (sp->block_size_given && sp->set_size_given)
-		return;
-	if (bdev_logical_block_size(sp->cache->bdev) > SSDP_META_BLOCK_BYTES ||
-	    bdev_nr_sectors(sp->cache->bdev) < SSDP_META_BLOCK_SECTORS)
+	if ((sp->block_size_given && sp->set_size_given) || !ssdp_sb_fits(sp))
 		return;
 	page = alloc_page(GFP_KERNEL);
 	if (!page)
@@ -515,8 +519,7 @@ static int ssdp_bypass_read_sb(struct ssdprio *sp, struct page *page,
 	int r;
 
 	/* Never a cache of ours: ssdp_meta_ctr refuses such devices. */
-	if (bdev_logical_block_size(sp->cache->bdev) > SSDP_META_BLOCK_BYTES ||
-	    bdev_nr_sectors(sp->cache->bdev) < SSDP_META_BLOCK_SECTORS)
+	if (!ssdp_sb_fits(sp))
 		return 0;
 	r = ssdp_sb_page_rw(sp, page, REQ_OP_READ);
 	if (r)
