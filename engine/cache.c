@@ -340,6 +340,22 @@ static void ssdp_note_replaced_locked(struct ssdprio *sp, u32 cset,
 }
 
 /*
+ * Drop blocks [first, first + nr) of @line from the cache; cache_lock held.
+ * Every drop goes through here: a set held aside after a failed writeback
+ * is a dirty set (the eviction worker counts on it), so one whose last
+ * dirty block goes is let go, with nothing left to write back.
+ */
+static void ssdp_drop_locked(struct ssdprio *sp, u32 line, u32 first, u32 nr)
+{
+	u32 cset = ssdp_line_cset(line);
+
+	lockdep_assert_held(&sp->cache_lock);
+	ssdp_fmap_drop(&sp->fmap, line, first, nr);
+	if (!ssdp_fmap_nr_dirty(&sp->fmap, cset))
+		ssdp_wb_unfail_locked(sp, cset);
+}
+
+/*
  * A line for @oset, for a write or a read miss; cache_lock held.  None
  * while every tag of the set holds blocks in use or dirty ones, which
  * writing the set back would release.
@@ -480,7 +496,7 @@ static enum ssdp_dest ssdp_route_write_partial(struct ssdprio *sp,
 	}
 	ssdp_count(sp, SSDP_ST_WRITE_HITS);
 	if (hit == SSDP_FMAP_CLEAN && policy == SSDP_WP_WRITEAROUND) {
-		ssdp_fmap_drop(&sp->fmap, line, pb->first, 1);
+		ssdp_drop_locked(sp, line, pb->first, 1);
 		return ssdp_origin_write(sp, pb);
 	}
 	pb->line = line;
@@ -575,7 +591,7 @@ static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
 	if (policy == SSDP_WP_WRITEAROUND) {
 		if (line != SSDP_NONE) {
 			ssdp_count(sp, SSDP_ST_WRITE_HITS);
-			ssdp_fmap_drop(&sp->fmap, line, pb->first, pb->nr);
+			ssdp_drop_locked(sp, line, pb->first, pb->nr);
 		} else {
 			ssdp_count(sp, SSDP_ST_WRITE_MISSES);
 		}
@@ -662,10 +678,7 @@ static enum ssdp_dest ssdp_route_discard(struct ssdprio *sp,
 			goto origin;
 	}
 	/* Dirty too: the data is being thrown away. */
-	ssdp_fmap_drop(&sp->fmap, line, pb->first, pb->nr);
-	/* Nothing left that could fail to be written back. */
-	if (!ssdp_fmap_nr_dirty(&sp->fmap, cset))
-		ssdp_wb_unfail_locked(sp, cset);
+	ssdp_drop_locked(sp, line, pb->first, pb->nr);
 origin:
 	sp->origin_writes++;
 	pb->kind = SSDP_BK_DISCARD;
@@ -848,7 +861,7 @@ static bool ssdp_ssd_read_failed_locked(struct ssdprio *sp,
 		return false;
 	/* A writer in flight may be about to make them dirty: leave them. */
 	if (!sp->set_io[ssdp_line_cset(pb->line)].writers)
-		ssdp_fmap_drop(&sp->fmap, pb->line, pb->first, pb->nr);
+		ssdp_drop_locked(sp, pb->line, pb->first, pb->nr);
 	ssdp_count(sp, SSDP_ST_READ_FALLBACKS);
 	return true;
 }
@@ -870,7 +883,7 @@ static void ssdp_write_failed_locked(struct ssdprio *sp,
 	for (blk = pb->first; blk < pb->first + pb->nr; blk++)
 		if (ssdp_fmap_block(&sp->fmap, pb->line, blk) !=
 		    SSDP_FMAP_DIRTY)
-			ssdp_fmap_drop(&sp->fmap, pb->line, blk, 1);
+			ssdp_drop_locked(sp, pb->line, blk, 1);
 	sp->promo_gen++;
 	if (ssd_failed) {
 		ssdp_count(sp, SSDP_ST_SSD_WRITE_ERRORS);
@@ -998,14 +1011,8 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 		if (pb->drop) {
 			/* The origin has newer data than the cache's copy. */
 			if (ok)
-				ssdp_fmap_drop(&sp->fmap, pb->line, pb->first,
-					       pb->nr);
-			/*
-			 * It may have dropped the last dirty blocks of a set
-			 * held aside: every set held aside is dirty.
-			 */
-			if (ok && !ssdp_fmap_nr_dirty(&sp->fmap, cset))
-				ssdp_wb_unfail_locked(sp, cset);
+				ssdp_drop_locked(sp, pb->line, pb->first,
+						 pb->nr);
 			ssdp_release_locked(sp, pb, cset, true);
 		}
 		sp->origin_writes--;
