@@ -64,22 +64,28 @@ trap - EXIT
 # --- writeback is idle I/O --------------------------------------------------------------
 # The readers' last promotions may still be in flight: a write that meets a
 # frame one of them claimed goes to the origin, and its blocks are then not
-# written back. Let them settle first (no new one for a second).
-p=-1
-for _ in $(seq 60); do
-	q=$(($(st promotions) + $(st promotions_skipped)))
-	((q == p)) && break
-	p=$q
-	sleep 1
+# written back. A suspend drains them (a quiet second did not always: a copy
+# waits its turn in the idle queue). The resume's udev probe reads the
+# device's first blocks again; the second round finds them cached.
+for _ in 1 2; do
+	dmsetup suspend sp || fail "suspend"
+	dmsetup resume sp || fail "resume"
+	udevadm settle --timeout=30 2>/dev/null || true
 done
 i0=$(st idle_dispatched)
 fio_run --name=dirty --filename="$dm" --rw=write --bs=64k --direct=1 --offset=0 \
 	--size=16M --ioengine=psync >/dev/null
 log "after the write: $(dmsetup status sp | cut -d' ' -f4-40)"
+# Written back already (a quiet window may have begun) or still dirty; read
+# in this order, a block moving between them is counted in neither.
+dirty=$(($(st blocks_written_back) + $(st dirty_blocks)))
+# 16 MiB of 4 KiB blocks; one met by a promotion of a probe still in flight
+# would go to the origin, and the cmp below checks it there.
+assert_ge "$dirty" 4000 "blocks the write left dirty"
 dmsetup message sp 0 flush_dirty || fail "flush_dirty"
 wait_status sp dirty_blocks -eq 0 300
 wb=$(st blocks_written_back)
-assert_ge "$wb" 4096 "blocks written back"
+assert_ge "$wb" "$dirty" "blocks written back"
 cmp <(dd if="$dm" bs=1M count=16 iflag=direct status=none) \
 	<(dd if="$hdd" bs=1M count=16 iflag=direct status=none) || fail "the origin after flush_dirty"
 # one idle origin write per dirty run of a set at least
