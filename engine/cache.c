@@ -514,6 +514,27 @@ static enum ssdp_dest ssdp_route_write_partial(struct ssdprio *sp,
 }
 
 /*
+ * Another write in flight may be writing these blocks: a claim of the
+ * line's is one (or a block dropped under a pin: it cannot tell), an
+ * in-place rewrite of a valid block is another.  The first to complete
+ * makes the frame valid under the other, where another origin set could
+ * take it if the set were open.  A block that is only valid is written by
+ * nobody: this write makes it a claim (ssdp_fmap_overwrite()), and the
+ * set stays open.
+ */
+static bool ssdp_write_overlaps(struct ssdprio *sp, u32 line, u32 first,
+				u32 nr)
+{
+	struct ssdp_set_io *sio = &sp->set_io[ssdp_line_cset(line)];
+
+	lockdep_assert_held(&sp->cache_lock);
+	if (!sio->writers)
+		return false;
+	return ssdp_fmap_any_claimed(&sp->fmap, line, first, nr) ||
+	       (sio->guards && ssdp_fmap_any_held(&sp->fmap, line, first, nr));
+}
+
+/*
  * Whole blocks the cache cannot take all of (frames holding another
  * origin set's dirty blocks, or in use).  In .map the bio is cut to what
  * can be done one way: false, the claimed head goes on to the cache.  A
@@ -532,6 +553,7 @@ static bool ssdp_route_write_conflict(struct ssdprio *sp, struct bio *bio,
 	if (note_lockout && !sp->degraded && blk != SSDP_NONE)
 		ssdp_lockout_note_locked(sp, ssdp_line_cset(line), blk);
 	if (!may_split) {
+		ssdp_count(sp, SSDP_ST_BYPASSED);
 		*dest = ssdp_origin_write_drop(sp, pb, line);
 		return true;
 	}
@@ -606,13 +628,7 @@ static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
 		}
 	} else {
 		ssdp_count(sp, SSDP_ST_WRITE_HITS);
-		/*
-		 * Another write in flight may be writing these blocks: the
-		 * first to complete makes them valid under the other.
-		 */
-		overlap = sp->set_io[ssdp_line_cset(line)].writers &&
-			  ssdp_fmap_any_held(&sp->fmap, line, pb->first,
-					     pb->nr);
+		overlap = ssdp_write_overlaps(sp, line, pb->first, pb->nr);
 	}
 	cset = ssdp_line_cset(line);
 	n = ssdp_fmap_claim(&sp->fmap, line, pb->first, pb->nr, sp->degraded,

@@ -739,6 +739,25 @@ bool ssdp_fmap_any_held(const struct ssdp_fmap *fm, u32 line, u32 first,
 	return false;
 }
 
+bool ssdp_fmap_any_claimed(const struct ssdp_fmap *fm, u32 line, u32 first,
+			   u32 nr)
+{
+	u32 cset = ssdp_line_cset(line), n, fb;
+	size_t f;
+
+	if (WARN_ON_ONCE(!line_ok(fm, line, first, nr)))
+		return true;
+	for (n = 0; n < nr; n++) {
+		fb = held_at(fm, cset, ssdp_line_tag(line), first + n);
+		if (fb == SSDP_NONE)
+			continue;
+		f = frame_of(fm, cset, fb);
+		if (!test_bit(f, fm->valid) && !test_bit(f, fm->dirty))
+			return true;
+	}
+	return false;
+}
+
 void ssdp_fmap_pin(struct ssdp_fmap *fm, u32 cset)
 {
 	WARN_ON_ONCE(fm->pins[cset] == 0xff);

@@ -252,6 +252,12 @@ void ssdp_fmap_overwrite(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr);
 /* Does @line hold any of blocks [first, first + nr), in any state? */
 bool ssdp_fmap_any_held(const struct ssdp_fmap *fm, u32 line, u32 first,
 			u32 nr);
+/*
+ * Does @line hold any of them as a claim (I/O in flight may be writing
+ * its frame, or a block dropped under a pin)?
+ */
+bool ssdp_fmap_any_claimed(const struct ssdp_fmap *fm, u32 line, u32 first,
+			   u32 nr);
 
 /*
  * Writeback.  The lines of @cset with dirty blocks, in origin order;

@@ -15,6 +15,8 @@
 #   not the whole set: the writeback yields, marks clean only what it wrote,
 #   and the rest is written back later; nothing is lost. Bursts of verified
 #   random writes with quiet gaps meet cleanings under way, round after round.
+# - Writes in flight together in one set (new blocks, rewrites of cached
+#   ones) leave it open: a third takes another origin set's clean frames.
 # - Writeback coalesces: dirty runs up to writeback_gap clean blocks apart go
 #   to the origin as one write (the clean blocks rewritten), not with gaps
 #   over it; a run across two origin sets goes out as one write; what the
@@ -210,6 +212,33 @@ wait_status sp dirty_blocks -eq 0 120
 origin_has_64k /tmp/lock.c $((a * set_mib * 16)) || fail "a's data on the origin"
 cmp /tmp/cut.two <(dd if="$hdd" bs=64k skip=$((a * set_mib * 16 + 1)) count=2 iflag=direct status=none) ||
 	fail "the two writes' data on the origin"
+# A rewrite of blocks the set holds, beside another write in flight, leaves the
+# set open too: nobody else writes those frames. Three 64 KiB writes in flight:
+# a's blocks 16-31 and 32-47 (cached, clean), then 48-63, both of whose frames
+# (48-63 and half + 48-63) hold b's clean blocks, read first. With the set
+# closed by the second write, the third went to the origin.
+for off in 3 $((half + 3)); do
+	p0=$(st promotions)
+	dd if="$dm" of=/dev/null bs=64k skip=$((b * set_mib * 16 + off)) count=1 iflag=direct \
+		status=none || fail "read set b"
+	wait_status sp promotions -ge $((p0 + 1)) 60
+done
+_settle
+assert_eq "$(st dirty_blocks)" 0 "dirty blocks before the rewrite"
+by0=$(st bypassed)
+fio --name=three --filename="$dm" --rw=write --bs=64k --direct=1 --ioengine=libaio \
+	--iodepth=3 --offset=$(((a * set_mib * 16 + 1) * 65536)) --size=192k \
+	--verify=crc32c --output=/tmp/cut.fio >/dev/null || fail "fio: a rewrite beside other writes"
+_settle
+log "after the rewrite: $(dmsetup status sp | cut -d' ' -f4-40)"
+assert_eq "$(st bypassed)" "$by0" "bios bypassed beside a rewrite in flight"
+assert_eq "$(st dirty_blocks)" 48 "dirty blocks after the rewrite"
+dd if="$dm" of=/tmp/cut.three bs=64k skip=$((a * set_mib * 16 + 1)) count=3 iflag=direct status=none ||
+	fail "read the rewrite's blocks"
+dmsetup message sp 0 flush_dirty || fail "flush_dirty"
+wait_status sp dirty_blocks -eq 0 120
+cmp /tmp/cut.three <(dd if="$hdd" bs=64k skip=$((a * set_mib * 16 + 1)) count=3 iflag=direct status=none) ||
+	fail "the rewrite's data on the origin"
 dm_remove sp
 remove_nullb ssdslow
 log "writes in flight together keep their set open"
