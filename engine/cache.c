@@ -574,6 +574,31 @@ static bool ssdp_route_write_conflict(struct ssdprio *sp, struct bio *bio,
 	return true;
 }
 
+/*
+ * A deferred bio cannot be cut: where its claim stopped because its
+ * frames stop following each other, claim the rest run by run, and its
+ * SSD leg goes as one write per run (ssdp_submit_stretches()).  Returns
+ * how many of blocks [first, first + nr) it claimed: all, or the write
+ * goes to the origin whole.
+ */
+static u32 ssdp_claim_stretches(struct ssdprio *sp, u32 line, u32 first,
+				u32 nr)
+{
+	u32 n = 0, m;
+	bool replaced;
+
+	lockdep_assert_held(&sp->cache_lock);
+	while (n < nr) {
+		m = ssdp_fmap_claim(&sp->fmap, line, first + n, nr - n,
+				    sp->degraded, &replaced);
+		ssdp_note_replaced_locked(sp, ssdp_line_cset(line), replaced);
+		if (!m)
+			break;
+		n += m;
+	}
+	return n;
+}
+
 static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
 				       struct ssdp_bio *pb, bool may_split)
 {
@@ -634,6 +659,10 @@ static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
 	n = ssdp_fmap_claim(&sp->fmap, line, pb->first, pb->nr, sp->degraded,
 			    &replaced);
 	ssdp_note_replaced_locked(sp, cset, replaced);
+	if (n && n < pb->nr && !may_split) {
+		n += ssdp_claim_stretches(sp, line, pb->first + n, pb->nr - n);
+		pb->stretches = n == pb->nr;
+	}
 	if (n < pb->nr && ssdp_route_write_conflict(sp, bio, pb, line, n,
 						    may_split, note_lockout,
 						    &dest))
@@ -717,14 +746,62 @@ static void ssdp_both_ssd_endio(struct bio *clone)
 	bio_endio(parent);
 }
 
+/*
+ * Write @sectors of @bio from @offset to the SSD at @ssd, on a clone
+ * chained to it: the bio completes only when every leg has.  As
+ * bio_chain(), but end_io learns that an SSD leg failed.
+ */
+static void ssdp_submit_ssd_leg(struct ssdprio *sp, struct bio *bio,
+				sector_t offset, sector_t sectors,
+				sector_t ssd)
+{
+	struct bio *clone = bio_alloc_clone(sp->cache->bdev, bio, GFP_NOIO,
+					    &sp->bs);
+
+	bio_trim(clone, offset, sectors);
+	clone->bi_iter.bi_sector = ssd;
+	clone->bi_private = bio;
+	clone->bi_end_io = ssdp_both_ssd_endio;
+	bio_inc_remaining(bio);
+	submit_bio_noacct(clone);
+}
+
+/*
+ * A deferred write's SSD leg, one write per run of consecutive frames.
+ * Its frames are its claims, in a set it pins, until it completes: none
+ * moves under it, so each run is read under cache_lock as it goes.  From
+ * a worker only (never under dm's bio list), so each clone is submitted
+ * before the next one is taken from the pool.
+ */
+static void ssdp_submit_stretches(struct ssdprio *sp, struct bio *bio,
+				  struct ssdp_bio *pb)
+{
+	u32 cset = ssdp_line_cset(pb->line), done = 0, n, frame;
+	unsigned long flags;
+
+	while (done < pb->nr) {
+		spin_lock_irqsave(&sp->cache_lock, flags);
+		n = ssdp_fmap_frame_run(&sp->fmap, pb->line, pb->first + done,
+					pb->nr - done, &frame);
+		spin_unlock_irqrestore(&sp->cache_lock, flags);
+		if (WARN_ON_ONCE(!n)) {
+			/* Unreachable: end_io drops its blocks as failed. */
+			bio->bi_status = BLK_STS_IOERR;
+			return;
+		}
+		ssdp_submit_ssd_leg(sp, bio, (sector_t)done << sp->block_shift,
+				    (sector_t)n << sp->block_shift,
+				    ssdp_frame_sector(sp, cset, frame));
+		done += n;
+	}
+}
+
 /* Send a routed bio on its way; returns a DM_MAPIO_* code. */
 static int ssdp_dispatch(struct ssdprio *sp, struct bio *bio,
 			 struct ssdp_bio *pb, enum ssdp_dest dest)
 {
 	sector_t in_block = bio->bi_iter.bi_sector &
 			    (((sector_t)1 << sp->block_shift) - 1);
-	struct bio *clone;
-	sector_t ssd;
 
 	switch (dest) {
 	case SSDP_DEFERRED:
@@ -733,6 +810,12 @@ static int ssdp_dispatch(struct ssdprio *sp, struct bio *bio,
 		bio_endio(bio);
 		return DM_MAPIO_SUBMITTED;
 	case SSDP_TO_SSD:
+		if (pb->stretches) {
+			/* The legs hold it; this drops the bio's own count. */
+			ssdp_submit_stretches(sp, bio, pb);
+			bio_endio(bio);
+			return DM_MAPIO_SUBMITTED;
+		}
 		bio_set_dev(bio, sp->cache->bdev);
 		bio->bi_iter.bi_sector = ssdp_frame_sector(sp,
 						ssdp_line_cset(pb->line),
@@ -740,20 +823,16 @@ static int ssdp_dispatch(struct ssdprio *sp, struct bio *bio,
 		return DM_MAPIO_REMAPPED;
 	case SSDP_TO_BOTH:
 		/*
-		 * The SSD copy rides on a chained clone, so the user's bio
-		 * completes only when both legs have; the bio itself takes
+		 * The SSD copy rides on chained clones; the bio itself takes
 		 * the origin leg and its scheduler class.
 		 */
-		clone = bio_alloc_clone(sp->cache->bdev, bio, GFP_NOIO,
-					&sp->bs);
-		ssd = ssdp_frame_sector(sp, ssdp_line_cset(pb->line),
-					pb->frame);
-		clone->bi_iter.bi_sector = ssd + in_block;
-		/* bio_chain(), telling end_io which leg failed. */
-		clone->bi_private = bio;
-		clone->bi_end_io = ssdp_both_ssd_endio;
-		bio_inc_remaining(bio);
-		submit_bio_noacct(clone);
+		if (pb->stretches)
+			ssdp_submit_stretches(sp, bio, pb);
+		else
+			ssdp_submit_ssd_leg(sp, bio, 0, bio_sectors(bio),
+					    ssdp_frame_sector(sp,
+						ssdp_line_cset(pb->line),
+						pb->frame) + in_block);
 		fallthrough;
 	case SSDP_TO_ORIGIN:
 	default:

@@ -134,6 +134,11 @@ struct ssdp_bio {
 	 */
 	bool drop;
 	bool guard;			/* counted in set_io.guards */
+	/*
+	 * A deferred write whose frames are not consecutive: its SSD leg
+	 * goes as one write per run of consecutive frames.
+	 */
+	bool stretches;
 };
 
 /* Per cache set I/O holds, beside the pure map (cache_lock). */

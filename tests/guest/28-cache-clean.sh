@@ -17,6 +17,8 @@
 #   random writes with quiet gaps meet cleanings under way, round after round.
 # - Writes in flight together in one set (new blocks, rewrites of cached
 #   ones) leave it open: a third takes another origin set's clean frames.
+# - A write that waited for a writeback of its set is cached even where its
+#   frames do not follow each other (one SSD write per run of frames).
 # - Writeback coalesces: dirty runs up to writeback_gap clean blocks apart go
 #   to the origin as one write (the clean blocks rewritten), not with gaps
 #   over it; a run across two origin sets goes out as one write; what the
@@ -239,6 +241,36 @@ dmsetup message sp 0 flush_dirty || fail "flush_dirty"
 wait_status sp dirty_blocks -eq 0 120
 cmp /tmp/cut.three <(dd if="$hdd" bs=64k skip=$((a * set_mib * 16 + 1)) count=3 iflag=direct status=none) ||
 	fail "the rewrite's data on the origin"
+# A write that waited for a writeback of its set cannot be cut any more: where
+# its frames do not follow each other (a's blocks 0-3 at home, 4-15 from
+# half + 4), it goes to the SSD as one write per run of frames, all cached.
+# Before, it went to the origin whole and dropped a's cached blocks. The
+# writeback that holds the set meanwhile: 224 scattered dirty blocks of a, each
+# its own origin write (writeback_gap 0), each read from the 20 ms SSD first.
+dmsetup message sp 0 writeback_gap 0 || fail "writeback_gap"
+fio --name=scatter --filename="$dm" --rw=write:4k --bs=4k --direct=1 --ioengine=psync \
+	--offset=$(((a * set_mib * 256 + 64) * 4096)) --size=$((448 * 4096)) \
+	--output=/tmp/scatter.fio >/dev/null || fail "fio: a's scattered blocks"
+_settle
+assert_eq "$(st dirty_blocks)" 224 "a's scattered dirty blocks"
+by0=$(st bypassed)
+d0=$(st deferred)
+dmsetup message sp 0 flush_dirty || fail "flush_dirty"
+wait_status sp writeback_sets -ge 1 60
+dd if=/tmp/lock.a of="$dm" bs=64k seek=$((a * set_mib * 16)) oflag=direct status=none ||
+	fail "write a's blocks 0-15 under the writeback"
+_settle
+log "after the deferred write: $(dmsetup status sp | cut -d' ' -f4-40)"
+assert_ge "$(st deferred)" $((d0 + 1)) "writes deferred behind the writeback"
+assert_eq "$(st bypassed)" "$by0" "bios bypassed: the deferred write"
+m0=$(st read_misses)
+cmp /tmp/lock.a <(dd if="$dm" bs=64k skip=$((a * set_mib * 16)) count=1 iflag=direct status=none) ||
+	fail "a's blocks 0-15 through the cache after the deferred write"
+assert_eq "$(st read_misses)" "$m0" "read misses on the deferred write's blocks"
+wait_status sp writeback_sets -eq 0 120
+dmsetup message sp 0 flush_dirty || fail "flush_dirty"
+wait_status sp dirty_blocks -eq 0 120
+origin_has_64k /tmp/lock.a $((a * set_mib * 16)) || fail "the deferred write's data on the origin"
 dm_remove sp
 remove_nullb ssdslow
 log "writes in flight together keep their set open"
