@@ -29,6 +29,7 @@
  *    older origin copy never wins.
  */
 #include <linux/blkdev.h>
+#include <linux/hash.h>
 #include <linux/ktime.h>
 #include <linux/log2.h>
 #include <linux/ioprio.h>
@@ -107,11 +108,13 @@ int ssdp_cache_check_config(struct ssdprio *sp, const struct ssdp_config *cfg,
 
 int ssdp_cache_ctr(struct ssdprio *sp, char **error)
 {
-	u32 block_bytes;
+	u32 block_bytes, i;
 	int r;
 
 	spin_lock_init(&sp->cache_lock);
 	bio_list_init(&sp->deferred);
+	for (i = 0; i < SSDP_WLOCK_BUCKETS; i++)
+		INIT_LIST_HEAD(&sp->wlocks[i]);
 	ssdp_seq_init(&sp->seq);
 	ssdp_seq_init(&sp->wseq);
 	init_waitqueue_head(&sp->bg_wait);
@@ -841,6 +844,68 @@ static int ssdp_dispatch(struct ssdprio *sp, struct bio *bio,
 	}
 }
 
+/*
+ * The write range lock.  Two writes (or discards) of one block in flight
+ * together could land in opposite orders on the SSD and on the origin
+ * where each has a leg there (writethrough, or a write the origin takes
+ * alone), and the cache would then keep as clean a block the origin holds
+ * otherwise.  So one waits for the other, as on a disk that serialises
+ * them: a write or discard waits on the deferred list while an older one
+ * of any of its blocks is in flight or waiting itself (first come, first
+ * served, so none waits without end).  Filesystems never have two in
+ * flight for one block; some applications do.
+ */
+static struct list_head *ssdp_wlock_bucket(struct ssdprio *sp, u64 oset)
+{
+	return &sp->wlocks[hash_64(oset, SSDP_WLOCK_SHIFT)];
+}
+
+/* Is an older write of @pb's blocks in flight or waiting?  cache_lock held. */
+static bool ssdp_wlock_blocked(struct ssdprio *sp, struct ssdp_bio *pb)
+{
+	struct ssdp_bio *o;
+
+	lockdep_assert_held(&sp->cache_lock);
+	if (!pb->wlocked) {
+		list_add_tail(&pb->wlock, ssdp_wlock_bucket(sp, pb->oset));
+		pb->wlocked = true;
+	}
+	list_for_each_entry(o, ssdp_wlock_bucket(sp, pb->oset), wlock) {
+		if (o == pb)
+			return false;
+		if (o->oset == pb->oset && o->first < pb->first + pb->nr &&
+		    pb->first < o->first + o->nr)
+			return true;
+	}
+	WARN_ON_ONCE(1);
+	return false;
+}
+
+/*
+ * After its end_io has changed the map: a write of the same blocks that
+ * waited goes now, and finds what this one left.  cache_lock held.
+ */
+static void ssdp_wlock_release_locked(struct ssdprio *sp, struct ssdp_bio *pb)
+{
+	lockdep_assert_held(&sp->cache_lock);
+	if (!pb->wlocked)
+		return;
+	list_del(&pb->wlock);
+	pb->wlocked = false;
+	ssdp_cache_kick_deferred(sp);
+}
+
+static void ssdp_wlock_release(struct ssdprio *sp, struct ssdp_bio *pb)
+{
+	unsigned long flags;
+
+	if (!pb->wlocked)
+		return;
+	spin_lock_irqsave(&sp->cache_lock, flags);
+	ssdp_wlock_release_locked(sp, pb);
+	spin_unlock_irqrestore(&sp->cache_lock, flags);
+}
+
 static int ssdp_route(struct ssdprio *sp, struct bio *bio, bool may_split)
 {
 	struct ssdp_bio *pb = ssdp_pb(bio);
@@ -849,7 +914,9 @@ static int ssdp_route(struct ssdprio *sp, struct bio *bio, bool may_split)
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	ssdp_esm_io_arrival(&sp->evict, ktime_get_ns());
-	if (bio_op(bio) == REQ_OP_DISCARD)
+	if (op_is_write(bio_op(bio)) && ssdp_wlock_blocked(sp, pb))
+		dest = SSDP_DEFERRED;
+	else if (bio_op(bio) == REQ_OP_DISCARD)
 		dest = ssdp_route_discard(sp, pb);
 	else if (bio_data_dir(bio) == WRITE)
 		dest = ssdp_route_write(sp, bio, pb, may_split);
@@ -862,8 +929,14 @@ static int ssdp_route(struct ssdprio *sp, struct bio *bio, bool may_split)
 			      bio_sectors(bio));
 	if (dest == SSDP_DEFERRED) {
 		bio_list_add(&sp->deferred, bio);
-		ssdp_count(sp, SSDP_ST_DEFERRED);
-		/* It waits for a writeback or promotion: hurry that up. */
+		/* Routed again at every kick: counted once. */
+		if (!pb->waited)
+			ssdp_count(sp, SSDP_ST_DEFERRED);
+		pb->waited = true;
+		/*
+		 * It waits for a writeback or promotion, or for a write that
+		 * may wait in the idle queue: hurry that up.
+		 */
 		if (!pb->idle && !sp->deferred_normal++)
 			ssdp_sched_boost(sp, true);
 	}
@@ -1042,6 +1115,9 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 
 	switch (pb->kind) {
 	case SSDP_BK_NONE:
+		/* A discard with nothing to do, or a write never routed. */
+		ssdp_wlock_release(sp, pb);
+		return DM_ENDIO_DONE;
 	case SSDP_BK_COMMITTED:
 		return DM_ENDIO_DONE;
 	case SSDP_BK_ORIGIN_READ:
@@ -1115,6 +1191,7 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 		sp->origin_unflushed++;
 		break;
 	}
+	ssdp_wlock_release_locked(sp, pb);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 
 	if (retry) {

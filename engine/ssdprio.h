@@ -106,6 +106,9 @@ enum ssdp_meta_state {
 	SSDP_META_FAILED,		/* a metadata I/O failed */
 };
 
+#define SSDP_WLOCK_SHIFT	6
+#define SSDP_WLOCK_BUCKETS	(1U << SSDP_WLOCK_SHIFT)
+
 /* Per-bio data (ti->per_io_data_size). */
 struct ssdp_bio {
 	struct ssdp_qnode qn;
@@ -139,6 +142,13 @@ struct ssdp_bio {
 	 * goes as one write per run of consecutive frames.
 	 */
 	bool stretches;
+	/*
+	 * A write or discard: in sp->wlocks from its first routing to its
+	 * completion, so that a later one of the same blocks waits for it.
+	 */
+	bool wlocked;
+	bool waited;			/* deferred once: counted */
+	struct list_head wlock;
 };
 
 /* Per cache set I/O holds, beside the pure map (cache_lock). */
@@ -259,8 +269,18 @@ struct ssdprio {
 	 * the units below it need not call up into it.  cache_lock held.
 	 */
 	void (*set_released)(struct ssdprio *sp, u32 cset);
-	struct bio_list deferred;	/* [cache_lock] writes waiting for excl */
+	/*
+	 * [cache_lock] Writes and discards waiting: for excl, or for an
+	 * older write of the same blocks (wlocks).
+	 */
+	struct bio_list deferred;
 	u32 deferred_normal;		/* [cache_lock] normal ones in @deferred */
+	/*
+	 * [cache_lock] Writes and discards in flight or waiting, hashed by
+	 * origin set, oldest first: a range lock, so that two writes of one
+	 * block are never in flight together (ssdp_bio.wlock).
+	 */
+	struct list_head wlocks[SSDP_WLOCK_BUCKETS];
 	/*
 	 * [cache_lock] Clean SSD reads that failed, to be read again from
 	 * the origin.

@@ -1,7 +1,9 @@
 #!/bin/bash
 # The write-back cache keeps data exact: working sets 3x the cache (eviction
 # and bypass), every write policy, partial and unaligned writes, flush_dirty,
-# and afterwards the origin alone holds exactly the data written.
+# and afterwards the origin alone holds exactly the data written; with
+# writethrough, a write of a block another write has in flight waits for it,
+# so the SSD and the origin agree afterwards.
 # timeout: 1500
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -118,4 +120,38 @@ dmsetup message sp 0 flush_dirty || fail "flush_dirty rejected"
 wait_status sp dirty_blocks -eq 0 300
 dm_remove sp
 late "$hdd" --verify_only=1
+
+# Two writes of one block in flight, writethrough: a whole-block write whose SSD
+# leg is held (the dm device under the cache suspended), and a partial write of
+# the same block, which would reach the origin alone (its block is not valid
+# yet). The second waits for the first: otherwise the origin ends with both and
+# the cache, as clean, with the first alone, and a read changes its answer once
+# the block is evicted.
+dm_create ssdleg "0 $(sectors "$ssd") linear $ssd 0" >/dev/null
+dev=$(dm_create sp "0 $len ssdprio $hdd /dev/mapper/ssdleg 5 format write_policy writethrough read_alloc off")
+blk=$((150 * 256)) # a 4 KiB block at 150 MiB, away from udev's probes
+head -c 4K /dev/urandom >/tmp/two.w
+head -c 512 /dev/urandom >/tmp/two.p
+{ cat /tmp/two.p; tail -c +513 /tmp/two.w; } >/tmp/two.want
+_settle
+w0=$(status_get sp writes)
+d0=$(status_get sp deferred)
+dmsetup suspend ssdleg || fail "suspend the SSD leg"
+trap 'dmsetup resume ssdleg 2>/dev/null' EXIT
+dd if=/tmp/two.w of="$dev" bs=4k seek=$blk oflag=direct status=none &
+first=$!
+wait_status sp writes -ge $((w0 + 1)) 60
+dd if=/tmp/two.p of="$dev" bs=512 seek=$((blk * 8)) oflag=direct status=none &
+second=$!
+wait_status sp deferred -ge $((d0 + 1)) 60
+dmsetup resume ssdleg || fail "resume the SSD leg"
+trap - EXIT
+wait $first || fail "the whole-block write"
+wait $second || fail "the partial write"
+cmp /tmp/two.want <(dd if="$dev" bs=4k skip=$blk count=1 iflag=direct status=none) ||
+	fail "the device after two writes of one block in flight"
+cmp /tmp/two.want <(dd if="$hdd" bs=4k skip=$blk count=1 iflag=direct status=none) ||
+	fail "the origin after two writes of one block in flight"
+dm_remove sp
+dmsetup remove ssdleg || fail "remove ssdleg"
 log "ok"
