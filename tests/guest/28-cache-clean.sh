@@ -199,21 +199,29 @@ cmp /tmp/lock.c <(dd if="$dm" bs=64k skip=$((a * set_mib * 16)) count=1 iflag=di
 	fail "a's data through the cache"
 cmp /tmp/cut.b4 <(dd if="$dm" bs=4k skip=$((b * set_mib * 256 + 4)) count=1 iflag=direct status=none) ||
 	fail "b's block 4 through the cache"
+# in_flight NAME DEPTH UNITS DIRTY: UNITS 64 KiB writes from a's blocks 16 on,
+# DEPTH of them in flight together: none bypassed, DIRTY dirty blocks after
+# them, and once written back the origin holds what the device showed.
+in_flight() {
+	local name=$1 units=$3 by0
+	by0=$(st bypassed)
+	fio --name="$name" --filename="$dm" --rw=write --bs=64k --direct=1 --ioengine=libaio \
+		--iodepth="$2" --offset=$(((a * set_mib * 16 + 1) * 65536)) --size=$((units * 64))k \
+		--verify=crc32c --output=/tmp/cut.fio >/dev/null || fail "fio: $name"
+	_settle
+	log "after $name: $(dmsetup status sp | cut -d' ' -f4-40)"
+	assert_eq "$(st bypassed)" "$by0" "bios bypassed by $name"
+	assert_eq "$(st dirty_blocks)" "$4" "dirty blocks after $name"
+	dd if="$dm" of="/tmp/cut.$name" bs=64k skip=$((a * set_mib * 16 + 1)) count="$units" \
+		iflag=direct status=none || fail "read the blocks of $name"
+	dmsetup message sp 0 flush_dirty || fail "flush_dirty"
+	wait_status sp dirty_blocks -eq 0 120
+	cmp "/tmp/cut.$name" <(dd if="$hdd" bs=64k skip=$((a * set_mib * 16 + 1)) count="$units" \
+		iflag=direct status=none) || fail "the data of $name on the origin"
+}
 # a's blocks 16-31 into free frames, 32-47 over b's clean ones, in flight together.
-fio --name=two --filename="$dm" --rw=write --bs=64k --direct=1 --ioengine=libaio \
-	--iodepth=2 --offset=$(((a * set_mib * 16 + 1) * 65536)) --size=128k \
-	--verify=crc32c --output=/tmp/cut.fio >/dev/null || fail "fio: two writes in flight"
-_settle
-log "after two writes in flight: $(dmsetup status sp | cut -d' ' -f4-40)"
-assert_eq "$(st bypassed)" "$by0" "bios bypassed by two writes in flight"
-assert_eq "$(st dirty_blocks)" 49 "dirty blocks after two writes in flight"
-dd if="$dm" of=/tmp/cut.two bs=64k skip=$((a * set_mib * 16 + 1)) count=2 iflag=direct status=none ||
-	fail "read the two writes' blocks"
-dmsetup message sp 0 flush_dirty || fail "flush_dirty"
-wait_status sp dirty_blocks -eq 0 120
+in_flight two-writes 2 2 49
 origin_has_64k /tmp/lock.c $((a * set_mib * 16)) || fail "a's data on the origin"
-cmp /tmp/cut.two <(dd if="$hdd" bs=64k skip=$((a * set_mib * 16 + 1)) count=2 iflag=direct status=none) ||
-	fail "the two writes' data on the origin"
 # A rewrite of blocks the set holds, beside another write in flight, leaves the
 # set open too: nobody else writes those frames. Three 64 KiB writes in flight:
 # a's blocks 16-31 and 32-47 (cached, clean), then 48-63, both of whose frames
@@ -227,20 +235,7 @@ for off in 3 $((half + 3)); do
 done
 _settle
 assert_eq "$(st dirty_blocks)" 0 "dirty blocks before the rewrite"
-by0=$(st bypassed)
-fio --name=three --filename="$dm" --rw=write --bs=64k --direct=1 --ioengine=libaio \
-	--iodepth=3 --offset=$(((a * set_mib * 16 + 1) * 65536)) --size=192k \
-	--verify=crc32c --output=/tmp/cut.fio >/dev/null || fail "fio: a rewrite beside other writes"
-_settle
-log "after the rewrite: $(dmsetup status sp | cut -d' ' -f4-40)"
-assert_eq "$(st bypassed)" "$by0" "bios bypassed beside a rewrite in flight"
-assert_eq "$(st dirty_blocks)" 48 "dirty blocks after the rewrite"
-dd if="$dm" of=/tmp/cut.three bs=64k skip=$((a * set_mib * 16 + 1)) count=3 iflag=direct status=none ||
-	fail "read the rewrite's blocks"
-dmsetup message sp 0 flush_dirty || fail "flush_dirty"
-wait_status sp dirty_blocks -eq 0 120
-cmp /tmp/cut.three <(dd if="$hdd" bs=64k skip=$((a * set_mib * 16 + 1)) count=3 iflag=direct status=none) ||
-	fail "the rewrite's data on the origin"
+in_flight rewrite 3 3 48
 # A write that waited for a writeback of its set cannot be cut any more: where
 # its frames do not follow each other (a's blocks 0-3 at home, 4-15 from
 # half + 4), it goes to the SSD as one write per run of frames, all cached.
