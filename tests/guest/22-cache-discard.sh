@@ -7,7 +7,7 @@
 # the discard). A partial-block discard leaves one answer per sector: a clean
 # block reads back what the origin holds, a dirty block what the origin gets
 # at its writeback. A whole-block discard that arrives while a writethrough
-# write of that block is in flight leaves one answer too: what the target
+# write of that block is in flight waits for it and leaves one answer: what the target
 # returns is what the origin holds once the cache's copy is dropped. Discard
 # is offered when the origin has it, whatever the cache device supports, and
 # not when the origin lacks it. Devices: null_blk with discard (memory-backed,
@@ -227,9 +227,10 @@ dm_remove spx
 
 # --- A whole-block discard racing a writethrough write of that block. The
 # SSD half of the write is held (its device suspended), so the write is still
-# in flight when the discard arrives, after its origin half has landed. Either
-# outcome is allowed, but one only: the target's answer must be the origin's
-# once the cache's (clean) copy is gone.
+# in flight when the discard arrives, after its origin half has landed. The
+# discard waits for the write (the write range lock: one write of a block in
+# flight at a time), then goes: one outcome only, and the target's answer
+# must be the origin's once the cache's (clean) copy is gone.
 hdd_r=$(NULLB_DISCARD=1 make_hdd hddr 8 100000 4)
 ssd_r=$(make_ssd ssdr 16)
 ssdl=$(dm_create ssdl "0 $(sectors "$ssd_r") linear $ssd_r 0")
@@ -249,12 +250,20 @@ until (($(origin_writes) > w0 && $(dm_writing) > 0)); do
 	sleep 0.1
 done
 o0=$(disc_sectors "$hdd_r")
-blkdiscard -o "$off" -l $BLK "$dev" || fail "blkdiscard of the block being written failed"
-o1=$(disc_sectors "$hdd_r")
-assert_ge "$(dm_writing)" 1 "test setup: the write is still in flight after the discard"
+d0=$(status_get spw deferred)
+blkdiscard -o "$off" -l $BLK "$dev" &
+dpid=$!
+trap 'dmsetup resume ssdl 2>/dev/null' EXIT
+wait_status spw deferred -ge $((d0 + 1)) 60
+assert_eq $(($(disc_sectors "$hdd_r") - o0)) 0 "the discard went while the write was in flight"
+assert_ge "$(dm_writing)" 1 "test setup: the write is still in flight beside the discard"
 dmsetup resume ssdl || fail "resume ssdl failed"
+trap - EXIT
 wait_exit "$wpid" 60 || fail "the write did not complete once its SSD half was let through"
 wait "$wpid" || fail "the write failed"
+wait_exit "$dpid" 60 || fail "the discard did not complete after the write"
+wait "$dpid" || fail "blkdiscard of the block being written failed"
+o1=$(disc_sectors "$hdd_r")
 log "discard during a writethrough write: origin discarded sectors +$((o1 - o0))"
 got=$(blk "$dev" "$off")
 [[ $got == "$(md5sum </tmp/wblk)" || $got == "$(head -c $BLK /dev/zero | md5sum)" ]] ||
@@ -263,6 +272,6 @@ assert_eq "$(status_get spw dirty_blocks)" 0 "writethrough left dirty blocks"
 dm_remove spw # drops the clean copy: from now on the origin answers
 assert_eq "$(blk "$hdd_r" "$off")" "$got" \
 	"a block written and discarded together: the origin answers what the cache did"
-assert_eq "$((o1 - o0))" 0 "the discard was dropped (a write was in flight to its set)"
+assert_eq "$((o1 - o0))" $((BLK / 512)) "the discard reached the origin after the write"
 dm_remove ssdl
 log "ok"
