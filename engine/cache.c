@@ -860,6 +860,37 @@ static struct list_head *ssdp_wlock_bucket(struct ssdprio *sp, u64 oset)
 	return &sp->wlocks[hash_64(oset, SSDP_WLOCK_SHIFT)];
 }
 
+static bool ssdp_wlock_overlap(const struct ssdp_bio *a,
+			       const struct ssdp_bio *b)
+{
+	return a->oset == b->oset && a->first < b->first + b->nr &&
+	       b->first < a->first + a->nr;
+}
+
+/*
+ * Priority inheritance: a normal write must not wait for the idle queue.
+ * Every idle write it waits for, directly or through others that wait
+ * themselves, goes out now.  Newest first, so one pass covers the chain.
+ */
+static void ssdp_wlock_inherit(struct ssdprio *sp, struct ssdp_bio *pb)
+{
+	struct list_head *bucket = ssdp_wlock_bucket(sp, pb->oset);
+	struct ssdp_bio *w, *o;
+
+	lockdep_assert_held(&sp->cache_lock);
+	for (w = pb; &w->wlock != bucket; w = list_prev_entry(w, wlock)) {
+		if (w->idle && !w->urgent)
+			continue;
+		for (o = list_prev_entry(w, wlock); &o->wlock != bucket;
+		     o = list_prev_entry(o, wlock)) {
+			if (o->idle && !o->urgent && ssdp_wlock_overlap(o, w)) {
+				o->urgent = true;
+				ssdp_sched_inherit(sp, &o->qn);
+			}
+		}
+	}
+}
+
 /* Is an older write of @pb's blocks in flight or waiting?  cache_lock held. */
 static bool ssdp_wlock_blocked(struct ssdprio *sp, struct ssdp_bio *pb)
 {
@@ -873,9 +904,11 @@ static bool ssdp_wlock_blocked(struct ssdprio *sp, struct ssdp_bio *pb)
 	list_for_each_entry(o, ssdp_wlock_bucket(sp, pb->oset), wlock) {
 		if (o == pb)
 			return false;
-		if (o->oset == pb->oset && o->first < pb->first + pb->nr &&
-		    pb->first < o->first + o->nr)
+		if (ssdp_wlock_overlap(o, pb)) {
+			if (!pb->idle || pb->urgent)
+				ssdp_wlock_inherit(sp, pb);
 			return true;
+		}
 	}
 	WARN_ON_ONCE(1);
 	return false;
@@ -937,7 +970,7 @@ static int ssdp_route(struct ssdprio *sp, struct bio *bio, bool may_split)
 		 * It waits for a writeback or promotion, or for a write that
 		 * may wait in the idle queue: hurry that up.
 		 */
-		if (!pb->idle && !sp->deferred_normal++)
+		if ((!pb->idle || pb->urgent) && !sp->deferred_normal++)
 			ssdp_sched_boost(sp, true);
 	}
 	spin_unlock_irqrestore(&sp->cache_lock, flags);

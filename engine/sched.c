@@ -46,7 +46,8 @@ struct ssdp_sched {
 	 */
 	bool boost;
 	u64 idle_unheld;		/* idle sent without being held */
-	u64 idle_boosted;		/* internal bios released by boost */
+	/* idle bios released because a normal bio waits for them */
+	u64 idle_boosted;
 	struct list_head ready;		/* decided, for the worker to submit */
 	struct hrtimer timer;		/* only queues dispatch_work */
 	struct work_struct dispatch_work;
@@ -60,6 +61,7 @@ struct ssdp_sched {
 #define SSDP_QN_INFLIGHT	0x04	/* counted in flight */
 #define SSDP_QN_IDLE		0x08	/* counted as idle in flight */
 #define SSDP_QN_HOUSEKEEPING	0x10	/* normal, but not a sign of activity */
+#define SSDP_QN_HELD		0x20	/* on the idle queue */
 
 enum { SSDP_Q_READ, SSDP_Q_WRITE, SSDP_Q_IDLE, SSDP_Q_PRESSURE, SSDP_Q_NR };
 
@@ -98,6 +100,8 @@ static void qn_insert(struct ssdp_sched *s, int q, struct ssdp_qnode *qn)
 	list_add_tail(&qn->fifo, &s->fifo[q]);
 	s->queued[q]++;
 	qn->flags |= SSDP_QN_QUEUED;
+	if (q == SSDP_Q_IDLE)
+		qn->flags |= SSDP_QN_HELD;
 }
 
 static void qn_remove(struct ssdp_sched *s, int q, struct ssdp_qnode *qn)
@@ -106,7 +110,7 @@ static void qn_remove(struct ssdp_sched *s, int q, struct ssdp_qnode *qn)
 	RB_CLEAR_NODE(&qn->rb);
 	list_del_init(&qn->fifo);
 	s->queued[q]--;
-	qn->flags &= ~SSDP_QN_QUEUED;
+	qn->flags &= ~(SSDP_QN_QUEUED | SSDP_QN_HELD);
 }
 
 /* First queued bio at or after the end of the last dispatch. */
@@ -476,9 +480,12 @@ int ssdp_sched_map(struct ssdprio *sp, struct bio *bio, bool idle)
 						       now);
 		}
 	} else {
-		if (s->passthrough || !s->throttle) {
+		if (s->passthrough || !s->throttle || qn->inherit) {
 			count_inflight(s, qn, true);
-			s->idle_unheld++;
+			if (qn->inherit)
+				s->idle_boosted++;
+			else
+				s->idle_unheld++;
 			spin_unlock_irqrestore(&s->lock, flags);
 			return DM_MAPIO_REMAPPED;
 		}
@@ -617,6 +624,28 @@ void ssdp_sched_boost(struct ssdprio *sp, bool on)
 	}
 	if (!list_empty(&s->ready))
 		kick(s);
+	spin_unlock_irqrestore(&s->lock, flags);
+}
+
+/*
+ * Priority inheritance for a user's idle bio: a normal write of the same
+ * blocks waits for it (the write range lock), so it is not held, and if
+ * it is held already it goes now.  It may not have reached the scheduler
+ * yet: @inherit, under our lock, tells ssdp_sched_map then.  The caller
+ * holds cache_lock, which keeps the waited-for bio from completing.
+ */
+void ssdp_sched_inherit(struct ssdprio *sp, struct ssdp_qnode *qn)
+{
+	struct ssdp_sched *s = sp->sched;
+	unsigned long flags;
+
+	spin_lock_irqsave(&s->lock, flags);
+	qn->inherit = true;
+	if (qn->flags & SSDP_QN_HELD) {
+		s->idle_boosted++;
+		dispatch_locked(s, SSDP_Q_IDLE, qn, &s->ready);
+		kick(s);
+	}
 	spin_unlock_irqrestore(&s->lock, flags);
 }
 

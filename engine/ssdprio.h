@@ -83,6 +83,11 @@ struct ssdp_qnode {
 	u64 time;			/* arrival, or FIFO deadline */
 	struct bio *bio;
 	u8 flags;			/* SSDP_QN_* (sched.c) */
+	/*
+	 * [sched lock] A normal bio waits for this idle one (the write
+	 * range lock): never held in the idle queue.
+	 */
+	bool inherit;
 };
 
 /* What end_io must do for a bio (struct ssdp_bio.kind). */
@@ -122,6 +127,8 @@ struct ssdp_bio {
 	u16 nr;				/* whole blocks covered */
 	u8 kind;			/* enum ssdp_bio_kind */
 	bool idle;
+	/* [cache_lock] idle, but a normal write waits for it (range lock) */
+	bool urgent;
 	bool housekeeping;		/* normal, no activity (classify.c) */
 	bool partial;			/* one block, partly covered */
 	bool promote;
@@ -470,6 +477,7 @@ void ssdp_sched_submit_internal(struct ssdprio *sp, struct ssdp_qnode *qn,
 				enum ssdp_bg_class class);
 void ssdp_sched_internal_done(struct ssdprio *sp, struct ssdp_qnode *qn);
 void ssdp_sched_boost(struct ssdprio *sp, bool on);
+void ssdp_sched_inherit(struct ssdprio *sp, struct ssdp_qnode *qn);
 void ssdp_sched_presuspend(struct ssdprio *sp);
 void ssdp_sched_postsuspend(struct ssdprio *sp);
 void ssdp_sched_resume(struct ssdprio *sp);

@@ -5,7 +5,10 @@
 # pending all the time and an idle interval of an hour, the idle queue
 # never moves by itself: the write completes only because background I/O
 # a normal bio waits for is released at once (status idle_boosted).
-# timeout: 600
+# The same for a user's idle-class write held in the idle queue that a
+# normal write of the same block waits for (the write range lock): it
+# goes out at once, or the normal write would wait for the idle queue.
+# timeout: 900
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -59,4 +62,69 @@ cmp <(dd if="$dm" bs=4k count=8 iflag=direct status=none) <(head -c 32768 /tmp/a
 dmsetup message sp 0 batch_mode_delay 100 || fail "batch_mode_delay"
 dmsetup message sp 0 flush_dirty
 wait_status sp dirty_blocks -eq 0 600
+dm_remove sp
+
+log "=== a normal write behind a held idle-class write of the same block"
+# writearound: writes go to the origin through the scheduler, so the idle
+# write waits in the idle queue holding its block's range lock.  No
+# idle_max_wait: nothing but the normal writer would ever release it.
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 15 format write_policy writearound evict_wait 3600000 read_alloc off seq_cutoff 0 idle_dispatch_interval 3600000 batch_mode_delay 3600000 idle_max_wait 0")
+head -c 4096 /dev/urandom >/tmp/c
+fio --name=normal --filename="$dm" --rw=randread --bs=4k --direct=1 \
+	--ioengine=libaio --iodepth=4 --offset=64M --size=192M \
+	--runtime=400 --time_based --randrepeat=0 --output=/tmp/normal.out &
+reader=$!
+trap 'kill $reader 2>/dev/null; wait' EXIT
+wait_status sp bios_normal -ge 50 120
+ionice -c3 dd if="$dm" of=/dev/null bs=4k count=1 skip=40000 iflag=direct status=none
+wait_status sp idle_dispatched -ge 1 60
+boosted=$(st idle_boosted)
+ionice -c3 dd if=/tmp/c of="$dm" bs=4k seek=100 count=1 oflag=direct status=none &
+idle_writer=$!
+wait_status sp queued_idle -ge 1 60
+log "idle write held: $(dmsetup status sp)"
+dd if=/tmp/b of="$dm" bs=4k seek=100 count=1 oflag=direct status=none &
+writer=$!
+wait_exit "$writer" 300 ||
+	fail "a normal write waited for a held idle-class write of its block: $(dmsetup status sp)"
+wait "$writer" || fail "the normal write failed"
+kill -0 "$reader" 2>/dev/null || fail "the reader ended first: the test proved nothing"
+wait_exit "$idle_writer" 60 || fail "the idle write did not complete"
+wait "$idle_writer" || fail "the idle write failed"
+assert_ge "$(st deferred)" 1 "the normal write waited for the idle one"
+assert_ge "$(st idle_boosted)" $((boosted + 1)) "the idle write was released for it"
+
+# A chain: idle A (blocks 200-201) held, idle B (201-202) waiting for A,
+# then normal C (202), which waits for B only: A must go for C too.
+head -c 8192 /dev/urandom >/tmp/d
+head -c 8192 /dev/urandom >/tmp/e
+deferred=$(st deferred)
+ionice -c3 dd if=/tmp/d of="$dm" bs=8k seek=$((200 * 4096)) count=1 \
+	oflag=direct,seek_bytes status=none &
+idle_a=$!
+wait_status sp queued_idle -ge 1 60
+ionice -c3 dd if=/tmp/e of="$dm" bs=8k seek=$((201 * 4096)) count=1 \
+	oflag=direct,seek_bytes status=none &
+idle_b=$!
+wait_status sp deferred -ge $((deferred + 1)) 60
+dd if=/tmp/c of="$dm" bs=4k seek=202 count=1 oflag=direct status=none &
+writer=$!
+wait_exit "$writer" 300 ||
+	fail "a normal write waited for idle writes through a chain: $(dmsetup status sp)"
+wait "$writer" || fail "the normal write (chain) failed"
+kill -0 "$reader" 2>/dev/null || fail "the reader ended first: the chain proved nothing"
+for p in $idle_a $idle_b; do
+	wait_exit "$p" 60 || fail "an idle write of the chain did not complete"
+	wait "$p" || fail "an idle write of the chain failed"
+done
+kill "$reader" 2>/dev/null
+wait 2>/dev/null || true
+trap - EXIT
+cmp <(dd if="$dm" bs=4k skip=100 count=1 iflag=direct status=none) /tmp/b ||
+	fail "the block holds the later (normal) write"
+cmp <(dd if="$hdd" bs=4k skip=100 count=1 iflag=direct status=none) /tmp/b ||
+	fail "the origin holds the later (normal) write"
+cmp <(dd if="$dm" bs=4k skip=200 count=3 iflag=direct status=none) \
+	<(head -c 4096 /tmp/d; cat /tmp/e | head -c 4096; cat /tmp/c) ||
+	fail "the chain's blocks: A, then B, then C, in that order"
 log "ok"
