@@ -19,23 +19,44 @@ len=$(sectors "$hdd")
 dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 11 format evict_wait 3600000 read_alloc off seq_cutoff 0 idle_dispatch_interval 3600000 batch_mode_delay 3600000")
 st() { status_get sp "$1"; }
 
+# A normal reader of uncached data keeps normal I/O pending on the origin.
+# One idle bio goes out per idle_dispatch_interval, whenever normal I/O
+# leaves a gap (a slow guest CPU leaves some): spend this hour's one now.
+start_reader() {
+	fio --name=normal --filename="$dm" --rw=randread --bs=4k --direct=1 \
+		--ioengine=libaio --iodepth=4 --offset=64M --size=192M \
+		--runtime=400 --time_based --randrepeat=0 --output=/tmp/normal.out &
+	reader=$!
+	trap 'kill $reader 2>/dev/null; wait' EXIT
+	wait_status sp bios_normal -ge 50 120
+	ionice -c3 dd if="$dm" of=/dev/null bs=4k count=1 skip=40000 iflag=direct status=none
+	wait_status sp idle_dispatched -ge 1 60
+}
+
+stop_reader() {
+	kill "$reader" 2>/dev/null
+	wait 2>/dev/null || true
+	trap - EXIT
+}
+
+# normal_write_completes FILE BLOCK WHAT: a normal 4 KiB write of FILE to
+# BLOCK must complete while the reader still runs.
+normal_write_completes() {
+	local writer
+	dd if="$1" of="$dm" bs=4k seek="$2" count=1 oflag=direct status=none &
+	writer=$!
+	wait_exit "$writer" 300 ||
+		fail "a normal write waited for $3: $(dmsetup status sp)"
+	wait "$writer" || fail "the normal write failed ($3)"
+	kill -0 "$reader" 2>/dev/null || fail "the reader ended first: $3 proved nothing"
+}
+
 head -c 65536 /dev/urandom >/tmp/a
 head -c 4096 /dev/urandom >/tmp/b
 dd if=/tmp/a of="$dm" bs=64k count=1 oflag=direct status=none || fail "write set 0"
 assert_eq "$(st dirty_blocks)" 16 "64 KiB dirty in set 0"
 
-# A normal reader of uncached data keeps normal I/O pending on the origin.
-fio --name=normal --filename="$dm" --rw=randread --bs=4k --direct=1 \
-	--ioengine=libaio --iodepth=4 --offset=64M --size=192M \
-	--runtime=400 --time_based --randrepeat=0 --output=/tmp/normal.out &
-reader=$!
-trap 'kill $reader 2>/dev/null; wait' EXIT
-wait_status sp bios_normal -ge 50 120
-
-# One idle bio goes out per idle_dispatch_interval, whenever normal I/O
-# leaves a gap (a slow guest CPU leaves some): spend this hour's one now.
-ionice -c3 dd if="$dm" of=/dev/null bs=4k count=1 skip=40000 iflag=direct status=none
-wait_status sp idle_dispatched -ge 1 60
+start_reader
 dmsetup message sp 0 flush_dirty || fail "flush_dirty"
 wait_status sp writeback_sets -ge 1 60
 wait_status sp queued_idle -ge 1 60
@@ -51,9 +72,7 @@ kill -0 "$reader" 2>/dev/null || fail "the reader ended first: the test proved n
 assert_ge "$(st deferred)" 1 "the write was deferred behind the writeback"
 assert_ge "$(st idle_boosted)" 1 "the writeback's origin I/O was boosted"
 log "deferred write done while normal I/O ran: $(dmsetup status sp)"
-kill "$reader" 2>/dev/null
-wait 2>/dev/null || true
-trap - EXIT
+stop_reader
 
 cmp <(dd if="$dm" bs=4k skip=32 count=1 iflag=direct status=none) /tmp/b ||
 	fail "the deferred write's data"
@@ -70,25 +89,13 @@ log "=== a normal write behind a held idle-class write of the same block"
 # idle_max_wait: nothing but the normal writer would ever release it.
 dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 15 format write_policy writearound evict_wait 3600000 read_alloc off seq_cutoff 0 idle_dispatch_interval 3600000 batch_mode_delay 3600000 idle_max_wait 0")
 head -c 4096 /dev/urandom >/tmp/c
-fio --name=normal --filename="$dm" --rw=randread --bs=4k --direct=1 \
-	--ioengine=libaio --iodepth=4 --offset=64M --size=192M \
-	--runtime=400 --time_based --randrepeat=0 --output=/tmp/normal.out &
-reader=$!
-trap 'kill $reader 2>/dev/null; wait' EXIT
-wait_status sp bios_normal -ge 50 120
-ionice -c3 dd if="$dm" of=/dev/null bs=4k count=1 skip=40000 iflag=direct status=none
-wait_status sp idle_dispatched -ge 1 60
+start_reader
 boosted=$(st idle_boosted)
 ionice -c3 dd if=/tmp/c of="$dm" bs=4k seek=100 count=1 oflag=direct status=none &
 idle_writer=$!
 wait_status sp queued_idle -ge 1 60
 log "idle write held: $(dmsetup status sp)"
-dd if=/tmp/b of="$dm" bs=4k seek=100 count=1 oflag=direct status=none &
-writer=$!
-wait_exit "$writer" 300 ||
-	fail "a normal write waited for a held idle-class write of its block: $(dmsetup status sp)"
-wait "$writer" || fail "the normal write failed"
-kill -0 "$reader" 2>/dev/null || fail "the reader ended first: the test proved nothing"
+normal_write_completes /tmp/b 100 "a held idle-class write of its block"
 wait_exit "$idle_writer" 60 || fail "the idle write did not complete"
 wait "$idle_writer" || fail "the idle write failed"
 assert_ge "$(st deferred)" 1 "the normal write waited for the idle one"
@@ -107,19 +114,12 @@ ionice -c3 dd if=/tmp/e of="$dm" bs=8k seek=$((201 * 4096)) count=1 \
 	oflag=direct,seek_bytes status=none &
 idle_b=$!
 wait_status sp deferred -ge $((deferred + 1)) 60
-dd if=/tmp/c of="$dm" bs=4k seek=202 count=1 oflag=direct status=none &
-writer=$!
-wait_exit "$writer" 300 ||
-	fail "a normal write waited for idle writes through a chain: $(dmsetup status sp)"
-wait "$writer" || fail "the normal write (chain) failed"
-kill -0 "$reader" 2>/dev/null || fail "the reader ended first: the chain proved nothing"
+normal_write_completes /tmp/c 202 "idle writes through a chain"
 for p in $idle_a $idle_b; do
 	wait_exit "$p" 60 || fail "an idle write of the chain did not complete"
 	wait "$p" || fail "an idle write of the chain failed"
 done
-kill "$reader" 2>/dev/null
-wait 2>/dev/null || true
-trap - EXIT
+stop_reader
 cmp <(dd if="$dm" bs=4k skip=100 count=1 iflag=direct status=none) /tmp/b ||
 	fail "the block holds the later (normal) write"
 cmp <(dd if="$hdd" bs=4k skip=100 count=1 iflag=direct status=none) /tmp/b ||
