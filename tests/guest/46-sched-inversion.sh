@@ -20,8 +20,6 @@ dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 11 format evict_wait 3600000 read_al
 st() { status_get sp "$1"; }
 
 # A normal reader of uncached data keeps normal I/O pending on the origin.
-# One idle bio goes out per idle_dispatch_interval, whenever normal I/O
-# leaves a gap (a slow guest CPU leaves some): spend this hour's one now.
 start_reader() {
 	fio --name=normal --filename="$dm" --rw=randread --bs=4k --direct=1 \
 		--ioengine=libaio --iodepth=4 --offset=64M --size=192M \
@@ -29,8 +27,6 @@ start_reader() {
 	reader=$!
 	trap 'kill $reader 2>/dev/null; wait' EXIT
 	wait_status sp bios_normal -ge 50 120
-	ionice -c3 dd if="$dm" of=/dev/null bs=4k count=1 skip=40000 iflag=direct status=none
-	wait_status sp idle_dispatched -ge 1 60
 }
 
 stop_reader() {
@@ -57,6 +53,10 @@ dd if=/tmp/a of="$dm" bs=64k count=1 oflag=direct status=none || fail "write set
 assert_eq "$(st dirty_blocks)" 16 "64 KiB dirty in set 0"
 
 start_reader
+# One idle bio goes out per idle_dispatch_interval, whenever normal I/O
+# leaves a gap (a slow guest CPU leaves some): spend this hour's one now.
+ionice -c3 dd if="$dm" of=/dev/null bs=4k count=1 skip=40000 iflag=direct status=none
+wait_status sp idle_dispatched -ge 1 60
 dmsetup message sp 0 flush_dirty || fail "flush_dirty"
 wait_status sp writeback_sets -ge 1 60
 wait_status sp queued_idle -ge 1 60
@@ -86,8 +86,9 @@ dm_remove sp
 log "=== a normal write behind a held idle-class write of the same block"
 # writearound: writes go to the origin through the scheduler, so the idle
 # write waits in the idle queue holding its block's range lock.  No
-# idle_max_wait: nothing but the normal writer would ever release it.
-dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 15 format write_policy writearound evict_wait 3600000 read_alloc off seq_cutoff 0 idle_dispatch_interval 3600000 batch_mode_delay 3600000 idle_max_wait 0")
+# idle_max_wait, and an hour's idle_grace (no gap of the reader's counts):
+# nothing but the normal writer would ever release it.
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 17 format write_policy writearound evict_wait 3600000 read_alloc off seq_cutoff 0 idle_dispatch_interval 3600000 batch_mode_delay 3600000 idle_max_wait 0 idle_grace 3600000")
 head -c 4096 /dev/urandom >/tmp/c
 start_reader
 boosted=$(st idle_boosted)
