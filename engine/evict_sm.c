@@ -96,6 +96,9 @@ static void enter(struct ssdp_evict_sm *sm, enum ssdp_evict_state state,
 
 void ssdp_esm_io_arrival(struct ssdp_evict_sm *sm, u64 now)
 {
+	if (!sm->io_ever || now >= sm->last_io + sm->wait_ns)
+		sm->busy_since = now;
+	sm->io_ever = true;
 	sm->last_io = now;
 	if (sm->state == SSDP_EVICT_WRITEBACK)
 		sm->io_seen = true;
@@ -390,9 +393,16 @@ static struct ssdp_evict_action evict_action(struct ssdp_evict_sm *sm,
 				   sm->wait_ns;
 			if (now < deadline) {
 				struct ssdp_evict_action a;
-				u64 pressure_at = sm->max_wait_ns ?
-					sm->wait_start + sm->max_wait_ns :
-					~0ULL;
+				u64 since = sm->wait_start, pressure_at;
+
+				/*
+				 * Busy without a quiet window since before it
+				 * ran short: count from then (see the header).
+				 */
+				if (sm->io_ever && now < sm->last_io + sm->wait_ns)
+					since = min(since, sm->busy_since);
+				pressure_at = sm->max_wait_ns ?
+					since + sm->max_wait_ns : ~0ULL;
 
 				if (now < pressure_at || v->head != SSDP_HEAD_DIRTY)
 					return act(SSDP_EVICT_ACT_ARM_TIMER,

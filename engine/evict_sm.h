@@ -9,11 +9,15 @@
  * (ktime_get_ns() in the kernel, a fake clock in tests); evict_wait is kept
  * in ns, the engine converts the ms knob.
  *
- * Under sustained load no quiet window comes: once the machine has waited
- * max_wait_ns since it ran short (0: for ever, the paper's rule), it
- * writes the LRU head back anyway, one set at a time, with origin writes
- * in the scheduler's guaranteed share (action.pressure), until a quiet
- * window or enough space comes.
+ * Under sustained load no quiet window comes: once max_wait_ns has passed
+ * without one (0: for ever, the paper's rule), counted from when the
+ * machine ran short or from the end of the last quiet window, whichever
+ * is earlier, it writes the LRU head back anyway, one set at a time, with
+ * origin writes in the scheduler's guaranteed share (action.pressure),
+ * until a quiet window or enough space comes.  So a load that has not
+ * paused since the last time the cache ran short gets pressure at once
+ * when it runs short again, not after another max_wait_ns of dirty data
+ * piling up with nothing written back.
  *
  * Lock-out cleaning: a block can only live in one frame of its cache set,
  * and a frame holding another origin set's dirty block refuses it until
@@ -175,6 +179,8 @@ struct ssdp_evict_sm {
 	bool io_seen;		/* a bio arrived during writeback */
 	bool io_ever;
 	u64 last_io;		/* arrival time of the newest bio */
+	/* The first bio after the last quiet window (wait_ns with no bio). */
+	u64 busy_since;
 	u64 wait_start;		/* when WAIT was last entered */
 	u32 nr_wb;		/* eviction writebacks in flight */
 	u32 nr_flush;		/* flush writebacks in flight */

@@ -437,8 +437,11 @@ static bool normal_arrival_locked(struct ssdp_sched *s, struct ssdp_qnode *qn,
 	lockdep_assert_held(&s->lock);
 	if (qn->flags & SSDP_QN_HOUSEKEEPING)
 		ssdp_sched_housekeeping_arrival(&s->st);
-	else
+	else {
 		ssdp_sched_normal_arrival(&s->st, now);
+		ssdp_sched_normal_position(&s->st, qn->bio->bi_iter.bi_sector,
+					   bio_sectors(qn->bio));
+	}
 	if (!s->passthrough &&
 	    !ssdp_sched_fast_path(&s->st, s->queued[SSDP_Q_READ] +
 				  s->queued[SSDP_Q_WRITE], s->normal_inflight))
@@ -553,6 +556,7 @@ void ssdp_sched_submit_internal(struct ssdprio *sp, struct ssdp_qnode *qn,
 	bool direct = false;
 
 	qn->flags = SSDP_QN_INTERNAL;
+	qn->inherit = false;
 	RB_CLEAR_NODE(&qn->rb);
 	INIT_LIST_HEAD(&qn->fifo);
 
@@ -714,7 +718,7 @@ unsigned int ssdp_sched_status(struct ssdprio *sp, char *result,
 	struct ssdp_sched *s = sp->sched;
 	struct ssdp_sched_view v = { 0 };
 	u32 qr, qw, qi, ni, ii;
-	u64 disp, entries, promoted, boosted, pressure, hk;
+	u64 disp, entries, promoted, boosted, pressure, gaps, hk;
 	enum ssdp_sched_mode mode;
 	unsigned long flags;
 
@@ -741,6 +745,7 @@ unsigned int ssdp_sched_status(struct ssdprio *sp, char *result,
 	promoted = s->st.idle_promoted;
 	boosted = s->idle_boosted;
 	pressure = s->st.pressure_dispatched;
+	gaps = s->st.pressure_gaps;
 	hk = s->st.housekeeping;
 	mode = ssdp_sched_mode(&s->st);
 	spin_unlock_irqrestore(&s->lock, flags);
@@ -754,6 +759,7 @@ unsigned int ssdp_sched_status(struct ssdprio *sp, char *result,
 	       (unsigned long long)promoted);
 	DMEMIT(" idle_boosted %llu pressure_dispatched %llu",
 	       (unsigned long long)boosted, (unsigned long long)pressure);
-	DMEMIT(" normal_housekeeping %llu", (unsigned long long)hk);
+	DMEMIT(" normal_housekeeping %llu pressure_gaps %llu",
+	       (unsigned long long)hk, (unsigned long long)gaps);
 	return sz;
 }

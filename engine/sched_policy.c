@@ -50,6 +50,14 @@ void ssdp_sched_normal_complete(struct ssdp_sched_state *st, u64 now)
 	st->last_normal = now;
 }
 
+void ssdp_sched_normal_position(struct ssdp_sched_state *st, u64 sector,
+				u32 sectors)
+{
+	st->normal_near = sector <= st->normal_next + SSDP_SCHED_NEAR_SECTORS &&
+			  sector + SSDP_SCHED_NEAR_SECTORS >= st->normal_next;
+	st->normal_next = sector + sectors;
+}
+
 void ssdp_sched_housekeeping_arrival(struct ssdp_sched_state *st)
 {
 	st->housekeeping++;
@@ -182,6 +190,11 @@ struct ssdp_sched_decision ssdp_sched_decide(struct ssdp_sched_state *st,
 	wake = min(wake, st->last_normal + k->batch_delay_ns);
 	if (v->idle_inflight)
 		return wait_until(wake);
+	/* Pressure beside a scattered load: in every gap (see the header). */
+	if (v->nr_pressure && !st->normal_near) {
+		st->pressure_gaps++;
+		return dispatch_idle(st, v);
+	}
 	/* Throttled: after the grace (anticipation) and the interval. */
 	t = st->last_normal + k->idle_grace_ns;
 	if (st->idle_ever)

@@ -35,7 +35,15 @@
  * idle_dispatch_interval goes out even while normal I/O is pending, so
  * that the cache keeps admitting under sustained load while the normal
  * job keeps all but that share of the disk.  When idle bios may go out
- * anyway (quiet, batch mode), pressure bios go first.
+ * anyway (quiet, batch mode), pressure bios go first.  And beside a
+ * scattered normal load (its last bio did not start near where the one
+ * before it ended) they need no anticipation and no interval: one goes
+ * whenever the device has no normal bio queued or in flight.  The next
+ * normal bio seeks anyway, so the most it can lose is the time left of
+ * that one write, while a cache short of room that waits for the grace
+ * would keep turning the load away (on a queue-depth-1 load with cache
+ * hits between its misses, the grace never comes).  A stream keeps the
+ * anticipation: a write between two of its bios costs it two seeks.
  */
 #ifndef SSDP_SCHED_POLICY_H
 #define SSDP_SCHED_POLICY_H
@@ -115,12 +123,19 @@ struct ssdp_sched_state {
 	bool idle_ever;			/* last_idle is meaningful */
 	u64 last_pressure;		/* last pressure dispatch by share */
 	bool pressure_ever;
+	/*
+	 * Where the last normal bio ended, and whether it started within
+	 * SSDP_SCHED_NEAR_SECTORS of where the one before it ended.
+	 */
+	u64 normal_next;
+	bool normal_near;
 
 	/* counters */
 	u64 idle_dispatched;		/* all idle dispatches, aged included */
 	u64 batch_entries;
 	u64 idle_promoted;		/* dispatched as normal by age */
 	u64 pressure_dispatched;	/* by the guaranteed share */
+	u64 pressure_gaps;		/* in the gaps of a scattered load */
 	u64 housekeeping;		/* normal arrivals that were housekeeping */
 };
 
@@ -131,6 +146,14 @@ void ssdp_sched_init(struct ssdp_sched_state *st,
 /* Events. */
 void ssdp_sched_normal_arrival(struct ssdp_sched_state *st, u64 now);
 void ssdp_sched_normal_complete(struct ssdp_sched_state *st, u64 now);
+/*
+ * Where a normal bio that arrives goes (not housekeeping): 1 MiB either
+ * side of where the previous one ended counts as near (a stream, or a
+ * short skip an HDD serves from the same tracks).
+ */
+#define SSDP_SCHED_NEAR_SECTORS	2048ULL
+void ssdp_sched_normal_position(struct ssdp_sched_state *st, u64 sector,
+				u32 sectors);
 /*
  * A normal bio that is housekeeping (REQ_META/FUA/flush from a kernel
  * thread or an idle task; classify.c) arrives: only counted.  It

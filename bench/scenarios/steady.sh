@@ -9,7 +9,9 @@
 # ideal one: a block-granular LRU of the cache's capacity over the same
 # fio trace (bench/sim/lru_ideal.py, write_iolog of both parts). For
 # ssdprio also the share of bios that bypassed the cache (no free set) and
-# of the cache's blocks that hold data (valid_blocks / cache_blocks).
+# of the cache's blocks that hold data (valid_blocks / cache_blocks). For
+# every system, what the HDD model served over the measured part (origin:
+# reads, writes, seeks, busy_us): where the origin's time went.
 # Mixes: MIX = DIST:PARAM:READ_PERCENT, e.g. zipf:1.1:70.
 # title: Steady state: skewed 4 KiB random mixes over an origin 8x the cache, after a warm-up; vs the peers and a block-LRU ideal
 # order: 80
@@ -26,7 +28,10 @@ else
 	MIXES=${STEADY_WORKLOADS:-zipf:1.1:70 zipf:1.1:30 zipf:0.9:70 pareto:0.9:70}
 	CONFIGS=${STEADY_CONFIGS:-ssdprio writecache dmcache bcache}
 fi
-WS_MB=$((CACHE_MB * ORIGIN_X))
+# STEADY_WS_MB, STEADY_WARM, STEADY_MEAS: other sizes and times for a study
+# (a working set the cache holds whole: each system's hit path alone).
+WS_MB=${STEADY_WS_MB:-$((CACHE_MB * ORIGIN_X))}
+WARM=${STEADY_WARM:-$WARM} MEAS=${STEADY_MEAS:-$MEAS}
 HDD_MB=$((WS_MB + 32))
 
 # hits CONFIG DEV: "read_hits read_misses" counted by the cache so far.
@@ -67,9 +72,22 @@ for mix in $MIXES; do
 				--runtime="$WARM" --name=warm --write_iolog=/tmp/st_warm.iolog
 			read -r h0 m0 < <(hits "$config" "$dev")
 			[[ $config == ssdprio* ]] && s0=$(status_json "$name")
+			hdd0=$(status_json hdd)
+			# STEADY_TRACE=1: ssdprio's and the HDD model's status every
+			# second of the measured part, in RAW/steady-CONFIG-MIX-REP.trace.
+			tpid=
+			if ((${STEADY_TRACE:-0})) && [[ $config == ssdprio* ]]; then
+				while :; do
+					echo "$(date +%s.%N) $(dmsetup status "$name" | head -1) | $(dmsetup status hdd)"
+					sleep 1
+				done >"$RAW/steady-$config-${mix//:/_}-$rep.trace" 2>&1 &
+				tpid=$!
+			fi
 			# shellcheck disable=SC2046
 			bfio /tmp/st_meas.json "${common[@]}" $(mix_args "$mix" $((rep * 7 + 1))) \
 				--runtime="$MEAS" --name=measured --write_iolog=/tmp/st_meas.iolog
+			[[ -z $tpid ]] || { kill "$tpid"; wait "$tpid" 2>/dev/null; }
+			hdd1=$(status_json hdd)
 			read -r h1 m1 < <(hits "$config" "$dev")
 			read -r _ _ riops wiops _ < <(fio_sum /tmp/st_meas.json)
 			read -r lmean lp99 < <(fio_lat /tmp/st_meas.json)
@@ -91,7 +109,14 @@ for mix in $MIXES; do
 				warm_s="$WARM" measured_s="$MEAS" \
 				iops="$(awk -v a="$riops" -v b="$wiops" 'BEGIN { print a + b }')" \
 				read_hit_ratio="$hit" lru_ideal="$ideal" \
-				lat_mean_ms="$lmean" lat_p99_ms="$lp99" "${extra[@]}"
+				lat_mean_ms="$lmean" lat_p99_ms="$lp99" \
+				lat="$(jq -c '.jobs[0] | [.read, .write] | map({ios: .total_ios,
+					mean_ms: (.clat_ns.mean / 1e6), p99_ms: (.clat_ns.percentile["99.000000"] / 1e6),
+					p999_ms: (.clat_ns.percentile["99.900000"] / 1e6), max_ms: (.clat_ns.max / 1e6)}) |
+					{read: .[0], write: .[1]}' /tmp/st_meas.json)" \
+				origin="$(jq -cn --argjson a "$hdd0" --argjson b "$hdd1" \
+					'$b | with_entries(select(.value | type == "number") | .value -= ($a[.key] // 0))')" \
+				"${extra[@]}"
 			log "steady $config $mix rep $rep: $riops + $wiops IOPS, read hits $hit (LRU ideal $(jq -r .read_hit_ratio <<<"$ideal")), p99 $lp99 ms"
 			teardown
 		done

@@ -1083,3 +1083,73 @@ TEST(evict_simulated_lockout_cleaning_under_load)
 	ASSERT_GT(simulate_shift(false), 0);
 	ASSERT_EQ(simulate_shift(true), 0);
 }
+
+/*
+ * A load that has not paused since the last pressure writeback: when the
+ * cache runs short again, pressure starts at once, not after another
+ * max_wait of dirty data piling up.  A quiet window (wait_ns without a
+ * bio) starts the count again.
+ */
+TEST(evict_pressure_at_once_under_a_load_that_never_paused)
+{
+	struct ssdp_evict_sm sm;
+	struct ssdp_evict_view shortv = view(5, 20, SSDP_HEAD_DIRTY);
+	struct ssdp_evict_view room = view(15, 20, SSDP_HEAD_DIRTY);
+	struct ssdp_evict_action a;
+	u64 t, resumed;
+
+	setup(&sm);
+	ssdp_esm_set_max_wait(&sm, 10 * WAIT);
+	/* 30 s of bios every 100 ms, room all along */
+	for (t = 0; t < 30000 * MS; t += 100 * MS) {
+		ssdp_esm_io_arrival(&sm, t);
+		ASSERT_EQ(ssdp_esm_next_action(&sm, t, &room).type,
+			  SSDP_EVICT_ACT_NONE);
+	}
+	/* short: the load has gone on for 30 s without a window */
+	ssdp_esm_io_arrival(&sm, t);
+	a = ssdp_esm_next_action(&sm, t, &shortv);
+	ASSERT_EQ(a.type, SSDP_EVICT_ACT_START_WRITEBACK);
+	ASSERT_TRUE(a.pressure);
+	ssdp_esm_wb_done(&sm, SSDP_WB_EVICT);
+	/* room again, then short again a second later: at once again */
+	t += 100 * MS;
+	ssdp_esm_io_arrival(&sm, t);
+	ASSERT_EQ(ssdp_esm_next_action(&sm, t, &room).type,
+		  SSDP_EVICT_ACT_NONE);
+	ASSERT_EQ(ssdp_esm_state(&sm), SSDP_EVICT_NORMAL);
+	t += 900 * MS;
+	ssdp_esm_io_arrival(&sm, t);
+	a = ssdp_esm_next_action(&sm, t, &shortv);
+	ASSERT_EQ(a.type, SSDP_EVICT_ACT_START_WRITEBACK);
+	ASSERT_TRUE(a.pressure);
+	ssdp_esm_wb_done(&sm, SSDP_WB_EVICT);
+	ASSERT_EQ(sm.pressure_started, 2);
+	/* a quiet window: its writeback phase, then room */
+	t += 2 * WAIT;
+	a = ssdp_esm_next_action(&sm, t, &shortv);
+	ASSERT_EQ(a.type, SSDP_EVICT_ACT_START_WRITEBACK);
+	ASSERT_FALSE(a.pressure);
+	ssdp_esm_wb_done(&sm, SSDP_WB_EVICT);
+	ASSERT_EQ(ssdp_esm_next_action(&sm, t, &room).type,
+		  SSDP_EVICT_ACT_NONE);
+	ASSERT_EQ(ssdp_esm_state(&sm), SSDP_EVICT_NORMAL);
+	/* the load resumes; short 2 s later: max_wait from the window */
+	t += 100 * MS;
+	resumed = t;
+	for (; t < resumed + 2000 * MS; t += 100 * MS)
+		ssdp_esm_io_arrival(&sm, t);
+	ASSERT_EQ(ssdp_esm_next_action(&sm, t, &shortv).type,
+		  SSDP_EVICT_ACT_ARM_TIMER);
+	for (; t < resumed + 15000 * MS; t += 100 * MS) {
+		ssdp_esm_io_arrival(&sm, t);
+		a = ssdp_esm_next_action(&sm, t, &shortv);
+		if (a.type == SSDP_EVICT_ACT_START_WRITEBACK)
+			break;
+		ASSERT_EQ(a.type, SSDP_EVICT_ACT_ARM_TIMER);
+	}
+	ASSERT_EQ(a.type, SSDP_EVICT_ACT_START_WRITEBACK);
+	ASSERT_TRUE(a.pressure);
+	ASSERT_EQ(t, resumed + 10 * WAIT);
+	ASSERT_EQ(sm.pressure_started, 3);
+}

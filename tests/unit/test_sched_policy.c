@@ -591,3 +591,70 @@ TEST(sched_pressure_share_under_normal_load)
 	d = dec(&st, 40000 * MS + 1, &v);
 	ASSERT_NE(d.act, SSDP_SCHED_PRESSURE);
 }
+
+/*
+ * Beside a scattered normal load, pressure bios need no grace and no
+ * interval: one goes in every gap the load leaves on the device, one at a
+ * time.  Plain idle bios still wait for the grace, and so does pressure
+ * beside a stream (its next bio starts where the last one ended).
+ */
+TEST(sched_pressure_in_gaps_of_scattered_load)
+{
+	struct ssdp_sched_state st;
+	struct ssdp_sched_knobs k;
+	struct ssdp_sched_view v = { .nr_idle = 2, .idle_has_next = true };
+	struct ssdp_sched_decision d;
+	u64 now = 1000 * MS, sector = 0;
+	int i;
+
+	ssdp_sched_default_knobs(&k);
+	k.idle_max_wait_ns = 0;
+	ssdp_sched_init(&st, &k, 0);
+	/* A queue-depth-1 reader, 4 KiB reads scattered 64 MiB apart. */
+	for (i = 0; i < 100; i++) {
+		sector = (sector + 131072 * 7) % (1ULL << 30);
+		ssdp_sched_normal_arrival(&st, now);
+		ssdp_sched_normal_position(&st, sector, 8);
+		v.normal_inflight = 1;
+		/* Idle never beside the normal bio in flight. */
+		v.nr_pressure = 0;
+		ASSERT_EQ(act(&st, now, &v), SSDP_SCHED_NOTHING);
+		now += 5 * MS;
+		ssdp_sched_normal_complete(&st, now);
+		v.normal_inflight = 0;
+		/* Plain idle alone: the grace. */
+		v.nr_pressure = 0;
+		d = dec(&st, now, &v);
+		ASSERT_EQ(d.act, SSDP_SCHED_WAIT_UNTIL);
+		ASSERT_EQ(d.when, now + 10 * MS);
+		/* Pressure: at once, and ahead of idle. */
+		v.nr_pressure = 1;
+		ASSERT_EQ(act(&st, now, &v), SSDP_SCHED_PRESSURE);
+		/* One at a time. */
+		v.idle_inflight = 1;
+		ASSERT_NE(act(&st, now, &v), SSDP_SCHED_PRESSURE);
+		v.idle_inflight = 0;
+		now += 20000;
+	}
+	ASSERT_EQ(st.pressure_gaps, 100);
+	ASSERT_EQ(st.pressure_dispatched, 0);
+
+	/* A stream: pressure waits for the grace like any idle bio. */
+	for (i = 0; i < 3; i++) {
+		ssdp_sched_normal_arrival(&st, now);
+		ssdp_sched_normal_position(&st, sector, 256);
+		sector += 256;
+		now += 2 * MS;
+		ssdp_sched_normal_complete(&st, now);
+	}
+	v.nr_pressure = 1;
+	d = dec(&st, now, &v);
+	ASSERT_EQ(d.act, SSDP_SCHED_WAIT_UNTIL);
+	ASSERT_EQ(d.when, now + 10 * MS);
+	/* A short skip forward (under 1 MiB) is still a stream. */
+	ssdp_sched_normal_arrival(&st, now);
+	ssdp_sched_normal_position(&st, sector + 1024, 8);
+	ssdp_sched_normal_complete(&st, now + MS);
+	ASSERT_EQ(dec(&st, now + MS, &v).act, SSDP_SCHED_WAIT_UNTIL);
+	ASSERT_EQ(st.pressure_gaps, 100);
+}
