@@ -7,7 +7,9 @@
 # - With a dirty set and no quiet window, new data takes the frames of
 #   clean blocks in place: the cache keeps admitting it, no writeback.
 # - With every set dirty and I/O that never stops, eviction still writes
-#   back, one set at a time in the scheduler's guaranteed share.
+#   back, one set at a time in the scheduler's guaranteed share. Under a load
+#   that has not paused for evict_max_wait, at once when room runs short,
+#   and in the gaps a scattered reader leaves on the origin.
 # - A dirty block that keeps another origin set's block out of its frame
 #   is written back at once, without a quiet window (lock-out cleaning),
 #   and the block it kept out is cached next time; not with lockout_clean off.
@@ -302,6 +304,25 @@ log "writer done: $(dmsetup status sp)"
 assert_ge "$(st pressure_writebacks)" 1 "writebacks under pressure"
 assert_ge "$(st sets_evicted)" 1 "sets evicted while the writer ran"
 assert_ge "$(st pressure_dispatched)" 1 "origin writes in the guaranteed share"
+written_back_equal flush_dirty 192 "the flush"
+dm_remove sp
+
+# --- a load that never paused: pressure at once when room runs short ----------------
+# A scattered reader runs from the start, a writer joins 25 s later and fills
+# every set. When room runs short, evict_max_wait (20 s) has long passed
+# without a quiet window (evict_wait 3 s): pressure writeback starts at once.
+# Counted from running short it would start 20 s later, after both jobs end.
+# Its origin writes go in the gaps the reader leaves (pressure_gaps).
+"$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 15 format seq_cutoff 0 read_alloc off evict_wait 3000 evict_max_wait 20000 dirty_target 100 dirty_max_age 0 free_floor 8")
+fio --name=reader --filename="$dm" --rw=randread --bs=4k --direct=1 --ioengine=psync \
+	--offset=256M --size=128M --runtime=45 --time_based --randrepeat=0 \
+	--name=writer --filename="$dm" --rw=write --bs=64k --direct=1 --ioengine=psync \
+	--offset=0 --size=192M --startdelay=25 --runtime=20 --time_based \
+	--output=/tmp/clean.fio >/dev/null || fail "fio reader and writer"
+log "reader and writer done: $(dmsetup status sp)"
+assert_ge "$(st pressure_writebacks)" 1 "writebacks under pressure while the load went on"
+assert_ge "$(st pressure_gaps)" 1 "pressure writes in the reader's gaps"
 written_back_equal flush_dirty 192 "the flush"
 dm_remove sp
 
