@@ -57,6 +57,8 @@ def main():
     cut = args.index("--")
     fss, configs = args[1:cut], args[cut + 1:]
     bad = 0
+    missing = []
+    regressions = 0
     exp_pass = exp_fail = 0
     for fs in fss:
         runs = {}
@@ -65,6 +67,7 @@ def main():
             xml = os.path.join(d, "result.xml")
             if not os.path.exists(xml):
                 print(f"{fs} {cfg}: no result.xml in {d} (did the run finish?)")
+                missing.append(f"{fs}-{cfg}")
                 bad = 1
                 continue
             secs = ""
@@ -90,6 +93,7 @@ def main():
             mark = "REGRESSION " if regress else ""
             print(f"  {mark}{fs} {name}: {cells}{'  (' + why[:150] + ')' if why else ''}")
             if regress:
+                regressions += 1
                 bad = 1
         for name in (expect or {}).get(fs, []):
             for cfg in configs:
@@ -106,8 +110,13 @@ def main():
                              else "every test expected to pass passed"))
         print(f"fstests: {exp_pass} passed, {exp_fail} failed")
         return bad
-    print("compare: " + ("a test that passes on the bare device fails on ssdprio" if bad
-                         else "no test that passes on the bare device fails on ssdprio"))
+    if regressions:
+        print(f"compare: {regressions} test(s) that pass on the bare device fail on ssdprio")
+    if missing:
+        print("compare: no results for " + ", ".join(missing) +
+              ": nothing can be said about those runs")
+    if not bad:
+        print("compare: no test that passes on the bare device fails on ssdprio")
     return bad
 
 
