@@ -435,9 +435,9 @@ static bool normal_arrival_locked(struct ssdp_sched *s, struct ssdp_qnode *qn,
 				  u64 now)
 {
 	lockdep_assert_held(&s->lock);
-	if (qn->flags & SSDP_QN_HOUSEKEEPING)
+	if (qn->flags & SSDP_QN_HOUSEKEEPING) {
 		ssdp_sched_housekeeping_arrival(&s->st);
-	else {
+	} else {
 		ssdp_sched_normal_arrival(&s->st, now);
 		ssdp_sched_normal_position(&s->st, qn->bio->bi_iter.bi_sector,
 					   bio_sectors(qn->bio));
