@@ -32,7 +32,7 @@
 
 # The engine units, one concern each.
 SSDP_ENGINE_SRCS := engine/config.c engine/frame_map.c engine/evict_sm.c engine/seq_detect.c \
-	engine/sched_policy.c engine/classify.c engine/sched.c engine/cache.c \
+	engine/sched_policy.c engine/wb_track.c engine/classify.c engine/sched.c engine/cache.c \
 	engine/evict.c engine/promote.c engine/bg_io.c \
 	engine/meta_codec.c engine/meta.c
 

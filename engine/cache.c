@@ -15,8 +15,10 @@
  *    policy: the rest of that block exists nowhere else.
  *  - Promotion and writeback take a set exclusively (set_io.excl): user
  *    writes and discards to that set are deferred until they finish, reads
- *    go on.  Any user I/O on the SSD pins its set (frame_map.h says what
- *    a pin keeps from other origin sets).
+ *    go on; beside a writeback, a write that rewrites cached blocks on the
+ *    SSD alone goes on too, and the writeback leaves those blocks dirty
+ *    (wb_track.h).  Any user I/O on the SSD pins its set (frame_map.h says
+ *    what a pin keeps from other origin sets).
  *  - A cache set holds blocks of several origin sets (frame_map.h): a
  *    write or a promotion may take a frame holding another origin set's
  *    clean block, never while a read or an in-place rewrite (a partial
@@ -262,19 +264,6 @@ void ssdp_cache_dtr(struct ssdprio *sp)
 	bioset_exit(&sp->bs);
 	kvfree(sp->set_io);
 	ssdp_fmap_destroy(&sp->fmap);
-}
-
-/*
- * Clean frames of the set stay where they are while I/O reads or
- * rewrites valid blocks in place (set_io.guards, wb_bridge), and while
- * writes overlap (set_io.overlap).
- */
-static void ssdp_no_replace_update(struct ssdprio *sp, u32 cset)
-{
-	struct ssdp_set_io *sio = &sp->set_io[cset];
-
-	ssdp_fmap_set_no_replace(&sp->fmap, cset, sio->guards ||
-				 sio->wb_bridge || sio->overlap);
 }
 
 /*
@@ -602,6 +591,28 @@ static u32 ssdp_claim_stretches(struct ssdprio *sp, u32 line, u32 first,
 	return n;
 }
 
+/*
+ * A write to a set a writeback holds goes on beside it only where it
+ * rewrites blocks the cache holds, on the SSD alone (writeback policy, the
+ * cache not degraded): no frame changes hands, and no origin write of its
+ * races the writeback's.  Then the writeback leaves what it touches dirty
+ * (wb_track.h).  Anything else waits for the writeback.
+ */
+static bool ssdp_write_beside_writeback(struct ssdprio *sp,
+					struct ssdp_bio *pb, u32 line,
+					u32 policy)
+{
+	u32 blk;
+
+	lockdep_assert_held(&sp->cache_lock);
+	if (sp->degraded || policy != SSDP_WP_WRITEBACK)
+		return false;
+	for (blk = pb->first; blk < pb->first + pb->nr; blk++)
+		if (ssdp_fmap_block(&sp->fmap, line, blk) == SSDP_FMAP_MISS)
+			return false;
+	return ssdp_wb_write_beside_locked(sp, line, pb->first, pb->nr);
+}
+
 static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
 				       struct ssdp_bio *pb, bool may_split)
 {
@@ -613,8 +624,10 @@ static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
 	u32 cset, n;
 
 	if (line != SSDP_NONE && sp->set_io[ssdp_line_cset(line)].excl) {
+		/* A writeback started in a quiet window stops for it. */
 		sp->set_io[ssdp_line_cset(line)].wb_yield = true;
-		return SSDP_DEFERRED;
+		if (!ssdp_write_beside_writeback(sp, pb, line, policy))
+			return SSDP_DEFERRED;
 	}
 	/* Around a failing SSD, except where it holds the only copy. */
 	if (sp->degraded)

@@ -66,6 +66,7 @@
 #include <linux/slab.h>
 
 #include "ssdprio.h"
+#include "wb_track.h"
 
 #define SSDP_WB_BACKOFF_MIN_MS	1000U
 #define SSDP_WB_BACKOFF_MAX_MS	64000U
@@ -109,13 +110,11 @@ struct ssdp_evict {
 
 /*
  * A writeback holds, besides its own cache set, the cache sets of up to
- * this many neighbouring origin sets (the ones right after a dirty line of
- * its set), so that their dirty runs go out in the same sorted stream: an
- * HDD sees short forward steps, and where two runs touch, one write.
+ * SSDP_WB_NEIGHBOURS neighbouring origin sets (the ones right after a
+ * dirty line of its set), so that their dirty runs go out in the same
+ * sorted stream: an HDD sees short forward steps, and where two runs
+ * touch, one write.
  */
-#define SSDP_WB_NEIGHBOURS	4U
-#define SSDP_WB_MAX_LINES	(SSDP_FMAP_TAGS + SSDP_WB_NEIGHBOURS)
-
 struct ssdp_wb_job {
 	struct work_struct work;
 	struct ssdprio *sp;
@@ -146,6 +145,11 @@ struct ssdp_wb_job {
 	/* The neighbours' lines, each in a cache set of its own, held too. */
 	u32 nr_nb;
 	u32 nb_line[SSDP_WB_NEIGHBOURS];
+	/*
+	 * [cache_lock] Its lines, fixed at the start, and what user writes
+	 * let in beside it did to them (wb_track.h).
+	 */
+	struct ssdp_wb_track *track;
 };
 
 /* One origin write being gathered: pieces of lines, in origin order. */
@@ -322,7 +326,8 @@ static void ssdp_wb_write_failed(struct ssdprio *sp, const u32 *lines,
  * The gathered write goes out: its pieces from the SSD into @buf (a read
  * per stretch of consecutive frames), one origin write.  done[idx]: past
  * the last block of that line written.  The job holds its sets, so no
- * block of a piece changes frames meanwhile.
+ * block of a piece changes frames meanwhile, and user writes wait for
+ * the pieces' reads (the window).
  */
 static int ssdp_wb_write_out(struct ssdprio *sp,
 			     const struct ssdp_wb_job *job, const u32 *lines,
@@ -356,6 +361,10 @@ static int ssdp_wb_write_out(struct ssdprio *sp,
 			blk += n;
 		}
 	}
+	spin_lock_irqsave(&sp->cache_lock, flags);
+	if (ssdp_wbt_window_clear(job->track))
+		sp->set_released(sp, job->cset);
+	spin_unlock_irqrestore(&sp->cache_lock, flags);
 	r = ssdp_io_origin_sync(sp, buf, w->origin, w->blocks * block_bytes,
 				REQ_OP_WRITE, ssdp_wb_class(sp, job));
 	if (r) {
@@ -395,7 +404,8 @@ static bool ssdp_wb_joins_locked(struct ssdprio *sp,
 	*gap = first - last_end;
 	if (w->blocks + *gap >= buf_blocks ||
 	    ssdp_fmap_hit_run(&sp->fmap, line, last_end, *gap, &hit) != *gap ||
-	    hit != SSDP_FMAP_CLEAN)
+	    hit != SSDP_FMAP_CLEAN ||
+	    ssdp_wbt_any_touched(job->track, idx, last_end, *gap))
 		return false;
 	/*
 	 * From now until the job ends no clean block of the set changes
@@ -453,12 +463,32 @@ static u32 ssdp_wb_lines_locked(struct ssdprio *sp,
 }
 
 /*
+ * The next dirty run of line @idx from @pos that no user write touched
+ * since the job started (wb_track.h); cache_lock held.
+ */
+static bool ssdp_wb_next_run_locked(struct ssdprio *sp,
+				    const struct ssdp_wb_track *t, u32 idx,
+				    u32 pos, u32 *first, u32 *nr)
+{
+	lockdep_assert_held(&sp->cache_lock);
+	while (ssdp_fmap_next_dirty_run(&sp->fmap, t->lines[idx], pos, first,
+					nr)) {
+		if (ssdp_wbt_untouched_run(t, idx, first, nr))
+			return true;
+		pos = *first + *nr;
+	}
+	return false;
+}
+
+/*
  * Write the dirty blocks of the job's lines back (or, job->only, one run
  * of them), in origin order, runs that touch or lie within job->gap clean
  * blocks of each other as one origin write; mark what was written clean
- * and commit.  The job holds its sets exclusively, so their lines' dirty
- * bits change only here.  A job that yields marks clean only what it
- * wrote: each line up to the end of its last write.
+ * and commit.  The job holds its sets exclusively but for user writes
+ * that rewrite cached blocks on the SSD: those wait only for the blocks
+ * being read, and what they touch is neither written nor marked clean
+ * (it stays dirty).  A job that yields marks clean only what it wrote:
+ * each line up to the end of its last write.
  */
 static int ssdp_writeback_set(struct ssdprio *sp,
 			      const struct ssdp_wb_job *job,
@@ -466,29 +496,26 @@ static int ssdp_writeback_set(struct ssdprio *sp,
 {
 	u32 block_bytes = sp->cfg.block_sectors << SECTOR_SHIFT;
 	u32 buf_blocks = (buf->nr_pages << PAGE_SHIFT) / block_bytes;
-	u32 lines[SSDP_WB_MAX_LINES], done[SSDP_WB_MAX_LINES];
-	u32 nr_lines, i, pos, first, nr, gap, take, written = 0, bridged = 0;
+	struct ssdp_wb_track *t = job->track;
+	const u32 *lines = t->lines;
+	u32 done[SSDP_WB_MAX_LINES];
+	u32 i, pos, first, nr, gap = 0, take, written = 0, bridged = 0;
 	u32 from = job->only != SSDP_NONE ? job->only : 0;
 	bool one = job->only != SSDP_NONE, yielded = false, stop = false;
-	bool more, join;
+	bool more, join, gather;
 	struct ssdp_wb_write wr = { 0 }, *w = &wr;
 	unsigned long flags;
-	u64 oset;
 	int r = 0;
 
-	spin_lock_irqsave(&sp->cache_lock, flags);
-	nr_lines = ssdp_wb_lines_locked(sp, job, lines);
-	spin_unlock_irqrestore(&sp->cache_lock, flags);
-	for (i = 0; i < nr_lines; i++)
+	for (i = 0; i < t->nr_lines; i++)
 		done[i] = from;
 
-	for (i = 0; i < nr_lines && !r && !stop; i++) {
+	for (i = 0; i < t->nr_lines && !r && !stop; i++) {
 		pos = from;
 		for (;;) {
 			spin_lock_irqsave(&sp->cache_lock, flags);
-			more = ssdp_fmap_next_dirty_run(&sp->fmap, lines[i],
-							pos, &first, &nr);
-			oset = ssdp_fmap_oset_of(&sp->fmap, lines[i]);
+			more = ssdp_wb_next_run_locked(sp, t, i, pos, &first,
+						       &nr);
 			join = more && w->blocks &&
 			       ssdp_wb_joins_locked(sp, job, w, buf_blocks, i,
 						    lines[i], first, &gap);
@@ -502,36 +529,47 @@ static int ssdp_writeback_set(struct ssdprio *sp,
 				stop = true;
 				more = false;
 			}
+			/*
+			 * Into the write under cache_lock: from here until
+			 * its reads are done, writes to it wait.
+			 */
+			gather = more && (!w->blocks || join);
+			if (gather) {
+				if (!w->blocks) {
+					gap = 0;
+					w->origin = ssdp_wb_origin_sector(sp,
+						ssdp_fmap_oset_of(&sp->fmap,
+								  lines[i]),
+						first);
+				}
+				take = min(nr, buf_blocks - w->blocks - gap);
+				if (w->nr && w->piece[w->nr - 1].idx == i) {
+					w->piece[w->nr - 1].nr += gap + take;
+				} else {
+					w->piece[w->nr].idx = i;
+					w->piece[w->nr].first = first;
+					w->piece[w->nr].nr = take;
+					w->nr++;
+				}
+				ssdp_wbt_window_add(t, i, first - gap,
+						    gap + take);
+				w->blocks += gap + take;
+				written += take;
+				bridged += gap;
+				pos = first + take;
+			}
 			spin_unlock_irqrestore(&sp->cache_lock, flags);
 			if (!more)
 				break;
-			if (w->blocks && !join) {
+			if (!gather) {
 				r = ssdp_wb_write_out(sp, job, lines, w, buf,
 						      done);
 				if (r || one) {
 					stop = true;
 					break;
 				}
-				continue;	/* the run again, a new write */
+				/* The run again, a new write. */
 			}
-			if (!w->blocks) {
-				gap = 0;
-				w->origin = ssdp_wb_origin_sector(sp, oset,
-								  first);
-			}
-			take = min(nr, buf_blocks - w->blocks - gap);
-			if (w->nr && w->piece[w->nr - 1].idx == i) {
-				w->piece[w->nr - 1].nr += gap + take;
-			} else {
-				w->piece[w->nr].idx = i;
-				w->piece[w->nr].first = first;
-				w->piece[w->nr].nr = take;
-				w->nr++;
-			}
-			w->blocks += gap + take;
-			written += take;
-			bridged += gap;
-			pos = first + take;
 		}
 	}
 	if (!r && w->blocks)
@@ -555,10 +593,16 @@ static int ssdp_writeback_set(struct ssdprio *sp,
 	 */
 	ssdp_count_n(sp, SSDP_ST_BLOCKS_WRITTEN_BACK, written);
 	ssdp_count_n(sp, SSDP_ST_WRITEBACK_BRIDGED, bridged);
-	for (i = 0; i < nr_lines; i++)
-		if (done[i] > from)
-			ssdp_fmap_clear_dirty(&sp->fmap, lines[i], from,
-					      done[i] - from);
+	for (i = 0; i < t->nr_lines; i++) {
+		/* A block a write touched may be newer than what went out. */
+		for (pos = from; pos < done[i]; pos = first + nr) {
+			first = pos;
+			nr = done[i] - pos;
+			if (!ssdp_wbt_untouched_run(t, i, &first, &nr))
+				break;
+			ssdp_fmap_clear_dirty(&sp->fmap, lines[i], first, nr);
+		}
+	}
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 	/*
 	 * Durable "clean" before the frames can change hands.  If it fails
@@ -568,13 +612,15 @@ static int ssdp_writeback_set(struct ssdprio *sp,
 	return 0;
 }
 
-/* Take @cset exclusively for a writeback; cache_lock held. */
-static void ssdp_excl_begin_locked(struct ssdprio *sp, u32 cset)
+/* Take @cset exclusively for @job; cache_lock held. */
+static void ssdp_excl_begin_locked(struct ssdprio *sp, u32 cset,
+				   struct ssdp_wb_job *job)
 {
 	struct ssdp_set_io *sio = &sp->set_io[cset];
 
 	lockdep_assert_held(&sp->cache_lock);
 	sio->excl = true;
+	sio->wb = job;
 	sio->wb_yield = false;
 	ssdp_fmap_pin(&sp->fmap, cset);
 }
@@ -586,13 +632,32 @@ static void ssdp_excl_end_locked(struct ssdprio *sp, u32 cset)
 
 	lockdep_assert_held(&sp->cache_lock);
 	sio->excl = false;
+	sio->wb = NULL;
 	sio->wb_yield = false;
 	if (sio->wb_bridge) {
 		sio->wb_bridge = false;
-		ssdp_fmap_set_no_replace(&sp->fmap, cset, sio->guards);
+		ssdp_no_replace_update(sp, cset);
 	}
 	ssdp_fmap_unpin(&sp->fmap, cset);
 	sp->set_released(sp, cset);
+}
+
+/*
+ * May a user write of blocks [first, first + nr) of @line go on while a
+ * writeback holds its set?  Only one the caller knows rewrites cached
+ * blocks on the SSD alone (wb_track.h); it then counts as touching them.
+ * cache_lock held.
+ */
+bool ssdp_wb_write_beside_locked(struct ssdprio *sp, u32 line, u32 first,
+				 u32 nr)
+{
+	struct ssdp_wb_job *job = sp->set_io[ssdp_line_cset(line)].wb;
+
+	lockdep_assert_held(&sp->cache_lock);
+	if (!job || !ssdp_wbt_write(job->track, line, first, nr))
+		return false;
+	ssdp_count(sp, SSDP_ST_WRITES_BESIDE_WRITEBACK);
+	return true;
 }
 
 /* Hold @cset aside after a failed writeback; cache_lock held. */
@@ -646,17 +711,27 @@ static void ssdp_wb_retry_fn(struct work_struct *work)
 					  struct ssdp_evict, retry)->sp;
 	u32 budget = max_t(u32, READ_ONCE(sp->cfg.evict_inflight), 1);
 	u32 n = sp->layout.nr_csets, i, cset;
+	const struct ssdp_set_io *sio;
+	bool busy = false;
 	unsigned long flags;
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	for (i = 0; i < n && budget && !sp->suspended; i++) {
 		cset = (sp->ev->retry_cursor + i) % n;
-		if (sp->set_io[cset].wb_failed && !sp->set_io[cset].excl &&
-		    ssdp_wb_start_locked(sp, cset, SSDP_NONE, SSDP_WB_RETRY,
-					 false))
+		sio = &sp->set_io[cset];
+		if (!sio->wb_failed)
+			continue;
+		/* Written to right now: try it again after the backoff. */
+		if (sio->excl || sio->writers)
+			busy = true;
+		else if (ssdp_wb_start_locked(sp, cset, SSDP_NONE,
+					      SSDP_WB_RETRY, false))
 			budget--;
 	}
 	sp->ev->retry_cursor = (sp->ev->retry_cursor + i) % n;
+	if (busy && !sp->suspended)
+		queue_delayed_work(sp->wq, &sp->ev->retry,
+				   msecs_to_jiffies(sp->ev->backoff_ms));
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 }
 
@@ -699,6 +774,7 @@ static void ssdp_wb_job_fn(struct work_struct *work)
 	ssdp_evict_kick_locked(sp);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 
+	kfree(job->track);
 	kfree(job);
 	if (atomic_dec_and_test(&sp->bg_jobs))
 		wake_up(&sp->bg_wait);
@@ -757,7 +833,7 @@ static void ssdp_wb_take_neighbours_locked(struct ssdprio *sp,
 			budget -= d;
 			job->nb_line[job->nr_nb++] = line;
 			job->dirty += d;
-			ssdp_excl_begin_locked(sp, c);
+			ssdp_excl_begin_locked(sp, c, job);
 		}
 	}
 }
@@ -769,14 +845,27 @@ static void ssdp_wb_take_neighbours_locked(struct ssdprio *sp,
 static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset, u32 only,
 				 enum ssdp_evict_wb_kind kind, bool pressure)
 {
+	u32 lines[SSDP_WB_MAX_LINES], n;
 	struct ssdp_wb_job *job;
 
 	lockdep_assert_held(&sp->cache_lock);
-	if (cset == SSDP_NONE || !ssdp_fmap_nr_dirty(&sp->fmap, cset))
+	/*
+	 * A write in flight when it starts would be one it does not know of
+	 * (wb_track.h): what it reads could be older than what the write
+	 * leaves, and then called clean.
+	 */
+	if (cset == SSDP_NONE || !ssdp_fmap_nr_dirty(&sp->fmap, cset) ||
+	    sp->set_io[cset].writers)
 		return false;
 	job = kzalloc(sizeof(*job), GFP_NOWAIT | __GFP_NOWARN);
 	if (!job)
 		return false;
+	job->track = kzalloc(ssdp_wbt_size(sp->cfg.set_blocks),
+			     GFP_NOWAIT | __GFP_NOWARN);
+	if (!job->track) {
+		kfree(job);
+		return false;
+	}
 	job->sp = sp;
 	job->cset = cset;
 	/* One run: at least its first block. */
@@ -803,13 +892,15 @@ static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset, u32 only,
 		job->gap = READ_ONCE(sp->cfg.writeback_gap);
 	/* Its ring entry is stale now; a lock-out left is noted again. */
 	sp->set_io[cset].lockout = false;
-	ssdp_excl_begin_locked(sp, cset);
+	ssdp_excl_begin_locked(sp, cset, job);
 	/*
 	 * Not under pressure: a job that does not yield would keep the
 	 * writes to more sets waiting.
 	 */
 	if (job->yields || kind == SSDP_WB_FLUSH)
 		ssdp_wb_take_neighbours_locked(sp, job);
+	n = ssdp_wb_lines_locked(sp, job, lines);
+	ssdp_wbt_init(job->track, sp->cfg.set_blocks, lines, n);
 	sp->ev->dirty_blocks += job->dirty;
 	INIT_WORK(&job->work, ssdp_wb_job_fn);
 	atomic_inc(&sp->bg_jobs);

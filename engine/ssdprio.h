@@ -67,6 +67,7 @@ enum ssdp_stat {
 	SSDP_ST_WRITEBACK_YIELDS,
 	SSDP_ST_WRITEBACK_WRITES,
 	SSDP_ST_WRITEBACK_BRIDGED,
+	SSDP_ST_WRITES_BESIDE_WRITEBACK,
 	SSDP_ST_NR,
 };
 
@@ -158,6 +159,8 @@ struct ssdp_bio {
 	struct list_head wlock;
 };
 
+struct ssdp_wb_job;		/* evict.c */
+
 /* Per cache set I/O holds, beside the pure map (cache_lock). */
 struct ssdp_set_io {
 	u16 readers;			/* user reads in flight on the SSD */
@@ -175,7 +178,12 @@ struct ssdp_set_io {
 	 * until no write is in flight.
 	 */
 	bool overlap;
-	bool excl;			/* promotion or writeback: no writes */
+	/*
+	 * Promotion or writeback: no writes, but for rewrites of cached
+	 * blocks beside a writeback (@wb, wb_track.h).
+	 */
+	bool excl;
+	struct ssdp_wb_job *wb;		/* the writeback holding it, or NULL */
 	bool wb_failed;			/* writeback failed: pinned until retry */
 	bool lockout;			/* in the lock-out ring (evict.c) */
 	/* A write waits on excl: a quiet-window writeback stops early. */
@@ -403,6 +411,20 @@ static inline void ssdp_degrade_locked(struct ssdprio *sp, const char *why)
  * (free or clean ones, which a new block may take); cache_lock held.
  * What eviction keeps above its free floor.
  */
+/*
+ * Clean frames of the set stay where they are while I/O reads or
+ * rewrites valid blocks in place (set_io.guards, wb_bridge), and while
+ * writes overlap (set_io.overlap); cache_lock held.
+ */
+static inline void ssdp_no_replace_update(struct ssdprio *sp, u32 cset)
+{
+	struct ssdp_set_io *sio = &sp->set_io[cset];
+
+	lockdep_assert_held(&sp->cache_lock);
+	ssdp_fmap_set_no_replace(&sp->fmap, cset, sio->guards ||
+				 sio->wb_bridge || sio->overlap);
+}
+
 static inline u32 ssdp_room_sets(struct ssdprio *sp)
 {
 	return div_u64(ssdp_fmap_room(&sp->fmap), sp->fmap.set_blocks);
@@ -448,6 +470,8 @@ void ssdp_evict_unpinned_locked(struct ssdprio *sp);
 void ssdp_lockout_note_locked(struct ssdprio *sp, u32 cset, u32 frame);
 void ssdp_wb_retry_now_locked(struct ssdprio *sp);
 void ssdp_wb_unfail_locked(struct ssdprio *sp, u32 cset);
+bool ssdp_wb_write_beside_locked(struct ssdprio *sp, u32 line, u32 first,
+				 u32 nr);
 
 /* Take every bio of @from (a list under cache_lock) into @to. */
 static inline void ssdp_bios_take(struct ssdprio *sp, struct bio_list *from,

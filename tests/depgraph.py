@@ -20,7 +20,8 @@ LAYERS = [
     ["meta"],
     ["bg_io"],
     ["sched", "classify"],
-    ["frame_map", "evict_sm", "meta_codec", "sched_policy", "seq_detect", "config"],
+    ["frame_map", "evict_sm", "meta_codec", "sched_policy", "seq_detect", "config",
+     "wb_track"],
 ]
 
 DEF = re.compile(r"^(?!static\b)[a-z_][\w \*]*?\b(\w+)\s*\(", re.M)

@@ -15,7 +15,10 @@
 #   and the block it kept out is cached next time; not with lockout_clean off.
 # - A write to a set whose cleaning writeback is under way waits for one run,
 #   not the whole set: the writeback yields, marks clean only what it wrote,
-#   and the rest is written back later; nothing is lost. Bursts of verified
+#   and the rest is written back later; nothing is lost.
+# - Beside a writeback that does not yield (a flush's), rewrites of cached
+#   blocks go on at once; a rewritten block is never marked clean on the
+#   strength of the older data the writeback copied. Bursts of verified
 #   random writes with quiet gaps meet cleanings under way, round after round.
 # - Writes in flight together in one set (new blocks, rewrites of cached
 #   ones) leave it open: a third takes another origin set's clean frames.
@@ -244,7 +247,13 @@ in_flight rewrite 3 3 48
 # Before, it went to the origin whole and dropped a's cached blocks. The
 # writeback that holds the set meanwhile: 224 scattered dirty blocks of a, each
 # its own origin write (writeback_gap 0), each read from the 20 ms SSD first.
+# It waits because block 15 is not cached (a write around drops it first): a
+# rewrite of cached blocks alone would go on beside the writeback.
 dmsetup message sp 0 writeback_gap 0 || fail "writeback_gap"
+dmsetup message sp 0 write_policy writearound || fail "write_policy writearound"
+dd if=/tmp/lock.a of="$dm" bs=4k skip=15 seek=$((a * set_mib * 256 + 15)) count=1 \
+	oflag=direct status=none || fail "write a's block 15 around the cache"
+dmsetup message sp 0 write_policy writeback || fail "write_policy writeback"
 fio --name=scatter --filename="$dm" --rw=write:4k --bs=4k --direct=1 --ioengine=psync \
 	--offset=$(((a * set_mib * 256 + 64) * 4096)) --size=$((448 * 4096)) \
 	--output=/tmp/scatter.fio >/dev/null || fail "fio: a's scattered blocks"
@@ -380,6 +389,63 @@ dmsetup message sp 0 drain || fail "drain"
 wait_status sp dirty_blocks -eq 0 300
 cmp /tmp/yield.want <(dd if="$hdd" bs="$bs" count="$nb" iflag=direct status=none) ||
 	fail "the origin after the drain: a block marked clean was never written back"
+dm_remove sp
+
+# --- writes beside a writeback that does not yield: rewrites of cached blocks --------
+# A flush's writeback holds origin set 0 (every other block dirty, one origin
+# write per block, idle writes five a second: half a minute). Rewrites of its
+# dirty blocks go on meanwhile, those it has written back already and those
+# it has not reached; neither may end up clean with the origin holding the
+# older data. A write of a block the cache does not hold waits for it.
+"$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
+dd if=/dev/zero of="$hdd" bs=1M count=16 oflag=direct status=none || fail "zero the origin"
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 17 format seq_cutoff 0 read_alloc off evict_wait 60000 dirty_target 100 dirty_max_age 0 lockout_clean off idle_dispatch_interval 200 batch_mode_delay 3600000")
+bs=$(($(st block_sectors) * 512))
+nb=$(st set_blocks)
+python3 - "$dm" "$bs" "$nb" /tmp/beside.want <<'PY' || fail "scattered writes"
+import mmap, os, sys
+dev, bs, nb, want = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+img = bytearray(bs * nb)
+fd = os.open(dev, os.O_WRONLY | os.O_DIRECT)
+buf = mmap.mmap(-1, bs)
+for b in range(0, nb, 2):
+    buf[:] = os.urandom(bs)
+    img[b * bs:(b + 1) * bs] = buf[:]
+    os.pwrite(fd, buf, b * bs)
+os.close(fd)
+open(want, "wb").write(img)
+PY
+assert_eq "$(st dirty_blocks)" $((nb / 2)) "dirty blocks after the scattered writes"
+dmsetup message sp 0 flush_dirty || fail "flush_dirty"
+wait_status sp idle_dispatched -ge 4 120
+# Rewrites of dirty blocks from the first (written back) to the last (not
+# reached yet), a few times each, and one write of an uncached block.
+python3 - "$dm" "$bs" "$nb" /tmp/beside.want <<'PY' || fail "rewrites during the writeback"
+import mmap, os, random, sys, time
+dev, bs, nb, want = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+img = bytearray(open(want, "rb").read())
+fd = os.open(dev, os.O_WRONLY | os.O_DIRECT)
+buf = mmap.mmap(-1, bs)
+blocks = [b for b in range(0, nb, 2) if b < 8 or b % 16 == 0 or b >= nb - 8] * 3
+random.shuffle(blocks)
+for b in blocks + [nb - 1]:
+    buf[:] = os.urandom(bs)
+    img[b * bs:(b + 1) * bs] = buf[:]
+    os.pwrite(fd, buf, b * bs)
+    time.sleep(0.05)
+os.close(fd)
+open(want, "wb").write(img)
+PY
+beside=$(st writes_beside_writeback)
+log "rewrites during the flush: $beside beside the writeback: $(dmsetup status sp | cut -d' ' -f4-60)"
+assert_ge "$beside" 1 "writes that went on beside the writeback"
+cmp /tmp/beside.want <(dd if="$dm" bs="$bs" count="$nb" iflag=direct status=none) ||
+	fail "the set's data through the cache after writes beside its writeback"
+# The flush may have ended before the last write (it waited) made its block dirty.
+dmsetup message sp 0 flush_dirty || fail "flush_dirty"
+wait_status sp dirty_blocks -eq 0 300
+cmp /tmp/beside.want <(dd if="$hdd" bs="$bs" count="$nb" iflag=direct status=none) ||
+	fail "the origin after the flush: a block rewritten during its writeback was marked clean"
 dm_remove sp
 
 # --- writeback coalesces: runs a few clean blocks apart, the next origin set ----------
