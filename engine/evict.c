@@ -602,6 +602,17 @@ static int ssdp_writeback_set(struct ssdprio *sp,
 				break;
 			ssdp_fmap_clear_dirty(&sp->fmap, lines[i], first, nr);
 		}
+		/*
+		 * What a whole set's writeback leaves dirty was written
+		 * while it ran: the set is not the oldest any more, or the
+		 * next writeback would take it again at once, for a few
+		 * blocks still being rewritten.
+		 */
+		if (!one && !yielded && ssdp_line_cset(lines[i]) == job->cset &&
+		    ssdp_wbt_any_touched(t, i, 0, t->set_blocks)) {
+			sp->fmap.clock = ktime_get_seconds();
+			ssdp_fmap_dirty_renew(&sp->fmap, job->cset);
+		}
 	}
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 	/*

@@ -853,6 +853,14 @@ u32 ssdp_fmap_next_dirty_set(const struct ssdp_fmap *fm, u32 cset)
 	return c == dirty_sentinel(fm) ? SSDP_NONE : c;
 }
 
+void ssdp_fmap_dirty_renew(struct ssdp_fmap *fm, u32 cset)
+{
+	if (WARN_ON_ONCE(cset >= fm->nr_csets) || !fm->nr_dirty[cset])
+		return;
+	dirty_list_del(fm, cset);
+	dirty_list_add(fm, cset);
+}
+
 u32 ssdp_fmap_oldest_dirty_unpinned(const struct ssdp_fmap *fm,
 				    u32 max_scan)
 {

@@ -270,6 +270,12 @@ bool ssdp_fmap_next_dirty_run(const struct ssdp_fmap *fm, u32 line, u32 from,
 /* The dirty list (sets with dirty blocks), oldest first. */
 u32 ssdp_fmap_oldest_dirty(const struct ssdp_fmap *fm);	/* pinned too */
 u32 ssdp_fmap_next_dirty_set(const struct ssdp_fmap *fm, u32 cset);
+/*
+ * All of @cset's dirty blocks are newer than its place on the list says
+ * (written while a writeback held it): it goes to the end, dirty since
+ * the clock.  Nothing if it has none.
+ */
+void ssdp_fmap_dirty_renew(struct ssdp_fmap *fm, u32 cset);
 /* The oldest unpinned set with dirty blocks among the @max_scan oldest. */
 u32 ssdp_fmap_oldest_dirty_unpinned(const struct ssdp_fmap *fm,
 				    u32 max_scan);

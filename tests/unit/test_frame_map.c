@@ -1090,3 +1090,40 @@ TEST(fmap_random_model_catches_overlap_without_claim_rule)
 {
 	ASSERT_GT(m_run(12345, true, M_OVERLAP_GUARDED), 0);
 }
+
+/* A set whose dirty blocks are all new goes to the end of the dirty list. */
+TEST(fmap_dirty_renew_moves_the_set_to_the_end)
+{
+	struct ssdp_fmap fm;
+	u32 a, b, c;
+	bool repl;
+
+	ASSERT_EQ(ssdp_fmap_init(&fm, 4, 8), 0);
+	fm.clock = 100;
+	a = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 1, 0), &repl);
+	b = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 2, 0), &repl);
+	c = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 3, 0), &repl);
+	ssdp_fmap_claim(&fm, a, 0, 2, false, &repl);
+	ssdp_fmap_set_valid(&fm, a, 0, 2);
+	ssdp_fmap_set_dirty(&fm, a, 0, 2);
+	fm.clock = 200;
+	ssdp_fmap_claim(&fm, b, 0, 1, false, &repl);
+	ssdp_fmap_set_valid(&fm, b, 0, 1);
+	ssdp_fmap_set_dirty(&fm, b, 0, 1);
+	ASSERT_EQ(ssdp_fmap_oldest_dirty(&fm), 1);
+	fm.clock = 300;
+	ssdp_fmap_dirty_renew(&fm, 1);
+	ASSERT_EQ(ssdp_fmap_oldest_dirty(&fm), 2);
+	ASSERT_EQ(ssdp_fmap_next_dirty_set(&fm, 2), 1);
+	ASSERT_EQ(ssdp_fmap_next_dirty_set(&fm, 1), SSDP_NONE);
+	ASSERT_EQ(ssdp_fmap_dirty_since(&fm, 1), 300);
+	ASSERT_EQ(fm.nr_dirty_sets, 2);
+	/* A set with nothing dirty stays off the list. */
+	ssdp_fmap_claim(&fm, c, 0, 1, false, &repl);
+	ssdp_fmap_set_valid(&fm, c, 0, 1);
+	ssdp_fmap_dirty_renew(&fm, 3);
+	ASSERT_EQ(fm.nr_dirty_sets, 2);
+	ASSERT_EQ(ssdp_fmap_next_dirty_set(&fm, 1), SSDP_NONE);
+	check_ok(&fm);
+	ssdp_fmap_destroy(&fm);
+}
