@@ -46,6 +46,39 @@ written_back_equal() {
 		<(dd if="$hdd" bs=1M count="$2" iflag=direct status=none) ||
 		fail "the origin differs from the device after $3"
 }
+# scattered_writes WANT: random data into every other block of origin set 0
+# ($bs-byte blocks, $nb of them), one write each; WANT gets the set's image.
+scattered_writes() {
+	python3 - "$dm" "$bs" "$nb" "$1" <<'PY' || fail "scattered writes"
+import mmap, os, sys
+dev, bs, nb, want = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+img = bytearray(bs * nb)
+fd = os.open(dev, os.O_WRONLY | os.O_DIRECT)
+buf = mmap.mmap(-1, bs)
+for b in range(0, nb, 2):
+    buf[:] = os.urandom(bs)
+    img[b * bs:(b + 1) * bs] = buf[:]
+    os.pwrite(fd, buf, b * bs)
+os.close(fd)
+open(want, "wb").write(img)
+PY
+}
+# scattered_set "EVICT_WAIT DIRTY_TARGET IDLE_INTERVAL" WANT: a fresh cache over an
+# origin whose set 0 is zeroes (the sections before left data there), every other
+# block of origin set 0 written (scattered_writes), all of them dirty.
+scattered_set() {
+	"$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
+	dd if=/dev/zero of="$hdd" bs=1M count=16 oflag=direct status=none ||
+		fail "zero the origin"
+	dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 17 format seq_cutoff 0 read_alloc off dirty_max_age 0 lockout_clean off batch_mode_delay 3600000 $1")
+	bs=$(($(st block_sectors) * 512))
+	nb=$(st set_blocks)
+	scattered_writes "$2"
+	assert_eq "$(st dirty_blocks)" $((nb / 2)) "dirty blocks after the scattered writes"
+}
+set_image_is() { # WANT DEV WHAT: DEV's origin set 0 ($nb blocks of $bs) is WANT
+	cmp "$1" <(dd if="$2" bs="$bs" count="$nb" iflag=direct status=none) || fail "$3"
+}
 origin_has() { # FILE MIB_OFFSET: the origin alone holds FILE there
 	cmp -s "$1" <(dd if="$hdd" bs=1M skip="$2" count=$(($(stat -c %s "$1") >> 20)) \
 		iflag=direct status=none)
@@ -336,31 +369,12 @@ written_back_equal flush_dirty 192 "the flush"
 dm_remove sp
 
 # --- a write to a set under a cleaning writeback: it yields -------------------------
-"$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
-# The sections above left data there: origin set 0 starts as zeroes.
-dd if=/dev/zero of="$hdd" bs=1M count=16 oflag=direct status=none || fail "zero the origin"
 # Idle origin writes one a second and never in batch mode: a writeback of a set
 # of scattered blocks takes minutes, and a write that waited for all of it
 # would find every block written back when it returns.
-dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 17 format seq_cutoff 0 read_alloc off evict_wait 500 dirty_target 0 dirty_max_age 0 lockout_clean off idle_dispatch_interval 1000 batch_mode_delay 3600000")
-bs=$(($(st block_sectors) * 512))
-nb=$(st set_blocks)
 # Every other block of origin set 0: one run per block.
-python3 - "$dm" "$bs" "$nb" /tmp/yield.want <<'PY' || fail "scattered writes"
-import mmap, os, sys
-dev, bs, nb, want = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-img = bytearray(bs * nb)
-fd = os.open(dev, os.O_WRONLY | os.O_DIRECT)
-buf = mmap.mmap(-1, bs)
-for b in range(0, nb, 2):
-    buf[:] = os.urandom(bs)
-    img[b * bs:(b + 1) * bs] = buf[:]
-    os.pwrite(fd, buf, b * bs)
-os.close(fd)
-open(want, "wb").write(img)
-PY
+scattered_set "evict_wait 500 dirty_target 0 idle_dispatch_interval 1000" /tmp/yield.want
 d0=$(st dirty_blocks)
-assert_eq "$d0" $((nb / 2)) "dirty blocks after the scattered writes"
 # The writeback is under way: its origin writes go out one a second
 # (blocks_written_back moves only when a writeback ends).
 wait_status sp idle_dispatched -ge 2 120
@@ -383,12 +397,10 @@ img = bytearray(open(want, "rb").read())
 img[bs:2 * bs] = blk
 open(want, "wb").write(img)
 PY
-cmp /tmp/yield.want <(dd if="$dm" bs="$bs" count="$nb" iflag=direct status=none) ||
-	fail "the set's data through the cache"
+set_image_is /tmp/yield.want "$dm" "the set's data through the cache"
 dmsetup message sp 0 drain || fail "drain"
 wait_status sp dirty_blocks -eq 0 300
-cmp /tmp/yield.want <(dd if="$hdd" bs="$bs" count="$nb" iflag=direct status=none) ||
-	fail "the origin after the drain: a block marked clean was never written back"
+set_image_is /tmp/yield.want "$hdd" "the origin after the drain: a block marked clean was never written back"
 dm_remove sp
 
 # --- writes beside a writeback that does not yield: rewrites of cached blocks --------
@@ -397,25 +409,7 @@ dm_remove sp
 # dirty blocks go on meanwhile, those it has written back already and those
 # it has not reached; neither may end up clean with the origin holding the
 # older data. A write of a block the cache does not hold waits for it.
-"$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
-dd if=/dev/zero of="$hdd" bs=1M count=16 oflag=direct status=none || fail "zero the origin"
-dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 17 format seq_cutoff 0 read_alloc off evict_wait 60000 dirty_target 100 dirty_max_age 0 lockout_clean off idle_dispatch_interval 200 batch_mode_delay 3600000")
-bs=$(($(st block_sectors) * 512))
-nb=$(st set_blocks)
-python3 - "$dm" "$bs" "$nb" /tmp/beside.want <<'PY' || fail "scattered writes"
-import mmap, os, sys
-dev, bs, nb, want = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-img = bytearray(bs * nb)
-fd = os.open(dev, os.O_WRONLY | os.O_DIRECT)
-buf = mmap.mmap(-1, bs)
-for b in range(0, nb, 2):
-    buf[:] = os.urandom(bs)
-    img[b * bs:(b + 1) * bs] = buf[:]
-    os.pwrite(fd, buf, b * bs)
-os.close(fd)
-open(want, "wb").write(img)
-PY
-assert_eq "$(st dirty_blocks)" $((nb / 2)) "dirty blocks after the scattered writes"
+scattered_set "evict_wait 60000 dirty_target 100 idle_dispatch_interval 200" /tmp/beside.want
 dmsetup message sp 0 flush_dirty || fail "flush_dirty"
 wait_status sp idle_dispatched -ge 4 120
 # Rewrites of dirty blocks from the first (written back) to the last (not
@@ -439,13 +433,11 @@ PY
 beside=$(st writes_beside_writeback)
 log "rewrites during the flush: $beside beside the writeback: $(dmsetup status sp | cut -d' ' -f4-60)"
 assert_ge "$beside" 1 "writes that went on beside the writeback"
-cmp /tmp/beside.want <(dd if="$dm" bs="$bs" count="$nb" iflag=direct status=none) ||
-	fail "the set's data through the cache after writes beside its writeback"
+set_image_is /tmp/beside.want "$dm" "the set's data through the cache after writes beside its writeback"
 # The flush may have ended before the last write (it waited) made its block dirty.
 dmsetup message sp 0 flush_dirty || fail "flush_dirty"
 wait_status sp dirty_blocks -eq 0 300
-cmp /tmp/beside.want <(dd if="$hdd" bs="$bs" count="$nb" iflag=direct status=none) ||
-	fail "the origin after the flush: a block rewritten during its writeback was marked clean"
+set_image_is /tmp/beside.want "$hdd" "the origin after the flush: a block rewritten during its writeback was marked clean"
 dm_remove sp
 
 # --- writeback coalesces: runs a few clean blocks apart, the next origin set ----------

@@ -54,33 +54,30 @@ TEST(wbt_window_refuses_overlapping_writes_until_cleared)
 	free(t);
 }
 
+/*
+ * The first untouched stretch of [first, first + nr) of line @idx, packed
+ * as first << 16 | nr; the run as it was, with bit 31, when there is none.
+ */
+static u32 untouched(const struct ssdp_wb_track *t, u32 idx, u32 first, u32 nr)
+{
+	bool found = ssdp_wbt_untouched_run(t, idx, &first, &nr);
+
+	return (found ? 0 : 1U << 31) | first << 16 | nr;
+}
+
 TEST(wbt_touched_blocks_split_runs)
 {
 	static const u32 lines[] = { 0x10, 0x20 };
 	struct ssdp_wb_track *t = wbt_new(64, lines, 2);
-	u32 first = 0, nr = 16;
 
 	ASSERT_TRUE(ssdp_wbt_write(t, 0x20, 5, 2));
 	ASSERT_TRUE(ssdp_wbt_write(t, 0x20, 12, 4));
-	ASSERT_TRUE(ssdp_wbt_untouched_run(t, 1, &first, &nr));
-	ASSERT_EQ(first, 0);
-	ASSERT_EQ(nr, 5);
-	first = 5;
-	nr = 11;
-	ASSERT_TRUE(ssdp_wbt_untouched_run(t, 1, &first, &nr));
-	ASSERT_EQ(first, 7);
-	ASSERT_EQ(nr, 5);
-	/* All touched: false, the run left as it was. */
-	first = 12;
-	nr = 4;
-	ASSERT_FALSE(ssdp_wbt_untouched_run(t, 1, &first, &nr));
-	ASSERT_EQ(first, 12);
-	ASSERT_EQ(nr, 4);
+	ASSERT_EQ(untouched(t, 1, 0, 16), 0U << 16 | 5);
+	ASSERT_EQ(untouched(t, 1, 5, 11), 7U << 16 | 5);
+	/* All touched: none, the run left as it was. */
+	ASSERT_EQ(untouched(t, 1, 12, 4), 1U << 31 | 12U << 16 | 4);
 	/* The other line shares no bit with it. */
-	first = 0;
-	nr = 64;
-	ASSERT_TRUE(ssdp_wbt_untouched_run(t, 0, &first, &nr));
-	ASSERT_EQ(nr, 64);
+	ASSERT_EQ(untouched(t, 0, 0, 64), 0U << 16 | 64);
 	ASSERT_TRUE(ssdp_wbt_any_touched(t, 1, 4, 2));
 	ASSERT_FALSE(ssdp_wbt_any_touched(t, 1, 7, 5));
 	free(t);
