@@ -7,6 +7,9 @@
 # writeback the origin refuses is held aside with backoff, flush_dirty ends
 # as "failed" instead of spinning, and finishes once the origin is back;
 # the clean blocks a failed origin write bridged (writeback_gap) turn dirty.
+# Rewrites beside a writeback that the origin refuses midway go on without an
+# error, and neither the failed writes nor the retries after the backoff
+# leave a rewritten block clean with older data on the origin.
 # timeout: 900
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -185,4 +188,76 @@ for b in 0 1 2 3 4; do
 done
 dm_remove sp3
 dm_remove hddleg3
+
+# --- rewrites beside a writeback the origin refuses midway ---------------------------
+# Origin set 0 cached whole and clean, then every other block rewritten: a
+# flush writes it back 64 blocks per origin write (the clean blocks between
+# bridged), two idle writes a second. Rewrites of dirty and clean blocks go on
+# beside it while the origin refuses writes for a few seconds and after,
+# while the set held aside is retried. Each rewrite lands on the SSD alone: no
+# error reaches the writer; at the end the origin holds the newest data.
+hdd4=$(make_hdd hdd4 64 0 32)
+ssd4=$(make_ssd ssd4 32)
+len=$(sectors "$hdd4")
+leg hddleg4 "$hdd4" linear
+dev=$(dm_create sp4 "0 $len ssdprio /dev/mapper/hddleg4 $ssd4 17 format seq_cutoff 0 read_alloc off dirty_max_age 0 lockout_clean off batch_mode_delay 3600000 evict_wait 600000 dirty_target 100 idle_dispatch_interval 500")
+bs=$(($(status_get sp4 block_sectors) * 512))
+nb=$(status_get sp4 set_blocks)
+# rewrite WANT SECONDS STEP: rewrites of blocks 0, STEP, 2*STEP... of origin set
+# 0 (random data; with SECONDS > 0 random blocks, 20 a second, for that long);
+# WANT holds the set's image before and after.
+rewrite() {
+	python3 - "$dev" "$bs" "$nb" "$1" "$2" "$3" <<'PY'
+import mmap, os, random, sys, time
+dev, bs, nb, want, secs, step = sys.argv[1], *map(int, sys.argv[2:4]), sys.argv[4], *map(int, sys.argv[5:7])
+img = bytearray(open(want, "rb").read()) if os.path.exists(want) else bytearray(bs * nb)
+fd = os.open(dev, os.O_WRONLY | os.O_DIRECT)
+buf = mmap.mmap(-1, bs)
+def put(b):
+    buf[:] = os.urandom(bs)
+    img[b * bs:(b + 1) * bs] = buf[:]
+    os.pwrite(fd, buf, b * bs)
+if secs:
+    end = time.monotonic() + secs
+    while time.monotonic() < end:
+        put(random.randrange(nb))
+        time.sleep(0.05)
+else:
+    for b in range(0, nb, step):
+        put(b)
+os.close(fd)
+open(want, "wb").write(img)
+PY
+}
+rm -f /tmp/f4.want
+rewrite /tmp/f4.want 0 1 || fail "the set written whole"
+dmsetup message sp4 0 flush_dirty || fail "flush_dirty"
+wait_status sp4 dirty_blocks -eq 0 300
+rewrite /tmp/f4.want 0 2 || fail "every other block rewritten"
+assert_eq "$(status_get sp4 dirty_blocks)" $((nb / 2)) "dirty blocks before the flush"
+d0=$(status_get sp4 idle_dispatched)
+dmsetup message sp4 0 flush_dirty || fail "flush_dirty"
+wait_status sp4 idle_dispatched -ge $((d0 + 2)) 120
+rewrite /tmp/f4.want 15 0 &
+writer=$!
+sleep 2
+leg hddleg4 "$hdd4" writes
+sleep 4
+leg hddleg4 "$hdd4" linear
+wait "$writer" || fail "a rewrite beside the writeback failed while the origin refused writes"
+log "after the origin's refusal: $(dmsetup status sp4 | cut -d' ' -f4-60)"
+assert_ge "$(status_get sp4 writeback_errors)" 1 "writeback errors while the origin refused writes"
+assert_ge "$(status_get sp4 writes_beside_writeback)" 1 "rewrites beside the writeback"
+cmp /tmp/f4.want <(dd if="$dev" bs="$bs" count="$nb" iflag=direct status=none) ||
+	fail "the set's data through the cache after rewrites beside a failing writeback"
+# A retry writes back run by run (it bridges no gaps): unthrottled from here.
+dmsetup message sp4 0 batch_mode_delay 0 || fail "batch_mode_delay 0"
+dmsetup message sp4 0 flush_dirty || fail "flush_dirty"
+wait_status sp4 dirty_blocks -eq 0 300
+wait_status sp4 flush_state == idle 60
+assert_eq "$(status_get sp4 failed_sets)" 0 "failed_sets after the origin came back"
+dm_remove sp4
+cmp /tmp/f4.want <(dd if=/dev/mapper/hddleg4 bs="$bs" count="$nb" iflag=direct status=none) ||
+	fail "the origin after the flush: a block rewritten beside a failing writeback is stale there"
+dm_remove hddleg4
 log "ok"
