@@ -142,6 +142,8 @@ struct ssdp_wb_job {
 	 * no clean block away from then on (set_io.wb_bridge).
 	 */
 	u32 gap;
+	/* An SSD read of it failed (not an origin write, nor memory). */
+	bool ssd_read_failed;
 	/* The neighbours' lines, each in a cache set of its own, held too. */
 	u32 nr_nb;
 	u32 nb_line[SSDP_WB_NEIGHBOURS];
@@ -330,7 +332,7 @@ static void ssdp_wb_write_failed(struct ssdprio *sp, const u32 *lines,
  * the pieces' reads (the window).
  */
 static int ssdp_wb_write_out(struct ssdprio *sp,
-			     const struct ssdp_wb_job *job, const u32 *lines,
+			     struct ssdp_wb_job *job, const u32 *lines,
 			     struct ssdp_wb_write *w, struct ssdp_buf *buf,
 			     u32 *done)
 {
@@ -355,8 +357,10 @@ static int ssdp_wb_write_out(struct ssdprio *sp,
 							ssdp_line_cset(line),
 							frame),
 					     n * block_bytes, REQ_OP_READ);
-			if (r)
+			if (r) {
+				job->ssd_read_failed = true;
 				return r;
+			}
 			off += n;
 			blk += n;
 		}
@@ -491,7 +495,7 @@ static bool ssdp_wb_next_run_locked(struct ssdprio *sp,
  * each line up to the end of its last write.
  */
 static int ssdp_writeback_set(struct ssdprio *sp,
-			      const struct ssdp_wb_job *job,
+			      struct ssdp_wb_job *job,
 			      struct ssdp_buf *buf)
 {
 	u32 block_bytes = sp->cfg.block_sectors << SECTOR_SHIFT;
@@ -577,8 +581,9 @@ static int ssdp_writeback_set(struct ssdprio *sp,
 	if (!r && written)
 		r = ssdp_io_origin_flush(sp);
 	if (r) {
-		DMERR_LIMIT("writeback of cache set %u failed: %d", job->cset,
-			    r);
+		DMERR_LIMIT("writeback of cache set %u failed (%s): %d",
+			    job->cset, job->ssd_read_failed ? "SSD read" :
+			    "origin", r);
 		return r;
 	}
 	if (yielded)
@@ -671,11 +676,15 @@ bool ssdp_wb_write_beside_locked(struct ssdprio *sp, u32 line, u32 first,
 	return true;
 }
 
-/* Hold @cset aside after a failed writeback; cache_lock held. */
-static void ssdp_wb_fail_locked(struct ssdprio *sp, u32 cset)
+/*
+ * Hold @cset aside after a failed writeback (@ssd_read: it failed reading
+ * the SSD); cache_lock held.
+ */
+static void ssdp_wb_fail_locked(struct ssdprio *sp, u32 cset, bool ssd_read)
 {
 	lockdep_assert_held(&sp->cache_lock);
 	ssdp_count(sp, SSDP_ST_WRITEBACK_ERRORS);
+	sp->set_io[cset].wb_failed_ssd = ssd_read;
 	if (!sp->set_io[cset].wb_failed) {
 		sp->set_io[cset].wb_failed = true;
 		ssdp_fmap_pin(&sp->fmap, cset);
@@ -696,6 +705,7 @@ void ssdp_wb_unfail_locked(struct ssdprio *sp, u32 cset)
 	if (!sp->set_io[cset].wb_failed)
 		return;
 	sp->set_io[cset].wb_failed = false;
+	sp->set_io[cset].wb_failed_ssd = false;
 	ssdp_fmap_unpin(&sp->fmap, cset);
 	sp->nr_wb_failed--;
 }
@@ -772,7 +782,7 @@ static void ssdp_wb_job_fn(struct work_struct *work)
 		ssdp_excl_end_locked(sp, ssdp_line_cset(job->nb_line[i]));
 	sp->ev->dirty_blocks -= job->dirty;
 	if (r) {
-		ssdp_wb_fail_locked(sp, job->cset);
+		ssdp_wb_fail_locked(sp, job->cset, job->ssd_read_failed);
 		ssdp_esm_wb_failed(&sp->evict, job->kind);
 	} else {
 		sp->ev->backoff_ms = SSDP_WB_BACKOFF_MIN_MS;
@@ -898,8 +908,13 @@ static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset, u32 only,
 	job->yields = job->only == SSDP_NONE &&
 		      (kind == SSDP_WB_CLEAN ||
 		       (kind == SSDP_WB_EVICT && !pressure));
-	/* A lock-out's run and a retry stay what they are: short, alone. */
-	if (job->only == SSDP_NONE && kind != SSDP_WB_RETRY)
+	/*
+	 * A lock-out's run stays short.  A retry bridges no gap once an SSD
+	 * read failed: a clean block the SSD cannot read must not keep the
+	 * set's dirty data from the origin.
+	 */
+	if (job->only == SSDP_NONE &&
+	    (kind != SSDP_WB_RETRY || !sp->set_io[cset].wb_failed_ssd))
 		job->gap = READ_ONCE(sp->cfg.writeback_gap);
 	/* Its ring entry is stale now; a lock-out left is noted again. */
 	sp->set_io[cset].lockout = false;

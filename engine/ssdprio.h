@@ -185,6 +185,7 @@ struct ssdp_set_io {
 	bool excl;
 	struct ssdp_wb_job *wb;		/* the writeback holding it, or NULL */
 	bool wb_failed;			/* writeback failed: pinned until retry */
+	bool wb_failed_ssd;		/* ... reading the SSD: retry unbridged */
 	bool lockout;			/* in the lock-out ring (evict.c) */
 	/* A write waits on excl: a quiet-window writeback stops early. */
 	bool wb_yield;

@@ -10,6 +10,9 @@
 # Rewrites beside a writeback that the origin refuses midway go on without an
 # error, and neither the failed writes nor the retries after the backoff
 # leave a rewritten block clean with older data on the origin.
+# A set held aside is retried in the background with its gaps bridged after
+# an origin error (one origin write), run by run after an SSD read error (a
+# clean block the SSD cannot read does not keep its dirty data from the origin).
 # timeout: 900
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -250,7 +253,7 @@ assert_ge "$(status_get sp4 writeback_errors)" 1 "writeback errors while the ori
 assert_ge "$(status_get sp4 writes_beside_writeback)" 1 "rewrites beside the writeback"
 cmp /tmp/f4.want <(dd if="$dev" bs="$bs" count="$nb" iflag=direct status=none) ||
 	fail "the set's data through the cache after rewrites beside a failing writeback"
-# A retry writes back run by run (it bridges no gaps): unthrottled from here.
+# Unthrottled from here: the rest goes back at once.
 dmsetup message sp4 0 batch_mode_delay 0 || fail "batch_mode_delay 0"
 dmsetup message sp4 0 flush_dirty || fail "flush_dirty"
 wait_status sp4 dirty_blocks -eq 0 300
@@ -260,4 +263,85 @@ dm_remove sp4
 cmp /tmp/f4.want <(dd if=/dev/mapper/hddleg4 bs="$bs" count="$nb" iflag=direct status=none) ||
 	fail "the origin after the flush: a block rewritten beside a failing writeback is stale there"
 dm_remove hddleg4
+
+# --- retries: bridged after an origin error, run by run after an SSD read error ---
+# Blocks 0-9 cached clean, then the even ones among 0-8 (or 0-4) rewritten:
+# dirty runs one clean block apart.
+# bridge_setup NAME ORIGIN CACHE LAST: the device NAME over them, blocks 0-9
+# written and written back, then B into blocks 0, 2 ... LAST (dirty).
+bridge_setup() {
+	local b
+	dev=$(dm_create "$1" "0 $(sectors "$2") ssdprio $2 $3 9 format evict_wait 600000 seq_cutoff 0 read_alloc off writeback_gap 16")
+	for b in $(seq 0 9); do put "$dev" "$b" A || fail "write A"; done
+	dmsetup message "$1" 0 flush_dirty
+	wait_status "$1" dirty_blocks -eq 0 120
+	for b in $(seq 0 2 "$4"); do put "$dev" "$b" B || fail "write B"; done
+	assert_eq "$(status_get "$1" dirty_blocks)" $(($4 / 2 + 1)) "dirty blocks before the failing writeback"
+}
+# origin_blocks_are DEV LAST WHAT: blocks 0-9 of DEV hold B at 0, 2 ... LAST, A elsewhere.
+origin_blocks_are() {
+	local b want
+	for b in $(seq 0 9); do
+		want=A
+		((b % 2 == 0 && b <= $2)) && want=B
+		[[ $(get "$1" "$b") == "$(pat $want)" ]] || fail "origin block $b $3"
+	done
+}
+# An origin that refuses writes: the flush writes run by run (writeback_gap 0)
+# and stops at the first, so the clean blocks between the runs stay clean.
+# Once the backoff is long, bridging is on again and the origin back: the
+# background retry writes the five runs and the four blocks between as one write.
+hdd5=$(make_hdd hdd5 64 0 32)
+ssd5=$(make_ssd ssd5 32)
+leg hddleg5 "$hdd5" linear
+bridge_setup sp5 /dev/mapper/hddleg5 "$ssd5" 8
+dmsetup message sp5 0 writeback_gap 0
+leg hddleg5 "$hdd5" writes
+e0=$(status_get sp5 writeback_errors)
+dmsetup message sp5 0 flush_dirty
+wait_status sp5 flush_state == failed 120
+assert_eq "$(status_get sp5 dirty_blocks)" 5 "dirty blocks after a failed writeback of the first run"
+# Three retries more (after 1, 2 and 4 s): the next one is 8 s away.
+wait_status sp5 writeback_errors -ge $((e0 + 4)) 120
+dmsetup message sp5 0 writeback_gap 16
+leg hddleg5 "$hdd5" linear
+b0=$(status_get sp5 writeback_bridged_blocks)
+w0=$(status_get sp5 writeback_writes)
+wait_status sp5 dirty_blocks -eq 0 120
+assert_eq "$(status_get sp5 failed_sets)" 0 "failed_sets after the retry"
+assert_eq "$(($(status_get sp5 writeback_bridged_blocks) - b0))" 4 "clean blocks the retry bridged"
+assert_eq "$(($(status_get sp5 writeback_writes) - w0))" 1 "origin writes of the retry"
+dm_remove sp5
+origin_blocks_are /dev/mapper/hddleg5 8 "after the bridged retry"
+dm_remove hddleg5
+
+# A clean block (1) whose frame the SSD cannot read (a dm-error segment
+# there): the flush's write of blocks 0-4 bridges it and fails; the retry
+# writes blocks 0, 2 and 4 one by one and never reads it.
+hdd6=$(make_hdd hdd6 64 0 32)
+ssd6=$(make_ssd ssd6 32)
+leg ssdleg6 "$ssd6" linear
+bridge_setup sp6 "$hdd6" /dev/mapper/ssdleg6 4
+data_start=$("$REPO/build/ssdprio-tool" show --json "$ssd6" |
+	python3 -c 'import json, sys; print(json.load(sys.stdin)["data_start"])') ||
+	fail "data_start"
+cset=$("$REPO/build/ssdprio-tool" debug-placement "$ssd6" 0 | cut -d' ' -f2)
+# Blocks go to their home frame first: block 1 in frame 1.
+bad=$((data_start + cset * $(status_get sp6 set_blocks) * 8 + 8))
+n=$(sectors "$ssd6")
+printf '0 %s linear %s 0\n%s 8 error\n%s %s linear %s %s\n' "$bad" "$ssd6" "$bad" \
+	$((bad + 8)) $((n - bad - 8)) "$ssd6" $((bad + 8)) | dmsetup reload ssdleg6 &&
+	dmsetup resume ssdleg6 || fail "an error segment under block 1's frame"
+w0=$(status_get sp6 writeback_writes)
+dmsetup message sp6 0 flush_dirty
+# The retry may have written everything back already (after 1 s).
+wait_status sp6 flush_state == failed 120
+assert_ge "$(status_get sp6 writeback_errors)" 1 "writeback errors: the SSD read of block 1"
+wait_status sp6 dirty_blocks -eq 0 120
+assert_eq "$(status_get sp6 failed_sets)" 0 "failed_sets after the retry"
+assert_eq "$(status_get sp6 writeback_bridged_blocks)" 0 "clean blocks bridged"
+assert_eq "$(($(status_get sp6 writeback_writes) - w0))" 3 "origin writes of the retry: one per run"
+dm_remove sp6
+dm_remove ssdleg6
+origin_blocks_are "$hdd6" 4 "after the retry around a bad SSD block"
 log "ok"
