@@ -592,11 +592,16 @@ static u32 ssdp_claim_stretches(struct ssdprio *sp, u32 line, u32 first,
 }
 
 /*
- * A write to a set a writeback holds goes on beside it only where it
- * rewrites blocks the cache holds, on the SSD alone (writeback policy, the
- * cache not degraded): no frame changes hands, and no origin write of its
- * races the writeback's.  Then the writeback leaves what it touches dirty
- * (wb_track.h).  Anything else waits for the writeback.
+ * A write to a set a writeback holds goes on beside it only where it goes
+ * to the SSD alone (writeback policy, the cache not degraded) and the
+ * claim below takes every one of its blocks: then no origin write of its
+ * races the writeback's (a write that cannot be claimed whole may go to
+ * the origin, dropping what the cache holds of it).  The frames it takes
+ * are its own blocks', free ones, or clean ones the writeback is not
+ * reading: a clean block the writeback reads is one it bridges, and from
+ * then on the set gives no clean block away (set_io.wb_bridge).  The
+ * writeback leaves what the write touches dirty (wb_track.h).  Anything
+ * else waits for the writeback.
  */
 static bool ssdp_write_beside_writeback(struct ssdprio *sp,
 					struct ssdp_bio *pb, u32 line,
@@ -607,9 +612,22 @@ static bool ssdp_write_beside_writeback(struct ssdprio *sp,
 	lockdep_assert_held(&sp->cache_lock);
 	if (sp->degraded || policy != SSDP_WP_WRITEBACK)
 		return false;
+	/*
+	 * Every block valid: claimed in place, the bio cut (or, deferred,
+	 * sent in stretches) where its frames stop following each other.
+	 * Else one claim must take it all: a stretch that one claim takes
+	 * may leave the next one less than the dry run saw.  A partial write
+	 * of a block not held valid goes to the origin: the block may be one
+	 * the writeback bridged and a failed read dropped since (a claim
+	 * under the pin), whose older data its origin write carries.
+	 */
 	for (blk = pb->first; blk < pb->first + pb->nr; blk++)
 		if (ssdp_fmap_block(&sp->fmap, line, blk) == SSDP_FMAP_MISS)
-			return false;
+			break;
+	if (blk < pb->first + pb->nr &&
+	    (pb->partial || ssdp_fmap_claimable(&sp->fmap, line, pb->first,
+						pb->nr, false) < pb->nr))
+		return false;
 	return ssdp_wb_write_beside_locked(sp, line, pb->first, pb->nr);
 }
 

@@ -407,41 +407,66 @@ static void claim_frame(struct ssdp_fmap *fm, u32 cset, u32 t, u32 fb,
 	fm->flags[cset] |= SSDP_FM_CLAIMS;
 }
 
-u32 ssdp_fmap_claim(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr,
-		    bool own_only, bool *replaced)
+/*
+ * ssdp_fmap_claim(), or with @fm NULL what it would take of @cfm.  Each
+ * block of the run gets a frame of its own (f0 + n), and claiming one
+ * never makes a later block less claimable: at most a later block whose
+ * own clean copy it replaced is no longer held elsewhere, which only the
+ * real walk sees.  So the real claim takes at least what the dry walk
+ * says, and all of the run when it says all.
+ */
+static u32 claim_walk(struct ssdp_fmap *fm, const struct ssdp_fmap *cfm,
+		      u32 line, u32 first, u32 nr, bool own_only,
+		      bool *replaced)
 {
 	u32 cset = ssdp_line_cset(line), t = ssdp_line_tag(line);
 	u32 n, b, fb, f0 = SSDP_NONE;
 	bool take;
 
 	*replaced = false;
-	if (WARN_ON_ONCE(!line_ok(fm, line, first, nr)))
+	if (WARN_ON_ONCE(!line_ok(cfm, line, first, nr)))
 		return 0;
 	for (n = 0; n < nr; n++) {
 		b = first + n;
-		fb = held_at(fm, cset, t, b);
+		fb = held_at(cfm, cset, t, b);
 		if (fb != SSDP_NONE) {
 			/* Held: claimed or valid it stays, limbo it waits. */
-			if (frame_limbo(fm, frame_of(fm, cset, fb)) ||
+			if (frame_limbo(cfm, frame_of(cfm, cset, fb)) ||
 			    (n && fb != f0 + n))
 				break;
 		} else if (!n) {
-			fb = choose_frame(fm, cset, b, own_only, &take);
+			fb = choose_frame(cfm, cset, b, own_only, &take);
 			if (fb == SSDP_NONE)
 				break;
-			claim_frame(fm, cset, t, fb, b, take, replaced);
+			if (fm)
+				claim_frame(fm, cset, t, fb, b, take, replaced);
 		} else {
 			/* The run stays contiguous on the SSD. */
 			fb = f0 + n;
-			if ((fb != b && fb != (b ^ fm->half)) ||
-			    !frame_takable(fm, cset, fb, own_only, &take))
+			if ((fb != b && fb != (b ^ cfm->half)) ||
+			    !frame_takable(cfm, cset, fb, own_only, &take))
 				break;
-			claim_frame(fm, cset, t, fb, b, take, replaced);
+			if (fm)
+				claim_frame(fm, cset, t, fb, b, take, replaced);
 		}
 		if (!n)
 			f0 = fb;
 	}
 	return n;
+}
+
+u32 ssdp_fmap_claim(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr,
+		    bool own_only, bool *replaced)
+{
+	return claim_walk(fm, fm, line, first, nr, own_only, replaced);
+}
+
+u32 ssdp_fmap_claimable(const struct ssdp_fmap *fm, u32 line, u32 first,
+			u32 nr, bool own_only)
+{
+	bool replaced;
+
+	return claim_walk(NULL, fm, line, first, nr, own_only, &replaced);
 }
 
 /* Could ssdp_fmap_claim() take block @blk of tag @t (on its own)? */

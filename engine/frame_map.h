@@ -170,6 +170,12 @@ bool ssdp_fmap_tag_used(const struct ssdp_fmap *fm, u32 line);
  */
 u32 ssdp_fmap_claim(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr,
 		    bool own_only, bool *replaced);
+/*
+ * Nothing changes: ssdp_fmap_claim() now would take at least this many,
+ * and all @nr when this says @nr.
+ */
+u32 ssdp_fmap_claimable(const struct ssdp_fmap *fm, u32 line, u32 first,
+			u32 nr, bool own_only);
 
 /*
  * How many blocks from @first (at most @nr) ssdp_fmap_claim() would not

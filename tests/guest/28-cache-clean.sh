@@ -18,7 +18,8 @@
 #   and the rest is written back later; nothing is lost.
 # - Beside a writeback that does not yield (a flush's), rewrites of cached
 #   blocks go on at once; a rewritten block is never marked clean on the
-#   strength of the older data the writeback copied. Bursts of verified
+#   strength of the older data the writeback copied; nor are writes of
+#   uncached blocks that free frames take. Bursts of verified
 #   random writes with quiet gaps meet cleanings under way, round after round.
 # - Writes in flight together in one set (new blocks, rewrites of cached
 #   ones) leave it open: a third takes another origin set's clean frames.
@@ -403,17 +404,34 @@ wait_status sp dirty_blocks -eq 0 300
 set_image_is /tmp/yield.want "$hdd" "the origin after the drain: a block marked clean was never written back"
 dm_remove sp
 
-# --- writes beside a writeback that does not yield: rewrites of cached blocks --------
+# --- writes beside a writeback that does not yield: rewrites, new blocks -------------
 # A flush's writeback holds origin set 0 (every other block dirty, one origin
 # write per block, idle writes five a second: half a minute). Rewrites of its
 # dirty blocks go on meanwhile, those it has written back already and those
 # it has not reached; neither may end up clean with the origin holding the
-# older data. A write of a block the cache does not hold waits for it.
+# older data. Writes of blocks the cache does not hold go on too, into free
+# frames, and stay dirty.
 scattered_set "evict_wait 60000 dirty_target 100 idle_dispatch_interval 200" /tmp/beside.want
 dmsetup message sp 0 flush_dirty || fail "flush_dirty"
 wait_status sp idle_dispatched -ge 4 120
+# Eight blocks the cache does not hold (odd ones: their frames are free).
+python3 - "$dm" "$bs" "$nb" /tmp/beside.want <<'PY' || fail "writes of uncached blocks during the writeback"
+import mmap, os, sys
+dev, bs, nb, want = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+img = bytearray(open(want, "rb").read())
+fd = os.open(dev, os.O_WRONLY | os.O_DIRECT)
+buf = mmap.mmap(-1, bs)
+for b in [1, 3, nb // 2 + 1, nb // 2 + 3, nb - 7, nb - 5, nb - 3, nb - 1]:
+    buf[:] = os.urandom(bs)
+    img[b * bs:(b + 1) * bs] = buf[:]
+    os.pwrite(fd, buf, b * bs)
+os.close(fd)
+open(want, "wb").write(img)
+PY
+assert_eq "$(st flush_state)" running "flush_state after the writes of uncached blocks"
+assert_ge "$(st writes_beside_writeback)" 8 "writes of uncached blocks that went on beside the writeback"
 # Rewrites of dirty blocks from the first (written back) to the last (not
-# reached yet), a few times each, and one write of an uncached block.
+# reached yet), a few times each, and one of a block first written above.
 python3 - "$dm" "$bs" "$nb" /tmp/beside.want <<'PY' || fail "rewrites during the writeback"
 import mmap, os, random, sys, time
 dev, bs, nb, want = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
@@ -422,7 +440,7 @@ fd = os.open(dev, os.O_WRONLY | os.O_DIRECT)
 buf = mmap.mmap(-1, bs)
 blocks = [b for b in range(0, nb, 2) if b < 8 or b % 16 == 0 or b >= nb - 8] * 3
 random.shuffle(blocks)
-for b in blocks + [nb - 1]:
+for b in blocks + [nb - 3]:
     buf[:] = os.urandom(bs)
     img[b * bs:(b + 1) * bs] = buf[:]
     os.pwrite(fd, buf, b * bs)

@@ -1069,6 +1069,78 @@ TEST(fmap_random_runs_stay_contiguous)
 	ssdp_fmap_destroy(&fm);
 }
 
+/*
+ * What ssdp_fmap_claimable() says a claim would take, against what the
+ * claim then takes, over random states (tags, clean, dirty, limbo, claims,
+ * no_replace, own_only): never more, and all when it says all.
+ */
+TEST(fmap_claimable_says_what_claim_takes)
+{
+	struct ssdp_fmap fm;
+	struct ssdp_rec_view v;
+	u32 step, all = 0, part = 0, more = 0;
+	bool repl;
+
+	srand(777);
+	ASSERT_EQ(ssdp_fmap_init(&fm, 2, 16), 0);
+	for (step = 0; step < 200000; step++) {
+		u32 r = rand(), c = r % 2, line, first, nr, n, dry;
+		u64 oset = (r >> 1) % 96;
+		bool own = !((r >> 22) % 8), closed = !((r >> 25) % 4);
+
+		if (ssdp_fmap_set_of(&fm, oset) != c)
+			continue;
+		first = (r >> 8) % 16;
+		nr = 1 + (r >> 12) % (16 - first);
+		line = ssdp_fmap_lookup(&fm, oset);
+		switch ((r >> 17) % 5) {
+		case 0: case 1:		/* a write, maybe left in flight */
+			if (line == SSDP_NONE)
+				line = ssdp_fmap_tag_alloc(&fm, oset, &repl);
+			if (line == SSDP_NONE)
+				break;
+			ssdp_fmap_pin(&fm, c);
+			ssdp_fmap_set_no_replace(&fm, c, closed);
+			dry = ssdp_fmap_claimable(&fm, line, first, nr, own);
+			n = ssdp_fmap_claim(&fm, line, first, nr, own, &repl);
+			ssdp_fmap_set_no_replace(&fm, c, false);
+			ASSERT_TRUE(n >= dry);
+			if (dry == nr)
+				all++;
+			else if (dry)
+				part++;
+			more += n > dry;
+			if (n && (r >> 20) % 4) {
+				ssdp_fmap_set_valid(&fm, line, first, n);
+				if ((r >> 27) & 1)
+					ssdp_fmap_set_dirty(&fm, line, first,
+							    n);
+			}
+			ssdp_fmap_unpin(&fm, c);
+			break;
+		case 2:			/* a discard */
+			if (line != SSDP_NONE)
+				ssdp_fmap_drop(&fm, line, first, nr);
+			break;
+		case 3:			/* a writeback of the line */
+			if (line != SSDP_NONE)
+				ssdp_fmap_clear_dirty(&fm, line, 0, 16);
+			break;
+		default:
+			ssdp_fmap_encode_set(&fm, c, &v);
+			ssdp_fmap_commit_done(&fm, c);
+			break;
+		}
+		if (step % 64 == 0)
+			check_ok(&fm);
+	}
+	check_ok(&fm);
+	printf("[%u all, %u part, %u took more] ", all, part, more);
+	ASSERT_GT(all, 1000);
+	ASSERT_GT(part, 100);
+	ssdp_fmap_destroy(&fm);
+}
+
 TEST(fmap_random_model_with_io_in_flight_and_crashes)
 {
 	ASSERT_EQ(m_run(12345, true, M_OVERLAP_RULE), 0);
