@@ -51,7 +51,7 @@ SSDPRIO_ARGS=${SSDP_FSTESTS_SSDPRIO_ARGS:-3 format evict_wait 50}
 [[ -x $FST/check && -x $FST/ltp/fsx ]] ||
 	fail "no fstests build in $FST (tests/fstests/build on the host)"
 
-# fstests' users (fsgqa, fsgqa2, 123456-fsgqa) and group: the guest's /etc is
+# fstests' users (fsgqa, fsgqa2, 123456-fsgqa) and groups (fsgqa, fsgqa2): the guest's /etc is
 # the host's, read-only; bind-mount writable copies of passwd and group.
 add_users() {
 	local f u
@@ -61,6 +61,8 @@ add_users() {
 		mount -o bind "/run/fstests-$f" "/etc/$f"
 	done
 	grep -q '^fsgqa:' /etc/group || echo 'fsgqa:x:60000:' >>/etc/group
+	# generic/597 and 598 want a group of fsgqa2's own.
+	grep -q '^fsgqa2:' /etc/group || echo 'fsgqa2:x:60001:' >>/etc/group
 	grep -q '^fsgqa:' /etc/passwd ||
 		echo 'fsgqa:x:60000:60000:fstests:/tmp:/bin/bash' >>/etc/passwd
 	grep -q '^fsgqa2:' /etc/passwd ||

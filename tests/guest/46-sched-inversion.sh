@@ -1,7 +1,8 @@
 #!/bin/bash
 # No priority inversion behind our own background work: a writeback holds
 # its set exclusively while its origin writes wait in the idle queue; a
-# normal write to that set waits for the writeback.  With normal I/O
+# normal write to that set that cannot go on beside it (a writethrough one)
+# waits for the writeback.  With normal I/O
 # pending all the time and an idle interval of an hour, the idle queue
 # never moves by itself: the write completes only because background I/O
 # a normal bio waits for is released at once (status idle_boosted).
@@ -64,10 +65,13 @@ log "writeback held in the idle queue: $(dmsetup status sp)"
 
 # The normal write to the set under writeback: deferred, then it must
 # complete while the reader still runs (not when normal I/O stops).
+# Writethrough: a write of the SSD alone would go on beside the writeback.
+dmsetup message sp 0 write_policy writethrough || fail "write_policy writethrough"
 dd if=/tmp/b of="$dm" bs=4k seek=32 count=1 oflag=direct status=none &
 writer=$!
 wait_exit "$writer" 300 || fail "a normal write waited for idle-class writeback: $(dmsetup status sp)"
 wait "$writer" || fail "the deferred write failed"
+dmsetup message sp 0 write_policy writeback || fail "write_policy writeback"
 kill -0 "$reader" 2>/dev/null || fail "the reader ended first: the test proved nothing"
 assert_ge "$(st deferred)" 1 "the write was deferred behind the writeback"
 assert_ge "$(st idle_boosted)" 1 "the writeback's origin I/O was boosted"
