@@ -1072,7 +1072,9 @@ TEST(fmap_random_runs_stay_contiguous)
 /*
  * What ssdp_fmap_claimable() says a claim would take, against what the
  * claim then takes, over random states (tags, clean, dirty, limbo, claims,
- * no_replace, own_only): never more, and all when it says all.
+ * no_replace, own_only): never more, and all when it says all.  Under
+ * no_replace (a writeback bridging clean blocks of the set, which it reads)
+ * no claim replaces a clean block.
  */
 TEST(fmap_claimable_says_what_claim_takes)
 {
@@ -1105,6 +1107,9 @@ TEST(fmap_claimable_says_what_claim_takes)
 			n = ssdp_fmap_claim(&fm, line, first, nr, own, &repl);
 			ssdp_fmap_set_no_replace(&fm, c, false);
 			ASSERT_TRUE(n >= dry);
+			/* A closed set gives no clean block away. */
+			if (closed)
+				ASSERT_FALSE(repl);
 			if (dry == nr)
 				all++;
 			else if (dry)
