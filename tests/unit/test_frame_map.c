@@ -13,6 +13,39 @@ static void check_ok(struct ssdp_fmap *fm)
 		ssdp_test_fail(__FILE__, __LINE__, "check: %s", why);
 }
 
+/*
+ * A random run's step @r on origin set @oset: false if it does not live in
+ * @cset; else its blocks and its line, a new tag's for a write (SSDP_NONE
+ * when none is left).
+ */
+static bool step_blocks(struct ssdp_fmap *fm, u32 r, u32 cset, u64 oset,
+			bool write, u32 *first, u32 *nr, u32 *line)
+{
+	bool repl;
+
+	if (ssdp_fmap_set_of(fm, oset) != cset)
+		return false;
+	*first = (r >> 8) % 16;
+	*nr = 1 + (r >> 12) % (16 - *first);
+	*line = ssdp_fmap_lookup(fm, oset);
+	if (write && *line == SSDP_NONE)
+		*line = ssdp_fmap_tag_alloc(fm, oset, &repl);
+	return true;
+}
+
+/* A random run's step done: a commit of @cset or not, a check now and then. */
+static void step_done(struct ssdp_fmap *fm, u32 cset, bool commit, u32 step)
+{
+	struct ssdp_rec_view v;
+
+	if (commit) {
+		ssdp_fmap_encode_set(fm, cset, &v);
+		ssdp_fmap_commit_done(fm, cset);
+	}
+	if (step % 64 == 0)
+		check_ok(fm);
+}
+
 /* The @n-th origin set (n >= 0) that lands in cache set @cset. */
 static u64 oset_in(const struct ssdp_fmap *fm, u32 cset, u32 n)
 {
@@ -999,7 +1032,6 @@ static u64 m_run(u32 seed, bool writeback_commits, u32 overlap_rule)
 TEST(fmap_random_runs_stay_contiguous)
 {
 	struct ssdp_fmap fm;
-	struct ssdp_rec_view v;
 	enum ssdp_fmap_hit hit;
 	u32 step, alt = 0, runs = 0;
 	bool repl;
@@ -1009,16 +1041,13 @@ TEST(fmap_random_runs_stay_contiguous)
 	for (step = 0; step < 200000; step++) {
 		u32 r = rand(), c = r % 3, line, first, nr, n, f, b;
 		u64 oset = (r >> 2) % 64;
+		bool commit = false;
 
-		if (ssdp_fmap_set_of(&fm, oset) != c)
+		if (!step_blocks(&fm, r, c, oset, (r >> 17) % 6 < 2, &first,
+				 &nr, &line))
 			continue;
-		first = (r >> 8) % 16;
-		nr = 1 + (r >> 12) % (16 - first);
-		line = ssdp_fmap_lookup(&fm, oset);
 		switch ((r >> 17) % 6) {
 		case 0: case 1:		/* a write */
-			if (line == SSDP_NONE)
-				line = ssdp_fmap_tag_alloc(&fm, oset, &repl);
 			if (line == SSDP_NONE)
 				break;
 			ssdp_fmap_pin(&fm, c);
@@ -1056,12 +1085,10 @@ TEST(fmap_random_runs_stay_contiguous)
 							      0, 16);
 			__attribute__((fallthrough));	/* it commits */
 		default:
-			ssdp_fmap_encode_set(&fm, c, &v);
-			ssdp_fmap_commit_done(&fm, c);
+			commit = true;
 			break;
 		}
-		if (step % 64 == 0)
-			check_ok(&fm);
+		step_done(&fm, c, commit, step);
 	}
 	check_ok(&fm);
 	printf("[%u runs, %u alt] ", runs, alt);
@@ -1079,7 +1106,6 @@ TEST(fmap_random_runs_stay_contiguous)
 TEST(fmap_claimable_says_what_claim_takes)
 {
 	struct ssdp_fmap fm;
-	struct ssdp_rec_view v;
 	u32 step, all = 0, part = 0, more = 0;
 	bool repl;
 
@@ -1089,16 +1115,13 @@ TEST(fmap_claimable_says_what_claim_takes)
 		u32 r = rand(), c = r % 2, line, first, nr, n, dry;
 		u64 oset = (r >> 1) % 96;
 		bool own = !((r >> 22) % 8), closed = !((r >> 25) % 4);
+		bool commit = false;
 
-		if (ssdp_fmap_set_of(&fm, oset) != c)
+		if (!step_blocks(&fm, r, c, oset, (r >> 17) % 5 < 2, &first,
+				 &nr, &line))
 			continue;
-		first = (r >> 8) % 16;
-		nr = 1 + (r >> 12) % (16 - first);
-		line = ssdp_fmap_lookup(&fm, oset);
 		switch ((r >> 17) % 5) {
 		case 0: case 1:		/* a write, maybe left in flight */
-			if (line == SSDP_NONE)
-				line = ssdp_fmap_tag_alloc(&fm, oset, &repl);
 			if (line == SSDP_NONE)
 				break;
 			ssdp_fmap_pin(&fm, c);
@@ -1132,12 +1155,10 @@ TEST(fmap_claimable_says_what_claim_takes)
 				ssdp_fmap_clear_dirty(&fm, line, 0, 16);
 			break;
 		default:
-			ssdp_fmap_encode_set(&fm, c, &v);
-			ssdp_fmap_commit_done(&fm, c);
+			commit = true;
 			break;
 		}
-		if (step % 64 == 0)
-			check_ok(&fm);
+		step_done(&fm, c, commit, step);
 	}
 	check_ok(&fm);
 	printf("[%u all, %u part, %u took more] ", all, part, more);
