@@ -567,31 +567,6 @@ static bool ssdp_route_write_conflict(struct ssdprio *sp, struct bio *bio,
 }
 
 /*
- * A deferred bio cannot be cut: where its claim stopped because its
- * frames stop following each other, claim the rest run by run, and its
- * SSD leg goes as one write per run (ssdp_submit_stretches()).  Returns
- * how many of blocks [first, first + nr) it claimed: all, or the write
- * goes to the origin whole.
- */
-static u32 ssdp_claim_stretches(struct ssdprio *sp, u32 line, u32 first,
-				u32 nr)
-{
-	u32 n = 0, m;
-	bool replaced;
-
-	lockdep_assert_held(&sp->cache_lock);
-	while (n < nr) {
-		m = ssdp_fmap_claim(&sp->fmap, line, first + n, nr - n,
-				    sp->degraded, &replaced);
-		ssdp_note_replaced_locked(sp, ssdp_line_cset(line), replaced);
-		if (!m)
-			break;
-		n += m;
-	}
-	return n;
-}
-
-/*
  * A write to a set a writeback holds goes on beside it only where it goes
  * to the SSD alone (writeback policy, the cache not degraded) and the
  * claim below takes every one of its blocks: then no origin write of its
@@ -639,7 +614,7 @@ static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
 	u32 cutoff = READ_ONCE(sp->cfg.seq_cutoff_kib);
 	enum ssdp_dest dest;
 	bool replaced, note_lockout, overlap = false;
-	u32 cset, n;
+	u32 cset, n, runs;
 
 	if (line != SSDP_NONE && sp->set_io[ssdp_line_cset(line)].excl) {
 		/* A writeback started in a quiet window stops for it. */
@@ -690,13 +665,20 @@ static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
 		overlap = ssdp_write_overlaps(sp, line, pb->first, pb->nr);
 	}
 	cset = ssdp_line_cset(line);
-	n = ssdp_fmap_claim(&sp->fmap, line, pb->first, pb->nr, sp->degraded,
-			    &replaced);
-	ssdp_note_replaced_locked(sp, cset, replaced);
-	if (n && n < pb->nr && !may_split) {
-		n += ssdp_claim_stretches(sp, line, pb->first + n, pb->nr - n);
-		pb->stretches = n == pb->nr;
+	if (may_split) {
+		n = ssdp_fmap_claim(&sp->fmap, line, pb->first, pb->nr,
+				    sp->degraded, &replaced);
+	} else {
+		/*
+		 * A deferred bio cannot be cut: claimed run by run, its SSD
+		 * leg goes as one write per run (ssdp_submit_stretches()),
+		 * or it goes to the origin whole.
+		 */
+		n = ssdp_fmap_claim_runs(&sp->fmap, line, pb->first, pb->nr,
+					 sp->degraded, &replaced, &runs);
+		pb->stretches = n == pb->nr && runs > 1;
 	}
+	ssdp_note_replaced_locked(sp, cset, replaced);
 	if (n < pb->nr && ssdp_route_write_conflict(sp, bio, pb, line, n,
 						    may_split, note_lockout,
 						    &dest))

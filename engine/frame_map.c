@@ -341,20 +341,40 @@ u32 ssdp_fmap_tag_alloc(struct ssdp_fmap *fm, u64 oset, bool *replaced)
 }
 
 /*
+ * Blocks of one tag a claim must leave where they are: the whole range of
+ * the write that claims them, run by run (ssdp_fmap_claim_runs()).  A
+ * block an earlier run holds clean is counted as claimed there; a later
+ * run replacing it (as block b ^ S/2's frame, say) would leave the write
+ * a block with no frame.
+ */
+struct claim_keep {
+	u32 t;
+	u32 first;
+	u32 end;
+};
+
+/*
  * May a block that no frame holds for its tag go into frame @fb of
  * @cset?  *take: a clean block (another tag's, or another block of the
- * same tag) would be replaced.
+ * same tag outside @keep) would be replaced.
  */
 static bool frame_takable(const struct ssdp_fmap *fm, u32 cset, u32 fb,
-			  bool own_only, bool *take)
+			  bool own_only, const struct claim_keep *keep,
+			  bool *take)
 {
 	size_t f = frame_of(fm, cset, fb);
+	u32 blk;
 
 	*take = false;
 	if (own_only)
 		return false;
 	if (owner_get(fm, f) == SSDP_FMAP_FREE)
 		return true;
+	if (keep && owner_get(fm, f) == keep->t) {
+		blk = test_bit(f, fm->alt) ? fb ^ fm->half : fb;
+		if (blk >= keep->first && blk < keep->end)
+			return false;
+	}
 	*take = test_bit(f, fm->valid) && !test_bit(f, fm->dirty) &&
 		!(fm->flags[cset] & SSDP_FM_NO_REPLACE);
 	return *take;
@@ -366,17 +386,18 @@ static bool frame_takable(const struct ssdp_fmap *fm, u32 cset, u32 fb,
  * belongs to the tag used longer ago; SSDP_NONE if neither may be taken.
  */
 static u32 choose_frame(const struct ssdp_fmap *fm, u32 cset, u32 blk,
-			bool own_only, bool *take)
+			bool own_only, const struct claim_keep *keep,
+			bool *take)
 {
 	u32 alt = blk ^ fm->half;
 	bool ch, ca, th, ta;
 
-	ch = frame_takable(fm, cset, blk, own_only, &th);
+	ch = frame_takable(fm, cset, blk, own_only, keep, &th);
 	if (ch && !th) {
 		*take = false;
 		return blk;
 	}
-	ca = fm->half && frame_takable(fm, cset, alt, own_only, &ta);
+	ca = fm->half && frame_takable(fm, cset, alt, own_only, keep, &ta);
 	if (ca && !ta) {
 		*take = false;
 		return alt;
@@ -410,13 +431,13 @@ static void claim_frame(struct ssdp_fmap *fm, u32 cset, u32 t, u32 fb,
 /*
  * ssdp_fmap_claim(), or with @fm NULL what it would take of @cfm.  Each
  * block of the run gets a frame of its own (f0 + n), and claiming one
- * never makes a later block less claimable: at most a later block whose
- * own clean copy it replaced is no longer held elsewhere, which only the
- * real walk sees.  So the real claim takes at least what the dry walk
- * says, and all of the run when it says all.
+ * never makes a later block less claimable: no frame of a block in @keep
+ * (which holds the run) changes hands.  So the real claim takes at least
+ * what the dry walk says, and all of the run when it says all.
  */
 static u32 claim_walk(struct ssdp_fmap *fm, const struct ssdp_fmap *cfm,
-		      u32 line, u32 first, u32 nr, bool own_only,
+		      u32 line, u32 first, u32 nr,
+		      const struct claim_keep *keep, bool own_only,
 		      bool *replaced)
 {
 	u32 cset = ssdp_line_cset(line), t = ssdp_line_tag(line);
@@ -435,7 +456,7 @@ static u32 claim_walk(struct ssdp_fmap *fm, const struct ssdp_fmap *cfm,
 			    (n && fb != f0 + n))
 				break;
 		} else if (!n) {
-			fb = choose_frame(cfm, cset, b, own_only, &take);
+			fb = choose_frame(cfm, cset, b, own_only, keep, &take);
 			if (fb == SSDP_NONE)
 				break;
 			if (fm)
@@ -444,7 +465,8 @@ static u32 claim_walk(struct ssdp_fmap *fm, const struct ssdp_fmap *cfm,
 			/* The run stays contiguous on the SSD. */
 			fb = f0 + n;
 			if ((fb != b && fb != (b ^ cfm->half)) ||
-			    !frame_takable(cfm, cset, fb, own_only, &take))
+			    !frame_takable(cfm, cset, fb, own_only, keep,
+					   &take))
 				break;
 			if (fm)
 				claim_frame(fm, cset, t, fb, b, take, replaced);
@@ -458,39 +480,67 @@ static u32 claim_walk(struct ssdp_fmap *fm, const struct ssdp_fmap *cfm,
 u32 ssdp_fmap_claim(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr,
 		    bool own_only, bool *replaced)
 {
-	return claim_walk(fm, fm, line, first, nr, own_only, replaced);
+	struct claim_keep keep = { ssdp_line_tag(line), first, first + nr };
+
+	return claim_walk(fm, fm, line, first, nr, &keep, own_only, replaced);
 }
 
 u32 ssdp_fmap_claimable(const struct ssdp_fmap *fm, u32 line, u32 first,
 			u32 nr, bool own_only)
 {
+	struct claim_keep keep = { ssdp_line_tag(line), first, first + nr };
 	bool replaced;
 
-	return claim_walk(NULL, fm, line, first, nr, own_only, &replaced);
+	return claim_walk(NULL, fm, line, first, nr, &keep, own_only,
+			  &replaced);
+}
+
+u32 ssdp_fmap_claim_runs(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr,
+			 bool own_only, bool *replaced, u32 *runs)
+{
+	struct claim_keep keep = { ssdp_line_tag(line), first, first + nr };
+	u32 n = 0, m;
+	bool r;
+
+	*replaced = false;
+	*runs = 0;
+	while (n < nr) {
+		m = claim_walk(fm, fm, line, first + n, nr - n, &keep,
+			       own_only, &r);
+		*replaced |= r;
+		if (!m)
+			break;
+		n += m;
+		(*runs)++;
+	}
+	return n;
 }
 
 /* Could ssdp_fmap_claim() take block @blk of tag @t (on its own)? */
 static bool block_claimable(const struct ssdp_fmap *fm, u32 cset, u32 t,
-			    u32 blk, bool own_only)
+			    u32 blk, bool own_only,
+			    const struct claim_keep *keep)
 {
 	u32 fb = held_at(fm, cset, t, blk);
 	bool take;
 
 	if (fb != SSDP_NONE)
 		return !frame_limbo(fm, frame_of(fm, cset, fb));
-	return choose_frame(fm, cset, blk, own_only, &take) != SSDP_NONE;
+	return choose_frame(fm, cset, blk, own_only, keep, &take) !=
+	       SSDP_NONE;
 }
 
 u32 ssdp_fmap_unclaimable_run(const struct ssdp_fmap *fm, u32 line,
 			      u32 first, u32 nr, bool own_only)
 {
+	struct claim_keep keep = { ssdp_line_tag(line), first, first + nr };
 	u32 cset = ssdp_line_cset(line), n;
 
 	if (WARN_ON_ONCE(!line_ok(fm, line, first, nr)))
 		return nr;
 	for (n = 0; n < nr; n++)
-		if (block_claimable(fm, cset, ssdp_line_tag(line), first + n,
-				    own_only))
+		if (block_claimable(fm, cset, keep.t, first + n, own_only,
+				    &keep))
 			break;
 	return n;
 }
@@ -506,6 +556,7 @@ u32 ssdp_fmap_foreign_dirty(const struct ssdp_fmap *fm, u32 line, u32 first,
 			    u32 nr)
 {
 	u32 cset = ssdp_line_cset(line), t = ssdp_line_tag(line), n, b;
+	struct claim_keep keep = { t, first, first + nr };
 	bool take;
 
 	if (WARN_ON_ONCE(!line_ok(fm, line, first, nr)))
@@ -513,7 +564,8 @@ u32 ssdp_fmap_foreign_dirty(const struct ssdp_fmap *fm, u32 line, u32 first,
 	for (n = 0; n < nr; n++) {
 		b = first + n;
 		if (held_at(fm, cset, t, b) != SSDP_NONE ||
-		    choose_frame(fm, cset, b, false, &take) != SSDP_NONE)
+		    choose_frame(fm, cset, b, false, &keep, &take) !=
+		    SSDP_NONE)
 			continue;
 		/* Neither candidate may be taken: is a dirty block in one? */
 		if (frame_dirty(fm, cset, b))

@@ -164,12 +164,23 @@ bool ssdp_fmap_tag_used(const struct ssdp_fmap *fm, u32 line);
  * Claim frames for blocks [first, first + nr) of @line's tag, in order, up
  * to the first block that cannot be claimed or whose frame would not
  * follow the previous block's; returns how many were.  Blocks the tag
- * already holds count as claimed and keep their state and frame.
- * @own_only: take no free or foreign frame (a degraded cache).  *replaced
- * is set if a clean block was taken.
+ * already holds count as claimed and keep their state and frame (none
+ * of the range is replaced to make room for another of it).  @own_only:
+ * take no free or foreign frame (a degraded cache).  *replaced is set if
+ * a clean block was taken.
  */
 u32 ssdp_fmap_claim(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr,
 		    bool own_only, bool *replaced);
+/*
+ * As ssdp_fmap_claim(), then again from where each run stopped (its
+ * frames stopped following each other), until a claim takes nothing:
+ * returns how many of the blocks are claimed, *runs in how many runs of
+ * consecutive frames.  No run takes the frame of a block of the range
+ * that an earlier one holds.  For a write that cannot be cut: it goes as
+ * one SSD write per run.
+ */
+u32 ssdp_fmap_claim_runs(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr,
+			 bool own_only, bool *replaced, u32 *runs);
 /*
  * Nothing changes: ssdp_fmap_claim() now would take at least this many,
  * and all @nr when this says @nr.

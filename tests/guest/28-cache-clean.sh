@@ -25,7 +25,8 @@
 # - Writes in flight together in one set (new blocks, rewrites of cached
 #   ones) leave it open: a third takes another origin set's clean frames.
 # - A write that waited for a writeback of its set is cached even where its
-#   frames do not follow each other (one SSD write per run of frames).
+#   frames do not follow each other (one SSD write per run of frames); no
+#   run takes the frame of a block an earlier run of it holds.
 # - Writeback coalesces: dirty runs up to writeback_gap clean blocks apart go
 #   to the origin as one write (the clean blocks rewritten), not with gaps
 #   over it; a run across two origin sets goes out as one write; what the
@@ -530,6 +531,66 @@ cat /tmp/co.first /tmp/co.want >/tmp/co.both && mv /tmp/co.both /tmp/co.want
 flushed "a run across two origin sets" $((5 * nb - 8)) 16
 assert_eq $(($(st writeback_writes) - w0)) 1 "origin writes for a run across two origin sets"
 dm_remove sp
+
+# --- a write that waited, claimed run by run, keeps what its first run holds -------
+# 16-block sets (half 8): a's blocks 6-7 at home, its block 8 in its second
+# frame, 0 (b's dirty block 8 holds frame 8). A flush's writeback holds the
+# set (b's scattered dirty blocks, one idle origin write each, one a second)
+# when a write of a's blocks 6-14 comes: one claim cannot take it (its frames
+# change after block 7), so it waits; after the writeback it is claimed run by
+# run: 6-7 in place, 8-13 in frames 0-5, 14 at home. Not in frame 6, block
+# 6's: the run that took it left block 6 with no frame (the write failed
+# with a WARNING).
+"$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 19 format set_size 16 seq_cutoff 0 read_alloc off evict_wait 3600000 dirty_target 100 dirty_max_age 0 writeback_gap 0 idle_dispatch_interval 1000 batch_mode_delay 3600000")
+read -r a b < <(python3 - "$(st total_sets)" $((len / 128)) <<'PY'
+import sys
+n, osets = int(sys.argv[1]), int(sys.argv[2])
+cset = lambda o: (((o * 0x61c8864680b583eb) % 2**64 >> 32) * n) >> 32
+same = [o for o in range(64, osets - 64) if cset(o) == cset(64)]
+print(*same[:2])
+PY
+)
+[[ -n $b ]] || fail "no two origin sets share a cache set"
+blk_write() { # SET BLOCK COUNT FILE: one write
+	dd if="$4" of="$dm" bs=$(($3 * 4))k seek=$((($1 * 16 + $2) * 4096)) count=1 \
+		iflag=fullblock oflag=direct,seek_bytes status=none ||
+		fail "write set $1's blocks $2-$(($2 + $3 - 1))"
+}
+head -c 64K /dev/urandom >/tmp/runs.b
+head -c 36K /dev/urandom >/tmp/runs.a
+for blk in 8 10 12 15; do
+	dd if=/tmp/runs.b of="$dm" bs=4k skip="$blk" seek=$((b * 16 + blk)) count=1 oflag=direct \
+		status=none || fail "write b's block $blk"
+done
+blk_write "$a" 8 1 /dev/urandom
+blk_write "$a" 6 2 /dev/urandom
+_settle
+assert_eq "$(st dirty_blocks)" 7 "a's and b's dirty blocks"
+d0=$(st deferred) by0=$(st bypassed) wb0=$(st writes_beside_writeback)
+dmsetup message sp 0 flush_dirty || fail "flush_dirty"
+wait_status sp writeback_sets -ge 1 60
+blk_write "$a" 6 9 /tmp/runs.a
+_settle
+log "after the write that waited: $(dmsetup status sp | cut -d' ' -f4-)"
+assert_ge "$(st deferred)" $((d0 + 1)) "writes deferred behind the writeback"
+assert_eq "$(st writes_beside_writeback)" "$wb0" "writes beside the writeback"
+assert_eq "$(st bypassed)" "$by0" "bios bypassed: the write that waited"
+m0=$(st read_misses)
+cmp /tmp/runs.a <(dd if="$dm" bs=4k skip=$((a * 16 + 6)) count=9 iflag=direct status=none) ||
+	fail "a's blocks 6-14 through the cache after the write that waited"
+assert_eq "$(st read_misses)" "$m0" "read misses on the blocks of the write that waited"
+dmsetup message sp 0 flush_dirty || fail "flush_dirty"
+wait_status sp dirty_blocks -eq 0 120
+cmp /tmp/runs.a <(dd if="$hdd" bs=4k skip=$((a * 16 + 6)) count=9 iflag=direct status=none) ||
+	fail "a's blocks 6-14 on the origin"
+for blk in 8 10 12 15; do
+	cmp <(dd if=/tmp/runs.b bs=4k skip="$blk" count=1 status=none) \
+		<(dd if="$hdd" bs=4k skip=$((b * 16 + blk)) count=1 iflag=direct status=none) ||
+		fail "b's block $blk on the origin"
+done
+dm_remove sp
+log "a write that waited, claimed run by run"
 
 # --- bursts with quiet gaps: writes keep meeting cleanings under way -----------------
 "$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"

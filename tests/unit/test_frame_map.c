@@ -1167,6 +1167,130 @@ TEST(fmap_claimable_says_what_claim_takes)
 	ssdp_fmap_destroy(&fm);
 }
 
+/*
+ * Walk blocks [first, first + n) of @line as the SSD leg of a write that
+ * cannot be cut does, run by run: how many runs, or 0 if a block has no
+ * frame.
+ */
+static u32 walk_runs(const struct ssdp_fmap *fm, u32 line, u32 first, u32 n)
+{
+	u32 done = 0, runs = 0, m, f;
+
+	while (done < n) {
+		m = ssdp_fmap_frame_run(fm, line, first + done, n - done, &f);
+		if (!m)
+			return 0;
+		done += m;
+		runs++;
+	}
+	return runs;
+}
+
+/*
+ * A write that cannot be cut, claimed run by run: blocks 6-7 clean at
+ * home, 8 at its alt frame 0.  The second run (8-13 in frames 0-5) would
+ * go on to block 14's alt frame, 6, which holds block 6: taken, the write
+ * would find block 6 with no frame.  It stops there, and 14 goes home.
+ */
+TEST(fmap_claim_runs_keep_the_blocks_earlier_runs_hold)
+{
+	struct ssdp_fmap fm;
+	u32 a, b, runs, f;
+	bool repl;
+
+	ASSERT_EQ(ssdp_fmap_init(&fm, 1, 16), 0);
+	a = ssdp_fmap_tag_alloc(&fm, 0, &repl);
+	b = ssdp_fmap_tag_alloc(&fm, 1, &repl);
+	ssdp_fmap_pin(&fm, 0);
+	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 8, 1, false, &repl), 1);
+	ssdp_fmap_set_valid(&fm, b, 8, 1);
+	ssdp_fmap_set_dirty(&fm, b, 8, 1);
+	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 8, 1, false, &repl), 1);
+	ASSERT_EQ(ssdp_fmap_frame(&fm, a, 8), 0);
+	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 6, 2, false, &repl), 2);
+	ssdp_fmap_set_valid(&fm, a, 6, 3);
+	ssdp_fmap_unpin(&fm, 0);
+
+	ssdp_fmap_pin(&fm, 0);
+	ASSERT_EQ(ssdp_fmap_claim_runs(&fm, a, 6, 9, false, &repl, &runs), 9);
+	ASSERT_FALSE(repl);
+	ASSERT_EQ(runs, 3);
+	ASSERT_EQ(walk_runs(&fm, a, 6, 9), 3);
+	ASSERT_EQ(ssdp_fmap_frame(&fm, a, 6), 6);
+	ASSERT_EQ(ssdp_fmap_frame_run(&fm, a, 8, 7, &f), 6);
+	ASSERT_EQ(f, 0);
+	ASSERT_EQ(ssdp_fmap_frame(&fm, a, 14), 14);
+	ssdp_fmap_overwrite(&fm, a, 6, 9);
+	ssdp_fmap_set_valid(&fm, a, 6, 9);
+	ssdp_fmap_unpin(&fm, 0);
+	check_ok(&fm);
+	ssdp_fmap_destroy(&fm);
+}
+
+/*
+ * Over random states: every block a run-by-run claim counts has a frame
+ * when it returns, in as many runs of consecutive frames as it says, and
+ * it takes at least what one claim would.
+ */
+TEST(fmap_claim_runs_leave_every_block_a_frame)
+{
+	struct ssdp_fmap fm;
+	u32 step, multi = 0;
+	bool repl;
+
+	srand(9090);
+	ASSERT_EQ(ssdp_fmap_init(&fm, 2, 16), 0);
+	for (step = 0; step < 200000; step++) {
+		u32 r = rand(), c = r % 2, line, first, nr, n, dry, runs;
+		u64 oset = (r >> 1) % 96;
+		bool commit = false;
+
+		if (!step_blocks(&fm, r, c, oset, (r >> 17) % 5 < 2, &first,
+				 &nr, &line))
+			continue;
+		switch ((r >> 17) % 5) {
+		case 0: case 1:		/* a write that cannot be cut */
+			if (line == SSDP_NONE)
+				break;
+			ssdp_fmap_pin(&fm, c);
+			dry = ssdp_fmap_claimable(&fm, line, first, nr, false);
+			n = ssdp_fmap_claim_runs(&fm, line, first, nr, false,
+						 &repl, &runs);
+			ASSERT_TRUE(n >= dry);
+			ASSERT_EQ(walk_runs(&fm, line, first, n), runs);
+			multi += runs > 1;
+			if (n == nr) {
+				ssdp_fmap_overwrite(&fm, line, first, n);
+				ssdp_fmap_set_valid(&fm, line, first, n);
+				if ((r >> 27) & 1)
+					ssdp_fmap_set_dirty(&fm, line, first,
+							    n);
+			} else if (n) {
+				/* To the origin: the cache's copies go. */
+				ssdp_fmap_drop(&fm, line, first, nr);
+			}
+			ssdp_fmap_unpin(&fm, c);
+			break;
+		case 2:			/* a discard */
+			if (line != SSDP_NONE)
+				ssdp_fmap_drop(&fm, line, first, nr);
+			break;
+		case 3:			/* a writeback of the line */
+			if (line != SSDP_NONE)
+				ssdp_fmap_clear_dirty(&fm, line, 0, 16);
+			break;
+		default:
+			commit = true;
+			break;
+		}
+		step_done(&fm, c, commit, step);
+	}
+	check_ok(&fm);
+	printf("[%u in more than one run] ", multi);
+	ASSERT_GT(multi, 1000);
+	ssdp_fmap_destroy(&fm);
+}
+
 TEST(fmap_random_model_with_io_in_flight_and_crashes)
 {
 	ASSERT_EQ(m_run(12345, true, M_OVERLAP_RULE), 0);
