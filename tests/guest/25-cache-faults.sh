@@ -13,6 +13,8 @@
 # A set held aside is retried in the background with its gaps bridged after
 # an origin error (one origin write), run by run after an SSD read error (a
 # clean block the SSD cannot read does not keep its dirty data from the origin).
+# A retry never starts beside a write in flight to its set: it could call a
+# block clean that the write changes.
 # timeout: 900
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -344,4 +346,51 @@ assert_eq "$(($(status_get sp6 writeback_writes) - w0))" 3 "origin writes of the
 dm_remove sp6
 dm_remove ssdleg6
 origin_blocks_are "$hdd6" 4 "after the retry around a bad SSD block"
+
+# --- a retry never starts beside a write in flight --------------------------------
+# A set held aside (the origin refused its writeback) with the next retry a
+# few seconds away; the origin comes back and a writethrough rewrite of one
+# of its dirty blocks reaches the origin at once while its SSD leg is held
+# (dm-delay, writes only) past that retry. A retry that started then would
+# not know of the write: it would read the older data from the SSD, write it
+# over the rewrite's on the origin and call the block clean (a writethrough
+# write leaves a block's dirty bit as it was), so the origin would keep the
+# older data under a clean block. It must wait for the write and write back
+# what it left.
+modprobe dm-delay || fail "modprobe dm-delay"
+hdd7=$(make_hdd hdd7 64 0 32)
+ssd7=$(make_ssd ssd7 32)
+leg hddleg7 "$hdd7" linear
+leg ssdleg7 "$ssd7" linear
+bridge_setup sp7 /dev/mapper/hddleg7 /dev/mapper/ssdleg7 8
+leg hddleg7 "$hdd7" writes
+e0=$(status_get sp7 writeback_errors)
+dmsetup message sp7 0 flush_dirty
+wait_status sp7 flush_state == failed 120
+# Retries after 1, 2 and 4 s: the next one is 8 s away, then 16 s.
+wait_status sp7 writeback_errors -ge $((e0 + 4)) 120
+leg hddleg7 "$hdd7" linear
+dmsetup message sp7 0 write_policy writethrough || fail "write_policy writethrough"
+n7=$(sectors "$ssd7")
+dmsetup reload ssdleg7 --table "0 $n7 delay $ssd7 0 0 $ssd7 0 12000" &&
+	dmsetup resume ssdleg7 || fail "SSD writes held 12 s"
+w0=$(status_get sp7 writeback_writes)
+put "$dev" 0 C &
+writer=$!
+sleep 1
+kill -0 "$writer" 2>/dev/null || fail "the rewrite was not held: the test proves nothing"
+wait "$writer" || fail "the writethrough rewrite of block 0 beside the set held aside"
+log "rewrite done: $(status_get sp7 dirty_blocks) dirty, $(($(status_get sp7 writeback_writes) - w0)) origin writes since"
+leg ssdleg7 "$ssd7" linear
+wait_status sp7 dirty_blocks -eq 0 120
+assert_eq "$(status_get sp7 failed_sets)" 0 "failed_sets after the retry"
+[[ $(get "$dev" 0) == "$(pat C)" ]] || fail "block 0 through the cache after the retry"
+dm_remove sp7
+[[ $(get /dev/mapper/hddleg7 0) == "$(pat C)" ]] ||
+	fail "origin block 0: a retry beside the rewrite in flight left it stale"
+for b in 2 4 6 8; do
+	[[ $(get /dev/mapper/hddleg7 "$b") == "$(pat B)" ]] || fail "origin block $b after the retry"
+done
+dm_remove ssdleg7
+dm_remove hddleg7
 log "ok"
