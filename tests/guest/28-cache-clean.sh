@@ -27,6 +27,8 @@
 # - A write that waited for a writeback of its set is cached even where its
 #   frames do not follow each other (one SSD write per run of frames); no
 #   run takes the frame of a block an earlier run of it holds.
+# - While a writeback bridges a gap of clean blocks (reading them from the
+#   SSD), no other origin set's new block takes one of their frames.
 # - Writeback coalesces: dirty runs up to writeback_gap clean blocks apart go
 #   to the origin as one write (the clean blocks rewritten), not with gaps
 #   over it; a run across two origin sets goes out as one write; what the
@@ -591,6 +593,83 @@ for blk in 8 10 12 15; do
 done
 dm_remove sp
 log "a write that waited, claimed run by run"
+
+# --- a bridging writeback: no other origin set's new block takes a clean frame ------
+# 16-block sets (half 8), origin sets a and b in one cache set. a's blocks 0-6
+# cached, 0 and 6 dirty, 1-5 clean; a's block 11 dirty; b's block 12 cached
+# (b has its tag). A flush's writeback gathers a's 0-6 as one origin write,
+# the clean 1-5 bridged, and reads them from the SSD, the reads held 8 s by
+# dm-delay. Then a write of b's block 3, whose frames are 3 (a's clean block
+# 3, in the bridged gap) and 11 (a's dirty block 11): were frame 3 to change
+# hands now, the held read would return b's data and the origin would get it
+# as a's block 3. It must wait, or go to the origin.
+modprobe dm-delay || fail "modprobe dm-delay"
+"$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
+nssd=$(sectors "$ssd")
+dm_create ssdleg "0 $nssd linear $ssd 0" >/dev/null
+dm=$(dm_create sp "0 $len ssdprio $hdd /dev/mapper/ssdleg 17 format set_size 16 seq_cutoff 0 read_alloc off evict_wait 3600000 dirty_target 100 dirty_max_age 0 lockout_clean off writeback_gap 16")
+read -r a b < <(python3 - "$(st total_sets)" $((len / 128)) <<'PY'
+import sys
+n, osets = int(sys.argv[1]), int(sys.argv[2])
+cset = lambda o: (((o * 0x61c8864680b583eb) % 2**64 >> 32) * n) >> 32
+same = [o for o in range(96, osets - 64) if cset(o) == cset(96)]
+print(*same[:2])
+PY
+)
+[[ -n $b ]] || fail "no two origin sets share a cache set"
+head -c 64K /dev/urandom >/tmp/bridge.a
+head -c 64K /dev/urandom >/tmp/bridge.b
+# blk FILE SET BLOCK: block BLOCK of FILE into origin set SET's block BLOCK.
+blk() {
+	dd if="$1" of="$dm" bs=4k skip="$3" seek=$(($2 * 16 + $3)) count=1 oflag=direct \
+		status=none || fail "write set $2's block $3"
+}
+for i in 0 1 2 3 4 5 6; do blk /tmp/bridge.a "$a" "$i"; done
+blk /tmp/bridge.b "$b" 12
+dmsetup message sp 0 flush_dirty || fail "flush_dirty"
+wait_status sp dirty_blocks -eq 0 120
+head -c 4K /dev/urandom | dd of=/tmp/bridge.a bs=4k seek=0 conv=notrunc status=none
+head -c 4K /dev/urandom | dd of=/tmp/bridge.a bs=4k seek=6 conv=notrunc status=none
+for i in 0 6 11; do blk /tmp/bridge.a "$a" "$i"; done
+assert_eq "$(st dirty_blocks)" 3 "a's dirty blocks"
+# Only the data area's reads are held: udev's probe of the device on resume
+# reads its first and last sectors.
+ds=$("$REPO/build/ssdprio-tool" show --json "$ssd" |
+	python3 -c 'import json, sys; print(json.load(sys.stdin)["data_start"])') ||
+	fail "data_start"
+printf '0 %s linear %s 0\n%s %s delay %s %s 8000 %s %s 0\n%s 2048 linear %s %s\n' \
+	"$ds" "$ssd" "$ds" $((nssd - 2048 - ds)) "$ssd" "$ds" "$ssd" "$ds" \
+	$((nssd - 2048)) "$ssd" $((nssd - 2048)) | dmsetup reload ssdleg &&
+	dmsetup resume ssdleg || fail "SSD data reads held 8 s"
+b0=$(st writeback_bridged_blocks)
+dmsetup message sp 0 flush_dirty || fail "flush_dirty"
+wait_status sp writeback_sets -ge 1 60
+sleep 1
+blk /tmp/bridge.b "$b" 3
+log "b's block 3 written: $(dmsetup status sp | cut -d' ' -f4-)"
+# What the write left dirty after the flush began is the next flush's.
+wait_status sp flush_state == idle 120
+dmsetup message sp 0 flush_dirty || fail "flush_dirty"
+wait_status sp dirty_blocks -eq 0 120
+dmsetup reload ssdleg --table "0 $nssd linear $ssd 0" && dmsetup resume ssdleg ||
+	fail "SSD leg back to linear"
+assert_ge "$(($(st writeback_bridged_blocks) - b0))" 5 "clean blocks bridged"
+for s in a b; do
+	o=${!s}
+	for i in 0 1 2 3 4 5 6 11 12; do
+		[[ $s == a && $i == 12 ]] && continue
+		[[ $s == b && $i != 3 && $i != 12 ]] && continue
+		cmp <(dd if=/tmp/bridge.$s bs=4k skip="$i" count=1 status=none) \
+			<(dd if="$dm" bs=4k skip=$((o * 16 + i)) count=1 iflag=direct status=none) ||
+			fail "$s's block $i through the cache"
+		cmp <(dd if=/tmp/bridge.$s bs=4k skip="$i" count=1 status=none) \
+			<(dd if="$hdd" bs=4k skip=$((o * 16 + i)) count=1 iflag=direct status=none) ||
+			fail "$s's block $i on the origin after the bridging writeback"
+	done
+done
+dm_remove sp
+dm_remove ssdleg
+log "a bridging writeback's clean frames kept"
 
 # --- bursts with quiet gaps: writes keep meeting cleanings under way -----------------
 "$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
