@@ -29,6 +29,21 @@ NULLB_CONFIGFS=/sys/kernel/config/nullb
 trap 'exit 77' USR1
 trap 'exit 1' USR2
 
+# Every exec costs ~70 ms of emulated CPU under TCG (ld.so, page faults) and
+# what a test polls with competes with the module for the guest's two vCPUs:
+# the helpers that run in loops use bash builtins only.
+# sleep: a read that times out on a pipe nobody writes to (bash has no sleep
+# builtin); other forms (suffixes, several arguments) go to sleep(1).
+exec {_lib_sleep_fd}<> <(:)
+sleep() {
+	local _lib_unused
+	if [[ $# == 1 && $1 =~ ^[0-9]*[.]?[0-9]+$ ]]; then
+		read -rt "$1" -u "$_lib_sleep_fd" _lib_unused
+		return 0
+	fi
+	command sleep "$@"
+}
+
 # --- Reporting ----------------------------------------------------------------------
 log() { printf '[%4ss] %s\n' "$SECONDS" "$*" >&2; }
 
@@ -50,12 +65,20 @@ skip() {
 	_lib_exit 77
 }
 
+# An integer bash compares exactly (no sign, no fraction, fits in 64 bits).
+_is_small_uint() { [[ $1 =~ ^[0-9]{1,18}$ ]]; }
+
 _is_number() { [[ $1 =~ ^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]+)?$ ]]; }
 
 _num_check() { # _num_check NAME A OP B MSG
 	local what=$1 a=$2 op=$3 b=$4 msg=$5
 	_is_number "$a" || fail "$what: '$a' is not a number${msg:+ ($msg)}"
 	_is_number "$b" || fail "$what: '$b' is not a number${msg:+ ($msg)}"
+	if _is_small_uint "$a" && _is_small_uint "$b"; then
+		if [[ $op == ">=" ]]; then ((10#$a >= 10#$b)); else ((10#$a <= 10#$b)); fi ||
+			fail "${msg:-$what}: expected $a $op $b"
+		return 0
+	fi
 	awk -v a="$a" -v b="$b" -v op="$op" \
 		'BEGIN { exit !((op == ">=") ? (a + 0 >= b + 0) : (a + 0 <= b + 0)) }' ||
 		fail "${msg:-$what}: expected $a $op $b"
@@ -112,7 +135,7 @@ load_module() {
 _unload() { # _unload NAME-or-PATH: rmmod with retries; 0 if not loaded afterwards
 	local name
 	name=$(_module_name "$1")
-	for _ in $(seq 50); do
+	for _ in {1..50}; do
 		[[ -e /sys/module/$name/initstate ]] || return 0
 		rmmod "$name" 2>/dev/null && return 0
 		sleep 0.2
@@ -164,7 +187,7 @@ _make_nullb() {
 		rmdir "$d"
 		fail "configuring null_blk $name failed"
 	}
-	for _ in $(seq 100); do
+	for _ in {1..100}; do
 		[[ -b /dev/$name ]] && break
 		sleep 0.1
 	done
@@ -245,8 +268,8 @@ dm_try_create() {
 	local name=$1 table=$2
 	printf '%s\n' "$table" | dmsetup create "$name" || return
 	_settle
-	dmsetup mknodes "$name" 2>/dev/null
-	for _ in $(seq 100); do
+	[[ -b /dev/mapper/$name ]] || dmsetup mknodes "$name" 2>/dev/null
+	for _ in {1..100}; do
 		[[ -b /dev/mapper/$name ]] && break
 		sleep 0.1
 	done
@@ -266,9 +289,9 @@ dm_create() {
 
 _dm_remove() { # returns non-zero instead of failing
 	local name=${1#/dev/mapper/} err
-	for _ in $(seq 50); do
-		dmsetup info "$name" >/dev/null 2>&1 || return 0
+	for _ in {1..50}; do
 		err=$(dmsetup remove "$name" 2>&1) && return 0
+		dmsetup info "$name" >/dev/null 2>&1 || return 0
 		# Usually udev (blkid) has it open for a moment after a change.
 		_settle
 		sleep 0.2
@@ -286,13 +309,18 @@ dm_remove() {
 # status_get DEV KEY: the value after KEY in `dmsetup status DEV`, whose fields
 # after "start length target" are "key value" pairs. Fails the test if absent.
 status_get() {
-	local name=${1#/dev/mapper/} line val
-	line=$(dmsetup status "$name" | head -1) || fail "status_get: dmsetup status $name failed"
-	val=$(awk -v k="$2" '
-		{ for (i = 4; i < NF; i += 2) if ($i == k) { print $(i + 1); found = 1; exit } }
-		END { exit !found }' <<<"$line") ||
-		fail "status_get: no key '$2' in status of $name: $line"
-	echo "$val"
+	local name=${1#/dev/mapper/} line i
+	local -a f
+	line=$(dmsetup status "$name") || fail "status_get: dmsetup status $name failed"
+	line=${line%%$'\n'*}
+	read -ra f <<<"$line"
+	for ((i = 3; i < ${#f[@]} - 1; i += 2)); do
+		if [[ ${f[i]} == "$2" ]]; then
+			echo "${f[i + 1]}"
+			return 0
+		fi
+	done
+	fail "status_get: no key '$2' in status of $name: $line"
 }
 
 # wait_status DEV KEY OP VALUE [TIMEOUT_S=60]: poll `dmsetup status DEV` (every
@@ -324,7 +352,13 @@ wait_status() {
 	end=$((SECONDS + timeout))
 	while :; do
 		val=$(status_get "$dev" "$key")
-		if _is_number "$val" && _is_number "$want"; then
+		if _is_small_uint "$val" && _is_small_uint "$want"; then
+			case $op in
+			"==") ((10#$val == 10#$want)) ;; "!=") ((10#$val != 10#$want)) ;;
+			"<") ((10#$val < 10#$want)) ;; "<=") ((10#$val <= 10#$want)) ;;
+			">") ((10#$val > 10#$want)) ;; *) ((10#$val >= 10#$want)) ;;
+			esac && break
+		elif _is_number "$val" && _is_number "$want"; then
 			awk -v a="$val" -v b="$want" -v op="$op" 'BEGIN {
 				a += 0; b += 0
 				if (op == "==") ok = a == b; else if (op == "!=") ok = a != b
@@ -434,7 +468,7 @@ cleanup_all() {
 			awk '$2 == "Suspended" { print $1 }')
 		names=$(dmsetup ls 2>/dev/null | awk '$1 != "No" { printf "%s ", $1 }')
 		echo "cleanup: remove dm devices: $names" >&2
-		for _ in $(seq 20); do
+		for _ in {1..20}; do
 			dmsetup remove_all >/dev/null 2>&1
 			_dm_present || break
 			_settle
