@@ -1,6 +1,7 @@
 #!/bin/bash
 # Data through the target: fio verify, file systems with fsck and checksums,
-# suspend/resume under load; with the cache off (pass-through) and on.
+# suspend/resume under load; with the cache off (pass-through) and on. The
+# random writes cover 1.5x the cache (eviction on the write path).
 # timeout: 900
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -8,7 +9,7 @@
 load_module
 modprobe ext4; modprobe xfs
 hdd=$(make_hdd hdd 400 200000 4)  # mkfs.xfs needs >= 300 MiB
-ssd=$(make_ssd ssd 64)
+ssd=$(make_ssd ssd 32)
 len=$(sectors "$hdd")
 
 fs_check() { # fs_check DEV MKFS FSCK...
@@ -36,10 +37,10 @@ for mode in "2 cache off" "1 format" "3 format write_policy writethrough" "3 for
 	log "=== table features: '${mode}'"
 	dev=$(dm_create sp "0 $len ssdprio $hdd $ssd $mode")
 	fio_run --name=verify --filename="$dev" --rw=randwrite --bs=4k --direct=1 \
-		--ioengine=libaio --iodepth=8 --size=96M --verify=crc32c \
+		--ioengine=libaio --iodepth=8 --size=48M --verify=crc32c \
 		--verify_fatal=1 --randrepeat=0 --randseed=11 >/dev/null
 	fio_run --name=verifyseq --filename="$dev" --rw=write --bs=64k --direct=1 \
-		--ioengine=libaio --iodepth=4 --offset=100M --size=64M --verify=crc32c \
+		--ioengine=libaio --iodepth=4 --offset=100M --size=32M --verify=crc32c \
 		--verify_fatal=1 >/dev/null
 	fs_check "$dev" "mkfs.ext4 -q -F" fsck.ext4 -fn
 	fs_check "$dev" "mkfs.xfs -q -f" xfs_repair -n
@@ -49,8 +50,8 @@ for mode in "2 cache off" "1 format" "3 format write_policy writethrough" "3 for
 	# Random writes, then a verify pass; rate-limited so suspends land
 	# mid-run, and sized so fio's random map never wraps (no overwrites).
 	fio --name=busy --filename="$dev" --rw=randwrite --bs=4k --direct=1 \
-		--ioengine=libaio --iodepth=8 --size=64M --io_size=40M \
-		--rate_iops=1200 --verify=crc32c --verify_fatal=1 \
+		--ioengine=libaio --iodepth=8 --size=64M --io_size=20M \
+		--rate_iops=600 --verify=crc32c --verify_fatal=1 \
 		--randrepeat=0 --randseed=5 >/tmp/busy.log 2>&1 &
 	fpid=$!
 	for _ in 1 2 3; do

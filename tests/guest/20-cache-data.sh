@@ -26,17 +26,18 @@ assert int(d["mapped_sets"]) + int(d["free_sets"]) + int(d["limbo_sets"]) == int
 PY
 }
 
-# Random 4 KiB writes by 4 jobs over [0, 96M) and sequential 128 KiB writes
-# over [96M, 192M): each 3x the ~32 MiB cache. fio's verify headers carry the
-# offset and a checksum, so a block that came back stale or misplaced fails.
+# Random 4 KiB writes by 4 jobs, 12 MiB each in [0, 96M), and sequential
+# 128 KiB writes over [96M, 144M): together 3x the ~32 MiB cache. fio's
+# verify headers carry the offset and a checksum, so a block that came back
+# stale or misplaced fails.
 bulk() { # bulk FILE EXTRA-FIO-ARGS...
 	local f=$1
 	shift
 	fio_run --name=rnd --filename="$f" --rw=randwrite --bs=4k --direct=1 \
-		--ioengine=psync --numjobs=4 --offset_increment=24M --size=24M \
+		--ioengine=psync --numjobs=4 --offset_increment=24M --size=12M \
 		--randrepeat=0 --randseed=3 --verify=crc32c --verify_fatal=1 "$@" >/dev/null
 	fio_run --name=seq --filename="$f" --rw=write --bs=128k --direct=1 \
-		--ioengine=psync --offset=96M --size=96M --verify=crc32c \
+		--ioengine=psync --offset=96M --size=48M --verify=crc32c \
 		--verify_fatal=1 "$@" >/dev/null
 }
 

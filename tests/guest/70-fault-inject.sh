@@ -19,14 +19,14 @@
 # dirty data: writes may fail, but no older data of an acknowledged write
 # may become visible.
 #
-# SSDP_FAULT_SECS (default 30): length of the random-fault run;
+# SSDP_FAULT_SECS (default 20): length of the random-fault run;
 # SSDP_FAULT_SEED: repeat one run (the seed is printed).
 # timeout: 1200
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
 
 FIO=$REPO/tests/guest/faultio.py
-SECS=${SSDP_FAULT_SECS:-30}
+SECS=${SSDP_FAULT_SECS:-20}
 SEED=${SSDP_FAULT_SEED:-$((($(date +%s) ^ $$) % 100000))}
 RANDOM=$SEED
 log "seed $SEED (SSDP_FAULT_SEED=$SEED repeats this run), fault run ${SECS}s"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Hostile input against the live module: thousands of random table lines
+# Hostile input against the live module: hundreds of random table lines
 # (loaded as creates of an empty device and as reloads of a live caching
 # device) and messages: random tokens, huge, negative and overflowing
 # numbers (2^32, 2^64, ...), empty values, very many arguments, every key
@@ -10,13 +10,13 @@
 # data that verifies every 500 cases and at the end, then the origin alone
 # after flush_dirty. Any splat fails the test (the runner, and dmfuzz at once).
 #
-# SSDP_FUZZ_N (default 1000): tables and messages each;
+# SSDP_FUZZ_N (default 600): tables and messages each;
 # SSDP_FUZZ_SEED: repeat one run (the seed is printed).
 # timeout: 1200
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-N=${SSDP_FUZZ_N:-1000}
+N=${SSDP_FUZZ_N:-600}
 SEED=${SSDP_FUZZ_SEED:-$((($(date +%s) ^ $$) % 100000))}
 log "seed $SEED (SSDP_FUZZ_SEED=$SEED repeats this run), $N tables and $N messages"
 FIO=$REPO/tests/guest/faultio.py

@@ -10,12 +10,12 @@
 # sector's data, never garbage. No oops (the runner checks the log). The
 # first rounds are fixed: the newest copy of each metadata block zeroed.
 #
-# SSDP_META_ROUNDS (default 24); SSDP_META_SEED repeats one run (printed).
+# SSDP_META_ROUNDS (default 12); SSDP_META_SEED repeats one run (printed).
 # timeout: 1200
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-ROUNDS=${SSDP_META_ROUNDS:-24}
+ROUNDS=${SSDP_META_ROUNDS:-12}
 SEED=${SSDP_META_SEED:-$((($(date +%s) ^ $$) % 100000))}
 log "seed $SEED (SSDP_META_SEED=$SEED repeats this run), $ROUNDS rounds"
 FIO=$REPO/tests/guest/faultio.py

@@ -2,7 +2,7 @@
 # Soak: a normal fio and an ionice -c3 fio, both verifying what they write,
 # loop over a working set larger than the cache while a control loop
 # suspends and resumes, reloads the table with changed knobs, sends knob
-# messages, flush_dirty and reset_stats, for SSDP_SOAK_SECS (default 150;
+# messages, flush_dirty and reset_stats, for SSDP_SOAK_SECS (default 60;
 # up to 3600 for a long soak, within the timeout). Then a last verified
 # pass, flush_dirty, and the origin alone must hold that pass; the kernel
 # log must be clean (the runner checks) and slab usage stable (kmalloc,
@@ -13,7 +13,7 @@
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-SOAK=${SSDP_SOAK_SECS:-150}
+SOAK=${SSDP_SOAK_SECS:-60}
 SEED=${SSDP_SOAK_SEED:-$((($(date +%s) ^ $$) % 100000))}
 RANDOM=$SEED
 log "seed $SEED, soak ${SOAK}s"
