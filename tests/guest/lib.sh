@@ -70,18 +70,31 @@ _is_small_uint() { [[ $1 =~ ^[0-9]{1,18}$ ]]; }
 
 _is_number() { [[ $1 =~ ^[-+]?[0-9]+([.][0-9]+)?([eE][-+]?[0-9]+)?$ ]]; }
 
+# _num_cmp A OP B: whether the numbers A and B compare as OP says (== != < <=
+# > >=); integers in bash, others (fractions, exponents) by awk.
+_num_cmp() {
+	local a=$1 op=$2 b=$3
+	if _is_small_uint "$a" && _is_small_uint "$b"; then
+		case $op in
+		"==") ((10#$a == 10#$b)) ;; "!=") ((10#$a != 10#$b)) ;;
+		"<") ((10#$a < 10#$b)) ;; "<=") ((10#$a <= 10#$b)) ;;
+		">") ((10#$a > 10#$b)) ;; *) ((10#$a >= 10#$b)) ;;
+		esac
+		return
+	fi
+	awk -v a="$a" -v b="$b" -v op="$op" 'BEGIN {
+		a += 0; b += 0
+		if (op == "==") ok = a == b; else if (op == "!=") ok = a != b
+		else if (op == "<") ok = a < b; else if (op == "<=") ok = a <= b
+		else if (op == ">") ok = a > b; else ok = a >= b
+		exit !ok }'
+}
+
 _num_check() { # _num_check NAME A OP B MSG
 	local what=$1 a=$2 op=$3 b=$4 msg=$5
 	_is_number "$a" || fail "$what: '$a' is not a number${msg:+ ($msg)}"
 	_is_number "$b" || fail "$what: '$b' is not a number${msg:+ ($msg)}"
-	if _is_small_uint "$a" && _is_small_uint "$b"; then
-		if [[ $op == ">=" ]]; then ((10#$a >= 10#$b)); else ((10#$a <= 10#$b)); fi ||
-			fail "${msg:-$what}: expected $a $op $b"
-		return 0
-	fi
-	awk -v a="$a" -v b="$b" -v op="$op" \
-		'BEGIN { exit !((op == ">=") ? (a + 0 >= b + 0) : (a + 0 <= b + 0)) }' ||
-		fail "${msg:-$what}: expected $a $op $b"
+	_num_cmp "$a" "$op" "$b" || fail "${msg:-$what}: expected $a $op $b"
 }
 
 assert_eq() { # assert_eq ACTUAL EXPECTED [MSG]
@@ -352,19 +365,8 @@ wait_status() {
 	end=$((SECONDS + timeout))
 	while :; do
 		val=$(status_get "$dev" "$key")
-		if _is_small_uint "$val" && _is_small_uint "$want"; then
-			case $op in
-			"==") ((10#$val == 10#$want)) ;; "!=") ((10#$val != 10#$want)) ;;
-			"<") ((10#$val < 10#$want)) ;; "<=") ((10#$val <= 10#$want)) ;;
-			">") ((10#$val > 10#$want)) ;; *) ((10#$val >= 10#$want)) ;;
-			esac && break
-		elif _is_number "$val" && _is_number "$want"; then
-			awk -v a="$val" -v b="$want" -v op="$op" 'BEGIN {
-				a += 0; b += 0
-				if (op == "==") ok = a == b; else if (op == "!=") ok = a != b
-				else if (op == "<") ok = a < b; else if (op == "<=") ok = a <= b
-				else if (op == ">") ok = a > b; else ok = a >= b
-				exit !ok }' && break
+		if _is_number "$val" && _is_number "$want"; then
+			_num_cmp "$val" "$op" "$want" && break
 		elif [[ $op == "==" && $val == "$want" ]] || [[ $op == "!=" && $val != "$want" ]]; then
 			break
 		fi
