@@ -324,9 +324,7 @@ hdd6=$(make_hdd hdd6 64 0 32)
 ssd6=$(make_ssd ssd6 32)
 leg ssdleg6 "$ssd6" linear
 bridge_setup sp6 "$hdd6" /dev/mapper/ssdleg6 4
-data_start=$("$REPO/build/ssdprio-tool" show --json "$ssd6" |
-	python3 -c 'import json, sys; print(json.load(sys.stdin)["data_start"])') ||
-	fail "data_start"
+data_start=$(cache_data_start "$ssd6")
 cset=$("$REPO/build/ssdprio-tool" debug-placement "$ssd6" 0 | cut -d' ' -f2)
 # Blocks go to their home frame first: block 1 in frame 1.
 bad=$((data_start + cset * $(status_get sp6 set_blocks) * 8 + 8))

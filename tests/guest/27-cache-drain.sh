@@ -69,8 +69,7 @@ dm=$(dm_create sp "0 $len ssdprio $hdd /dev/mapper/slow 7 format evict_wait 3600
 head -c 4096 /dev/urandom >/tmp/drain.c
 dd if=/tmp/drain.c of="$dm" bs=4k oflag=direct status=none || fail "write one block"
 assert_eq "$(st dirty_blocks)" 1 "one dirty block"
-dmsetup reload slow --table "0 $(sectors "$ssd") delay $ssd 0 4000" || fail "reload slow"
-dmsetup resume slow || fail "resume slow"
+hold_data_reads slow "$ssd" 4000
 dd if="$dm" of=/dev/null bs=4k count=1 iflag=direct status=none &
 hit=$!
 sleep 1

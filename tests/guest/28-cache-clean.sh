@@ -632,15 +632,7 @@ head -c 4K /dev/urandom | dd of=/tmp/bridge.a bs=4k seek=0 conv=notrunc status=n
 head -c 4K /dev/urandom | dd of=/tmp/bridge.a bs=4k seek=6 conv=notrunc status=none
 for i in 0 6 11; do blk /tmp/bridge.a "$a" "$i"; done
 assert_eq "$(st dirty_blocks)" 3 "a's dirty blocks"
-# Only the data area's reads are held: udev's probe of the device on resume
-# reads its first and last sectors.
-ds=$("$REPO/build/ssdprio-tool" show --json "$ssd" |
-	python3 -c 'import json, sys; print(json.load(sys.stdin)["data_start"])') ||
-	fail "data_start"
-printf '0 %s linear %s 0\n%s %s delay %s %s 8000 %s %s 0\n%s 2048 linear %s %s\n' \
-	"$ds" "$ssd" "$ds" $((nssd - 2048 - ds)) "$ssd" "$ds" "$ssd" "$ds" \
-	$((nssd - 2048)) "$ssd" $((nssd - 2048)) | dmsetup reload ssdleg &&
-	dmsetup resume ssdleg || fail "SSD data reads held 8 s"
+hold_data_reads ssdleg "$ssd" 8000
 b0=$(st writeback_bridged_blocks)
 dmsetup message sp 0 flush_dirty || fail "flush_dirty"
 wait_status sp writeback_sets -ge 1 60

@@ -235,7 +235,7 @@ flush_and_retire "B"
 # --- C: the cache fails reads of clean cached blocks --------------------------------------
 log "=== C: cache read errors on clean blocks"
 sp_create "5 format set_size 16 seq_cutoff 0"
-ds=$("$REPO/build/ssdprio-tool" show --json "$C" | python3 -c 'import json, sys; print(json.load(sys.stdin)["data_start"])')
+ds=$(cache_data_start "$C")
 # Cache the first 12 MiB: read twice (the first read promotes), then wait
 # for the promotions to land.
 promote() {

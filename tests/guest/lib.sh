@@ -503,6 +503,28 @@ cleanup_all() {
 	return $rc
 }
 
+# cache_data_start CACHE: the first sector of a formatted cache device's data
+# area (what comes before it is the metadata).
+cache_data_start() {
+	"$REPO/build/ssdprio-tool" show --json "$1" |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["data_start"])' ||
+		fail "data_start of $1"
+}
+
+# hold_data_reads LEG CACHE MS: reload LEG, a dm device over all of the
+# formatted CACHE, so that reads of the data area wait MS ms. The metadata
+# area, its writes and the last MiB stay fast: udev's probe on resume reads
+# the first and last sectors, and resume waits for it.
+hold_data_reads() {
+	local n ds
+	n=$(sectors "$2")
+	ds=$(cache_data_start "$2")
+	printf '0 %s linear %s 0\n%s %s delay %s %s %s %s %s 0\n%s 2048 linear %s %s\n' \
+		"$ds" "$2" "$ds" $((n - 2048 - ds)) "$2" "$ds" "$3" "$2" "$ds" \
+		$((n - 2048)) "$2" $((n - 2048)) | dmsetup reload "$1" &&
+		dmsetup resume "$1" || fail "hold the data reads of $1"
+}
+
 # range_apart CACHE LEN_MB FROM_MB [START_MB:LEN_MB]...: the first offset in
 # MiB, from FROM_MB on in steps of the set size, of a LEN_MB range whose
 # origin sets land in cache sets apart from each other and from those of the
