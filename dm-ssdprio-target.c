@@ -50,6 +50,7 @@ static const char * const ssdp_stat_names[SSDP_ST_NR] = {
 	[SSDP_ST_WRITEBACK_WRITES] = "writeback_writes",
 	[SSDP_ST_WRITEBACK_BRIDGED] = "writeback_bridged_blocks",
 	[SSDP_ST_WRITES_BESIDE_WRITEBACK] = "writes_beside_writeback",
+	[SSDP_ST_WRITES_AROUND_WRITEBACK] = "writes_around_writeback",
 };
 
 /* origin_id: 32 hex digits, not all zero (zero means "none"). */

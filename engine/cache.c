@@ -606,6 +606,30 @@ static bool ssdp_write_beside_writeback(struct ssdprio *sp,
 	return ssdp_wb_write_beside_locked(sp, line, pb->first, pb->nr);
 }
 
+/*
+ * A write the cache cannot let in beside a writeback, of blocks its
+ * origin set's tag holds in no state (not valid, not claimed, not in
+ * limbo), goes to the origin rather than wait for the whole writeback:
+ * the writeback copies only blocks the cache holds, and while it pins the
+ * set a block it took stays held (dropped: claimed), so the two origin
+ * writes do not meet; ssdp_wb_write_around_locked() checks the sectors
+ * of the writeback's write anyway.  No other write of these blocks is in
+ * flight (the write range lock) and no promotion (the set is held), so
+ * none turns them valid under this one.  Whatever the policy: the cache
+ * has no copy of them to keep in step.
+ */
+static bool ssdp_write_around_writeback(struct ssdprio *sp,
+					struct ssdp_bio *pb, u32 line)
+{
+	lockdep_assert_held(&sp->cache_lock);
+	if (ssdp_fmap_any_held(&sp->fmap, line, pb->first, pb->nr))
+		return false;
+	return ssdp_wb_write_around_locked(sp, line,
+			(pb->oset << sp->set_shift) +
+			((sector_t)pb->first << sp->block_shift),
+			(sector_t)pb->nr << sp->block_shift);
+}
+
 static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
 				       struct ssdp_bio *pb, bool may_split)
 {
@@ -619,9 +643,15 @@ static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
 	if (line != SSDP_NONE && sp->set_io[ssdp_line_cset(line)].excl) {
 		/* A writeback started in a quiet window stops for it. */
 		sp->set_io[ssdp_line_cset(line)].wb_yield = true;
-		if (!ssdp_write_beside_writeback(sp, pb, line, policy))
+		if (ssdp_write_beside_writeback(sp, pb, line, policy))
+			goto beside;
+		if (!ssdp_write_around_writeback(sp, pb, line))
 			return SSDP_DEFERRED;
+		ssdp_count(sp, SSDP_ST_WRITE_HITS);
+		ssdp_count(sp, SSDP_ST_BYPASSED);
+		return ssdp_origin_write(sp, pb);
 	}
+beside:
 	/* Around a failing SSD, except where it holds the only copy. */
 	if (sp->degraded)
 		policy = SSDP_WP_WRITEAROUND;

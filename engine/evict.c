@@ -152,6 +152,13 @@ struct ssdp_wb_job {
 	 * let in beside it did to them (wb_track.h).
 	 */
 	struct ssdp_wb_track *track;
+	/*
+	 * [cache_lock] The origin sectors of the write being gathered or in
+	 * flight, [out_start, out_end): a user write to the origin there
+	 * could land before it and be overwritten with older data.
+	 */
+	sector_t out_start;
+	sector_t out_end;
 };
 
 /* One origin write being gathered: pieces of lines, in origin order. */
@@ -371,6 +378,9 @@ static int ssdp_wb_write_out(struct ssdprio *sp,
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 	r = ssdp_io_origin_sync(sp, buf, w->origin, w->blocks * block_bytes,
 				REQ_OP_WRITE, ssdp_wb_class(sp, job));
+	spin_lock_irqsave(&sp->cache_lock, flags);
+	job->out_end = job->out_start;
+	spin_unlock_irqrestore(&sp->cache_lock, flags);
 	if (r) {
 		ssdp_wb_write_failed(sp, lines, w);
 		return r;
@@ -558,6 +568,9 @@ static int ssdp_writeback_set(struct ssdprio *sp,
 				ssdp_wbt_window_add(t, i, first - gap,
 						    gap + take);
 				w->blocks += gap + take;
+				job->out_start = w->origin;
+				job->out_end = w->origin + ((sector_t)w->blocks
+							    << sp->block_shift);
 				written += take;
 				bridged += gap;
 				pos = first + take;
@@ -673,6 +686,27 @@ bool ssdp_wb_write_beside_locked(struct ssdprio *sp, u32 line, u32 first,
 	if (!job || !ssdp_wbt_write(job->track, line, first, nr))
 		return false;
 	ssdp_count(sp, SSDP_ST_WRITES_BESIDE_WRITEBACK);
+	return true;
+}
+
+/*
+ * May a user write of origin sectors [sector, sector + len) go to the
+ * origin while a writeback holds @line's set?  Only one the caller knows
+ * to be of blocks the cache does not hold, so no run of the job takes
+ * them; and not inside the write the job gathers or has in flight: a
+ * clean block it bridged may have been dropped since (a failed read),
+ * and its origin write still carries the block's older data.
+ * cache_lock held.
+ */
+bool ssdp_wb_write_around_locked(struct ssdprio *sp, u32 line,
+				 sector_t sector, sector_t len)
+{
+	struct ssdp_wb_job *job = sp->set_io[ssdp_line_cset(line)].wb;
+
+	lockdep_assert_held(&sp->cache_lock);
+	if (!job || (sector < job->out_end && job->out_start < sector + len))
+		return false;
+	ssdp_count(sp, SSDP_ST_WRITES_AROUND_WRITEBACK);
 	return true;
 }
 

@@ -2,7 +2,8 @@
 # No priority inversion behind our own background work: a writeback holds
 # its set exclusively while its origin writes wait in the idle queue; a
 # normal write to that set that cannot go on beside it (a writethrough one)
-# waits for the writeback.  With normal I/O
+# of a block the cache holds waits for the writeback (one of a block it
+# does not hold goes around it, to the origin).  With normal I/O
 # pending all the time and an idle interval of an hour, the idle queue
 # never moves by itself: the write completes only because background I/O
 # a normal bio waits for is released at once (status idle_boosted).
@@ -63,11 +64,25 @@ wait_status sp writeback_sets -ge 1 60
 wait_status sp queued_idle -ge 1 60
 log "writeback held in the idle queue: $(dmsetup status sp)"
 
-# The normal write to the set under writeback: deferred, then it must
-# complete while the reader still runs (not when normal I/O stops).
 # Writethrough: a write of the SSD alone would go on beside the writeback.
 dmsetup message sp 0 write_policy writethrough || fail "write_policy writethrough"
-dd if=/tmp/b of="$dm" bs=4k seek=32 count=1 oflag=direct status=none &
+# A write of a block the cache does not hold goes around the writeback, to
+# the origin at once: no write of the writeback's covers it.
+around=$(st writes_around_writeback) deferred=$(st deferred) boosted=$(st idle_boosted)
+normal_write_completes /tmp/b 32 "the writeback, writing a block the cache does not hold"
+# And a part of one (a partial write of a block the cache does not hold
+# goes to the origin whatever the set's state).
+dd if=/tmp/b of="$dm" bs=512 count=1 seek=$((40 * 8 + 3)) oflag=direct status=none &
+writer=$!
+wait_exit "$writer" 300 || fail "a normal partial write waited for the writeback: $(dmsetup status sp)"
+wait "$writer" || fail "the partial write around the writeback"
+assert_eq "$(st writes_around_writeback)" $((around + 2)) "writes around the writeback"
+assert_eq "$(st deferred)" "$deferred" "writes deferred: the write of a block the cache does not hold"
+assert_eq "$(st idle_boosted)" "$boosted" "background I/O boosted for a write that did not wait"
+assert_ge "$(st writeback_sets)" 1 "the writeback still holds the set"
+# A write of a block it holds (dirty, in the writeback): deferred, then it
+# must complete while the reader still runs (not when normal I/O stops).
+dd if=/tmp/b of="$dm" bs=4k seek=12 count=1 oflag=direct status=none &
 writer=$!
 wait_exit "$writer" 300 || fail "a normal write waited for idle-class writeback: $(dmsetup status sp)"
 wait "$writer" || fail "the deferred write failed"
@@ -78,13 +93,21 @@ assert_ge "$(st idle_boosted)" 1 "the writeback's origin I/O was boosted"
 log "deferred write done while normal I/O ran: $(dmsetup status sp)"
 stop_reader
 
-cmp <(dd if="$dm" bs=4k skip=32 count=1 iflag=direct status=none) /tmp/b ||
+cmp <(dd if="$dm" bs=4k skip=12 count=1 iflag=direct status=none) /tmp/b ||
 	fail "the deferred write's data"
+cmp <(dd if="$dm" bs=4k skip=32 count=1 iflag=direct status=none) /tmp/b ||
+	fail "the data of the write around the writeback"
 cmp <(dd if="$dm" bs=4k count=8 iflag=direct status=none) <(head -c 32768 /tmp/a) ||
 	fail "set 0's older data"
 dmsetup message sp 0 batch_mode_delay 100 || fail "batch_mode_delay"
 dmsetup message sp 0 flush_dirty
 wait_status sp dirty_blocks -eq 0 600
+for b in 12 32; do
+	cmp <(dd if="$hdd" bs=4k skip=$b count=1 iflag=direct status=none) /tmp/b ||
+		fail "block $b on the origin"
+done
+cmp <(dd if="$hdd" bs=512 skip=$((40 * 8 + 3)) count=1 iflag=direct status=none) \
+	<(head -c 512 /tmp/b) || fail "the partial write around the writeback on the origin"
 dm_remove sp
 
 log "=== a normal write behind a held idle-class write of the same block"
