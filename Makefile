@@ -135,7 +135,7 @@ unit: tools-test
 
 # User-space tools, also run by guest tests (the guest uses the host's root).
 TOOLS_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -O2 -g
-TOOLS := build/tools/replay-log build/tools/stampio
+TOOLS := build/tools/replay-log build/tools/stampio build/tools/dmstatus
 
 tools: $(TOOL) $(TOOLS)
 
@@ -151,6 +151,11 @@ build/tools/replay-log: tests/crash/logwrites/replay-log.c
 build/tools/stampio: tests/crash/logwrites/stampio.c
 	@mkdir -p $(@D)
 	$(CC) $(TOOLS_CFLAGS) -o $@ $<
+
+# Static: the guest tests poll status with it (tests/guest/dmstatus.c).
+build/tools/dmstatus: tests/guest/dmstatus.c
+	@mkdir -p $(@D)
+	$(CC) $(TOOLS_CFLAGS) -static -o $@ $<
 
 tools-test: tools
 	python3 tests/crash/logwrites/test-replay-log.py build/tools/replay-log

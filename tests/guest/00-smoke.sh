@@ -36,6 +36,16 @@ assert_eq "$(sectors "$dm")" "$len" "dm-linear size"
 dd if=/dev/urandom of=/tmp/pattern bs=1M count=4 status=none
 dd if=/tmp/pattern of="$dm" bs=1M oflag=direct status=none || fail "write to $dm failed"
 cmp -n $((4 << 20)) /tmp/pattern "$hdd" || fail "data written through dm-linear differs on the hdd"
+# The status helper the tests poll with says what dmsetup says, target by
+# target (three here), and fails as dmsetup does for a device that is not there.
+half=$((len / 2))
+printf '0 %s linear %s 0\n%s %s error\n%s %s linear %s %s\n' "$half" "$hdd" \
+	"$half" 8 $((half + 8)) $((len - half - 8)) "$hdd" $((half + 8)) | dmsetup reload lin &&
+	dmsetup resume lin || fail "three targets in lin"
+[[ -x $REPO/build/tools/dmstatus ]] || fail "build/tools/dmstatus is not built (make tools)"
+assert_eq "$("$REPO/build/tools/dmstatus" lin)" "$(dmsetup status lin)" "dmstatus lin"
+assert_eq "$(dm_status lin | wc -l)" 3 "status lines of lin"
+"$REPO/build/tools/dmstatus" no-such-device 2>/dev/null && fail "dmstatus of a missing device succeeded"
 dm_remove lin
 [[ ! -e /dev/mapper/lin ]] || fail "/dev/mapper/lin still exists after dm_remove"
 

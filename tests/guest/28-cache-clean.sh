@@ -467,7 +467,7 @@ dm_remove sp
 
 # --- writeback coalesces: runs a few clean blocks apart, the next origin set ----------
 "$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
-dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 15 format seq_cutoff 0 read_alloc off evict_wait 500 dirty_target 100 dirty_max_age 0 lockout_clean off evict_max_wait 0")
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 17 format seq_cutoff 0 read_alloc off evict_wait 500 dirty_target 100 dirty_max_age 0 lockout_clean off evict_max_wait 0 batch_mode_delay 0")
 bs=$(($(st block_sectors) * 512))
 nb=$(st set_blocks)
 # model OFFSET_BLOCKS COUNT STEP: write COUNT blocks, STEP apart, from block
@@ -607,7 +607,7 @@ modprobe dm-delay || fail "modprobe dm-delay"
 "$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
 nssd=$(sectors "$ssd")
 dm_create ssdleg "0 $nssd linear $ssd 0" >/dev/null
-dm=$(dm_create sp "0 $len ssdprio $hdd /dev/mapper/ssdleg 17 format set_size 16 seq_cutoff 0 read_alloc off evict_wait 3600000 dirty_target 100 dirty_max_age 0 lockout_clean off writeback_gap 16")
+dm=$(dm_create sp "0 $len ssdprio $hdd /dev/mapper/ssdleg 19 format set_size 16 seq_cutoff 0 read_alloc off evict_wait 3600000 dirty_target 100 dirty_max_age 0 lockout_clean off writeback_gap 16 batch_mode_delay 0")
 read -r a b < <(python3 - "$(st total_sets)" $((len / 128)) <<'PY'
 import sys
 n, osets = int(sys.argv[1]), int(sys.argv[2])
