@@ -80,10 +80,10 @@ bash -c '. "$1"; assert_ge 1 2 "one vs two"' _ "$lib" >/dev/null 2>&1 && fail "a
 
 # --- status_get parses "key value" pairs after "start length target".
 # shellcheck disable=SC2016
-v=$(bash -c '. "$1"; dmsetup() { echo "0 2048 fake hits 12 misses 3 mode wb"; }; status_get /dev/mapper/x misses' _ "$lib")
+v=$(bash -c '. "$1"; dm_status() { echo "0 2048 fake hits 12 misses 3 mode wb"; }; status_get /dev/mapper/x misses' _ "$lib")
 assert_eq "$v" 3 "status_get value"
 # shellcheck disable=SC2016
-bash -c '. "$1"; dmsetup() { echo "0 2048 fake hits 12"; }; status_get x nokey' _ "$lib" >/dev/null 2>&1 &&
+bash -c '. "$1"; dm_status() { echo "0 2048 fake hits 12"; }; status_get x nokey' _ "$lib" >/dev/null 2>&1 &&
 	fail "status_get of a missing key succeeded"
 
 # --- fio_run fails on I/O errors. dm-flakey, always "down", failing only writes
