@@ -161,6 +161,7 @@ tools-test: tools
 	python3 tests/crash/logwrites/test-replay-log.py build/tools/replay-log
 	./tests/unit/test-install.sh
 	./tests/unit/test-generator.sh
+	./tests/fstests/test-compare.sh
 
 # `make check T=name` runs one guest test. Without T, the fstests selection
 # and the multi-boot scenarios (tests/crash/run) follow the guest suite, each

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compare fstests results of the bare devices with those on ssdprio.
 
-usage: compare.py [--expect LIST] RESULTS_DIR FS... -- CONFIG...
+usage: compare.py [--expect LIST] [--asked LIST] RESULTS_DIR FS... -- CONFIG...
 
 RESULTS_DIR/FS-CONFIG/result.xml is the xunit report of fstests' ./check
 (-R xunit). Prints a line per test that did not pass in every config, the
@@ -11,6 +11,11 @@ failed on another config, or if a run's report is missing.
 --expect LIST: a file of "FS TEST..." lines (tests/fstests/check-tests), the
 tests known to pass on the bare disk: each must pass in every config run
 (failed, not run or missing: exit 1). For runs without the bare baseline.
+
+--asked LIST: the same format, the tests the run was asked for (a slice of
+the quick group): one with no result in a config run means the run stopped
+before it (a killed or timed-out guest writes a report of what it got
+through): exit 1.
 """
 import os
 import sys
@@ -47,8 +52,12 @@ def load_expect(path):
 def main():
     args = sys.argv[1:]
     expect = None
-    if args[:1] == ["--expect"] and len(args) > 1:
-        expect = load_expect(args[1])
+    asked = {}
+    while args[:1] in (["--expect"], ["--asked"]) and len(args) > 1:
+        if args[0] == "--expect":
+            expect = load_expect(args[1])
+        else:
+            asked = load_expect(args[1])
         args = args[2:]
     if len(args) < 3 or "--" not in args:
         print(__doc__, file=sys.stderr)
@@ -59,6 +68,7 @@ def main():
     bad = 0
     missing = []
     regressions = 0
+    unreached = 0
     exp_pass = exp_fail = 0
     for fs in fss:
         runs = {}
@@ -95,6 +105,12 @@ def main():
             if regress:
                 regressions += 1
                 bad = 1
+        for name in asked.get(fs, []):
+            for cfg, r in runs.items():
+                if name not in r:
+                    print(f"  NOT-REACHED {fs} {name}: {cfg}")
+                    unreached += 1
+                    bad = 1
         for name in (expect or {}).get(fs, []):
             for cfg in configs:
                 st = runs.get(cfg, {}).get(name, ("missing", ""))
@@ -105,6 +121,9 @@ def main():
                 print(f"  EXPECTED-PASS {fs} {name}: {cfg}={st[0]}"
                       f"{'  (' + st[1][:150] + ')' if st[1] else ''}")
                 bad = 1
+    if unreached:
+        print(f"compare: {unreached} test run(s) asked for have no result: "
+              "the run stopped before them; nothing is said about them")
     if expect is not None:
         print("compare: " + ("a test expected to pass did not" if bad
                              else "every test expected to pass passed"))
@@ -115,7 +134,10 @@ def main():
     if missing:
         print("compare: no results for " + ", ".join(missing) +
               ": nothing can be said about those runs")
-    if not bad:
+    if not bad and "bare" not in configs:
+        print("compare: no bare baseline in this run: what failed above is not "
+              "compared (run those tests with --configs bare)")
+    elif not bad:
         print("compare: no test that passes on the bare device fails on ssdprio")
     return bad
 
