@@ -643,15 +643,14 @@ static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
 	if (line != SSDP_NONE && sp->set_io[ssdp_line_cset(line)].excl) {
 		/* A writeback started in a quiet window stops for it. */
 		sp->set_io[ssdp_line_cset(line)].wb_yield = true;
-		if (ssdp_write_beside_writeback(sp, pb, line, policy))
-			goto beside;
-		if (!ssdp_write_around_writeback(sp, pb, line))
-			return SSDP_DEFERRED;
-		ssdp_count(sp, SSDP_ST_WRITE_HITS);
-		ssdp_count(sp, SSDP_ST_BYPASSED);
-		return ssdp_origin_write(sp, pb);
+		if (!ssdp_write_beside_writeback(sp, pb, line, policy)) {
+			if (!ssdp_write_around_writeback(sp, pb, line))
+				return SSDP_DEFERRED;
+			ssdp_count(sp, SSDP_ST_WRITE_HITS);
+			ssdp_count(sp, SSDP_ST_BYPASSED);
+			return ssdp_origin_write(sp, pb);
+		}
 	}
-beside:
 	/* Around a failing SSD, except where it holds the only copy. */
 	if (sp->degraded)
 		policy = SSDP_WP_WRITEAROUND;

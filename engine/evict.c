@@ -693,10 +693,9 @@ bool ssdp_wb_write_beside_locked(struct ssdprio *sp, u32 line, u32 first,
  * May a user write of origin sectors [sector, sector + len) go to the
  * origin while a writeback holds @line's set?  Only one the caller knows
  * to be of blocks the cache does not hold, so no run of the job takes
- * them; and not inside the write the job gathers or has in flight: a
- * clean block it bridged may have been dropped since (a failed read),
- * and its origin write still carries the block's older data.
- * cache_lock held.
+ * them; and, whatever the caller checked, not inside the write the job
+ * gathers or has in flight: that write carries what the job read, and
+ * would overwrite the user's if it landed after it.  cache_lock held.
  */
 bool ssdp_wb_write_around_locked(struct ssdprio *sp, u32 line,
 				 sector_t sector, sector_t len)
