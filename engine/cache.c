@@ -624,10 +624,7 @@ static bool ssdp_write_around_writeback(struct ssdprio *sp,
 	lockdep_assert_held(&sp->cache_lock);
 	if (ssdp_fmap_any_held(&sp->fmap, line, pb->first, pb->nr))
 		return false;
-	return ssdp_wb_write_around_locked(sp, line,
-			(pb->oset << sp->set_shift) +
-			((sector_t)pb->first << sp->block_shift),
-			(sector_t)pb->nr << sp->block_shift);
+	return ssdp_wb_write_around_locked(sp, line, pb->first, pb->nr);
 }
 
 static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,

@@ -690,20 +690,23 @@ bool ssdp_wb_write_beside_locked(struct ssdprio *sp, u32 line, u32 first,
 }
 
 /*
- * May a user write of origin sectors [sector, sector + len) go to the
- * origin while a writeback holds @line's set?  Only one the caller knows
+ * May a user write of blocks [first, first + nr) of @line go to the
+ * origin while a writeback holds its set?  Only one the caller knows
  * to be of blocks the cache does not hold, so no run of the job takes
  * them; and, whatever the caller checked, not inside the write the job
  * gathers or has in flight: that write carries what the job read, and
  * would overwrite the user's if it landed after it.  cache_lock held.
  */
-bool ssdp_wb_write_around_locked(struct ssdprio *sp, u32 line,
-				 sector_t sector, sector_t len)
+bool ssdp_wb_write_around_locked(struct ssdprio *sp, u32 line, u32 first,
+				 u32 nr)
 {
 	struct ssdp_wb_job *job = sp->set_io[ssdp_line_cset(line)].wb;
+	sector_t at = ssdp_wb_origin_sector(sp, ssdp_fmap_oset_of(&sp->fmap,
+								  line), first);
 
 	lockdep_assert_held(&sp->cache_lock);
-	if (!job || (sector < job->out_end && job->out_start < sector + len))
+	if (!job || (at < job->out_end &&
+		     job->out_start < at + ((sector_t)nr << sp->block_shift)))
 		return false;
 	ssdp_count(sp, SSDP_ST_WRITES_AROUND_WRITEBACK);
 	return true;
