@@ -10,11 +10,15 @@
 # The same for a user's idle-class write held in the idle queue that a
 # normal write of the same block waits for (the write range lock): it
 # goes out at once, or the normal write would wait for the idle queue.
+# And a write around a writeback that the origin fails (dm-flakey under a
+# dm-linear origin leg): the error reaches its submitter at once, the
+# writeback and its dirty data are untouched, the cache keeps no copy.
 # timeout: 900
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
 
 load_module
+modprobe dm-flakey || fail "modprobe dm-flakey"
 hdd=$(make_hdd hdd 256)
 ssd=$(make_ssd ssd 64)
 len=$(sectors "$hdd")
@@ -155,4 +159,75 @@ cmp <(dd if="$hdd" bs=4k skip=100 count=1 iflag=direct status=none) /tmp/b ||
 cmp <(dd if="$dm" bs=4k skip=200 count=3 iflag=direct status=none) \
 	<(head -c 4096 /tmp/d; cat /tmp/e | head -c 4096; cat /tmp/c) ||
 	fail "the chain's blocks: A, then B, then C, in that order"
+dm_remove sp
+
+log "=== a write around a writeback that the origin fails"
+# The origin is a dm-linear leg, reloaded into dm-flakey (error_writes)
+# while the writeback waits in the idle queue: the writes around it fail
+# to their submitters, promptly; the writeback and its dirty blocks are
+# untouched; the cache keeps no copy of the failed blocks (a read goes to
+# the origin: its old data or the new, nothing else); once the origin
+# heals, a write around goes again and the writeback finishes.
+dm_create ohdd "0 $len linear $hdd 0" >/dev/null
+leg() {
+	printf '%s\n' "$1" | dmsetup load ohdd || fail "origin leg: $1"
+	dmsetup resume ohdd || fail "origin leg resume: $1"
+}
+dm=$(dm_create sp "0 $len ssdprio /dev/mapper/ohdd $ssd 15 format evict_wait 3600000 read_alloc off seq_cutoff 0 idle_dispatch_interval 3600000 batch_mode_delay 3600000 idle_max_wait 0 idle_grace 3600000")
+head -c 65536 /dev/urandom >/tmp/f
+head -c 4096 /dev/urandom >/tmp/g
+head -c 4096 /dev/urandom >/tmp/h
+dd if=/tmp/f of="$dm" bs=64k count=1 oflag=direct status=none || fail "write set 0"
+dd if="$hdd" of=/tmp/old48 bs=4k skip=48 count=1 iflag=direct status=none
+dd if="$hdd" of=/tmp/old56 bs=512 skip=$((56 * 8 + 5)) count=1 iflag=direct status=none
+start_reader
+dmsetup message sp 0 flush_dirty || fail "flush_dirty"
+wait_status sp writeback_sets -ge 1 60
+wait_status sp queued_idle -ge 1 60
+dmsetup message sp 0 write_policy writethrough || fail "write_policy writethrough"
+around=$(st writes_around_writeback) deferred=$(st deferred)
+boosted=$(st idle_boosted) oerr=$(st origin_write_errors) wberr=$(st writeback_errors)
+leg "0 $len flakey $hdd 0 0 1 1 error_writes"
+dd if=/tmp/g of="$dm" bs=4k seek=48 count=1 oflag=direct status=none &
+writer=$!
+wait_exit "$writer" 300 || fail "a write around the writeback hung on a failing origin: $(dmsetup status sp)"
+wait "$writer" && fail "a write around the writeback succeeded on an origin failing writes"
+dd if=/tmp/g of="$dm" bs=512 count=1 seek=$((56 * 8 + 5)) oflag=direct status=none &
+writer=$!
+wait_exit "$writer" 300 || fail "a partial write around the writeback hung on a failing origin"
+wait "$writer" && fail "a partial write around the writeback succeeded on an origin failing writes"
+leg "0 $len linear $hdd 0"
+kill -0 "$reader" 2>/dev/null || fail "the reader ended first: the failing writes proved nothing"
+assert_eq "$(st writes_around_writeback)" $((around + 2)) "failed writes around the writeback"
+assert_eq "$(st origin_write_errors)" $((oerr + 2)) "origin write errors"
+assert_eq "$(st deferred)" "$deferred" "writes deferred by the failed writes around"
+assert_eq "$(st idle_boosted)" "$boosted" "background I/O boosted for the failed writes around"
+assert_eq "$(st writeback_errors)" "$wberr" "writeback errors: the writeback did not fail"
+assert_ge "$(st writeback_sets)" 1 "the writeback still holds the set"
+assert_eq "$(st dirty_blocks)" 16 "dirty blocks under the writeback"
+# old_or_new GOT OLD NEW WHAT: a failed write leaves one or the other.
+old_or_new() {
+	cmp -s "$1" "$2" || cmp -s "$1" "$3" ||
+		fail "$4: neither the old data nor the failed write's"
+}
+dd if="$dm" of=/tmp/got bs=4k skip=48 count=1 iflag=direct status=none
+old_or_new /tmp/got /tmp/old48 /tmp/g "block 48 after the failed write around"
+dd if="$dm" of=/tmp/got bs=512 skip=$((56 * 8 + 5)) count=1 iflag=direct status=none
+old_or_new /tmp/got /tmp/old56 <(head -c 512 /tmp/g) "the sector after the failed partial write around"
+normal_write_completes /tmp/h 48 "the writeback, rewriting a block whose write around failed"
+assert_eq "$(st writes_around_writeback)" $((around + 3)) "writes around the healed origin"
+stop_reader
+dmsetup message sp 0 write_policy writeback || fail "write_policy writeback"
+dmsetup message sp 0 batch_mode_delay 100 || fail "batch_mode_delay"
+dmsetup message sp 0 flush_dirty
+wait_status sp dirty_blocks -eq 0 600
+assert_eq "$(st writeback_errors)" "$wberr" "writeback errors after the origin healed"
+cmp <(dd if="$hdd" bs=64k count=1 iflag=direct status=none) /tmp/f ||
+	fail "set 0's dirty data on the origin after the failed writes around"
+cmp <(dd if="$hdd" bs=4k skip=48 count=1 iflag=direct status=none) /tmp/h ||
+	fail "block 48 on the origin: the write after the failed one"
+dd if="$hdd" of=/tmp/got bs=512 skip=$((56 * 8 + 5)) count=1 iflag=direct status=none
+old_or_new /tmp/got /tmp/old56 <(head -c 512 /tmp/g) "the failed partial write's sector on the origin"
+dm_remove sp
+dm_remove ohdd
 log "ok"
