@@ -176,12 +176,71 @@ int ssdp_io_ssd_sync(struct ssdprio *sp, struct ssdp_buf *buf, size_t off,
 			    SSDP_BG_IDLE);
 }
 
-int ssdp_io_origin_sync(struct ssdprio *sp, struct ssdp_buf *buf,
-			sector_t sector, unsigned int bytes, blk_opf_t opf,
-			enum ssdp_bg_class class)
+struct ssdp_burst {
+	atomic_t pending;
+	struct completion done;
+	int error;		/* the first error */
+};
+
+struct ssdp_burst_bio {
+	struct ssdp_qnode qn;
+	struct ssdprio *sp;
+	struct ssdp_burst *burst;
+};
+
+static void ssdp_burst_endio(struct bio *bio)
 {
-	return ssdp_io_sync(sp, buf, 0, sp->origin->bdev, sector, bytes, opf,
-			    class);
+	struct ssdp_burst_bio *b = bio->bi_private;
+	struct ssdp_burst *burst = b->burst;
+
+	if (bio->bi_status)
+		cmpxchg(&burst->error, 0, blk_status_to_errno(bio->bi_status));
+	ssdp_sched_internal_done(b->sp, &b->qn);
+	/* Back to the bio pool now, not when the burst ends: it is GFP_NOIO. */
+	bio_put(bio);
+	if (atomic_dec_and_test(&burst->pending))
+		complete(&burst->done);
+}
+
+/*
+ * All of them queued before any is waited for: the scheduler sees the
+ * burst whole (sched_policy.h).  Without memory for that, one at a time.
+ */
+int ssdp_io_origin_burst(struct ssdprio *sp, struct ssdp_buf *buf,
+			 const struct ssdp_io_ext *ext, u32 nr, blk_opf_t opf,
+			 enum ssdp_bg_class class)
+{
+	struct ssdp_burst burst = { .error = 0 };
+	struct ssdp_burst_bio *b;
+	struct bio *bio;
+	int r = 0;
+	u32 i;
+
+	b = nr > 1 ? kcalloc(nr, sizeof(*b), GFP_NOIO | __GFP_NOWARN) : NULL;
+	if (!b) {
+		for (i = 0; i < nr && !r; i++)
+			r = ssdp_io_sync(sp, buf, ext[i].off, sp->origin->bdev,
+					 ext[i].sector, ext[i].bytes, opf, class);
+		return r;
+	}
+	init_completion(&burst.done);
+	atomic_set(&burst.pending, nr);
+	for (i = 0; i < nr; i++) {
+		/* A writeback buffer's extent fits one bio. */
+		bio = ssdp_buf_bio_at(sp, buf, ext[i].off, sp->origin->bdev,
+				      ext[i].sector, ext[i].bytes, opf);
+		if (class != SSDP_BG_NORMAL)
+			bio->bi_ioprio = SSDP_IDLE_PRIO;
+		bio->bi_private = &b[i];
+		bio->bi_end_io = ssdp_burst_endio;
+		b[i].sp = sp;
+		b[i].burst = &burst;
+		b[i].qn.bio = bio;
+		ssdp_sched_submit_internal(sp, &b[i].qn, class);
+	}
+	wait_for_completion_io(&burst.done);
+	kfree(b);
+	return burst.error;
 }
 
 int ssdp_io_meta_sync(struct ssdprio *sp, struct ssdp_buf *buf, size_t off,

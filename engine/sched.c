@@ -132,6 +132,15 @@ static struct ssdp_qnode *qn_next(struct ssdp_sched *s, int q)
 	return best;
 }
 
+/* @qn starts a short forward skip on from the end of the last dispatch. */
+static bool qn_follows(struct ssdp_sched *s, int q, struct ssdp_qnode *qn)
+{
+	sector_t at = qn_sector(qn);
+
+	return at >= s->last_pos[q] &&
+	       at - s->last_pos[q] <= SSDP_SCHED_NEAR_SECTORS;
+}
+
 static struct ssdp_qnode *qn_head(struct ssdp_sched *s, int q)
 {
 	return list_first_entry_or_null(&s->fifo[q], struct ssdp_qnode, fifo);
@@ -236,6 +245,8 @@ static void run_locked(struct ssdp_sched *s, u64 now, struct list_head *out)
 		v.idle_has_next = !!next[SSDP_Q_IDLE];
 		v.idle_oldest = head[SSDP_Q_IDLE] ? head[SSDP_Q_IDLE]->time : 0;
 		v.nr_pressure = s->queued[SSDP_Q_PRESSURE];
+		v.pressure_follows = head[SSDP_Q_PRESSURE] &&
+			qn_follows(s, SSDP_Q_PRESSURE, head[SSDP_Q_PRESSURE]);
 		v.normal_inflight = s->normal_inflight;
 		v.idle_inflight = s->idle_inflight;
 
@@ -718,7 +729,7 @@ unsigned int ssdp_sched_status(struct ssdprio *sp, char *result,
 	struct ssdp_sched *s = sp->sched;
 	struct ssdp_sched_view v = { 0 };
 	u32 qr, qw, qi, ni, ii;
-	u64 disp, entries, promoted, boosted, pressure, gaps, hk;
+	u64 disp, entries, promoted, boosted, pressure, gaps, hk, burst;
 	enum ssdp_sched_mode mode;
 	unsigned long flags;
 
@@ -746,6 +757,7 @@ unsigned int ssdp_sched_status(struct ssdprio *sp, char *result,
 	boosted = s->idle_boosted;
 	pressure = s->st.pressure_dispatched;
 	gaps = s->st.pressure_gaps;
+	burst = s->st.pressure_burst;
 	hk = s->st.housekeeping;
 	mode = ssdp_sched_mode(&s->st);
 	spin_unlock_irqrestore(&s->lock, flags);
@@ -761,5 +773,6 @@ unsigned int ssdp_sched_status(struct ssdprio *sp, char *result,
 	       (unsigned long long)boosted, (unsigned long long)pressure);
 	DMEMIT(" normal_housekeeping %llu pressure_gaps %llu",
 	       (unsigned long long)hk, (unsigned long long)gaps);
+	DMEMIT(" pressure_burst %llu", (unsigned long long)burst);
 	return sz;
 }

@@ -112,12 +112,20 @@ static struct ssdp_sched_decision dispatch_normal(struct ssdp_sched_state *st,
 	return normal(dir, expired[dir] || !has_next[dir]);
 }
 
+static struct ssdp_sched_decision pressure(struct ssdp_sched_state *st)
+{
+	st->pressure_last = true;
+	st->burst = 1;
+	return decision(SSDP_SCHED_PRESSURE, 0);
+}
+
 static struct ssdp_sched_decision dispatch_idle(struct ssdp_sched_state *st,
 						const struct ssdp_sched_view *v)
 {
 	st->idle_dispatched++;
 	if (v->nr_pressure)
-		return decision(SSDP_SCHED_PRESSURE, 0);
+		return pressure(st);
+	st->pressure_last = false;
 	return decision(v->idle_has_next ? SSDP_SCHED_IDLE_SORTED :
 			SSDP_SCHED_IDLE_FIFO, 0);
 }
@@ -129,6 +137,22 @@ struct ssdp_sched_decision ssdp_sched_decide(struct ssdp_sched_state *st,
 	const struct ssdp_sched_knobs *k = &st->k;
 	u32 nr_bg = v->nr_idle + v->nr_pressure;
 	u64 wake = SSDP_NEVER, t;
+
+	/*
+	 * The rest of a burst: right behind the one in flight.  Nothing in
+	 * flight, the burst is over (whatever route sent its last bio).
+	 */
+	if (!v->idle_inflight)
+		st->pressure_last = false;
+	if (v->nr_pressure && v->pressure_follows && st->pressure_last &&
+	    st->burst < k->idle_batch_depth &&
+	    v->idle_inflight < k->idle_batch_depth &&
+	    v->normal_inflight + v->idle_inflight < k->normal_depth) {
+		st->burst++;
+		st->idle_dispatched++;
+		st->pressure_burst++;
+		return decision(SSDP_SCHED_PRESSURE, 0);
+	}
 
 	/* The pressure share: one per interval, whatever else is pending. */
 	if (v->nr_pressure && (v->nr_read || v->nr_write ||
@@ -142,7 +166,7 @@ struct ssdp_sched_decision ssdp_sched_decide(struct ssdp_sched_state *st,
 			st->pressure_ever = true;
 			st->last_pressure = now;
 			st->pressure_dispatched++;
-			return decision(SSDP_SCHED_PRESSURE, 0);
+			return pressure(st);
 		}
 		wake = t;
 	}
@@ -156,6 +180,7 @@ struct ssdp_sched_decision ssdp_sched_decide(struct ssdp_sched_state *st,
 				return decision(SSDP_SCHED_NOTHING, 0);
 			st->idle_promoted++;
 			st->idle_dispatched++;
+			st->pressure_last = false;
 			return decision(SSDP_SCHED_IDLE_AS_NORMAL, 0);
 		}
 		wake = min(wake, t);

@@ -44,6 +44,15 @@
  * would keep turning the load away (on a queue-depth-1 load with cache
  * hits between its misses, the grace never comes).  A stream keeps the
  * anticipation: a write between two of its bios costs it two seeks.
+ *
+ * Bursts: a writeback under pressure sends the dirty runs of a stretch of
+ * its set as several origin writes at once, in origin order.  Each one
+ * that starts a short forward skip after the pressure bio dispatched
+ * before it, while that one is in flight, goes right behind it,
+ * whichever rule let the first one go: the disk serves the burst in one
+ * pass over a track instead of a seek per run, and a burst counts as one
+ * dispatch of the share, the gap or the interval.  At most
+ * idle_batch_depth bios make a burst.
  */
 #ifndef SSDP_SCHED_POLICY_H
 #define SSDP_SCHED_POLICY_H
@@ -89,6 +98,11 @@ struct ssdp_sched_view {
 	bool idle_has_next;		/* same, for the idle sorted queue */
 	u64 idle_oldest;		/* arrival time of the oldest idle bio */
 	u32 nr_pressure;		/* queued pressure bios */
+	/*
+	 * The oldest pressure bio starts at or after where the last one
+	 * dispatched ended, at most SSDP_SCHED_NEAR_SECTORS on.
+	 */
+	bool pressure_follows;
 	u32 normal_inflight;
 	u32 idle_inflight;
 };
@@ -124,6 +138,12 @@ struct ssdp_sched_state {
 	u64 last_pressure;		/* last pressure dispatch by share */
 	bool pressure_ever;
 	/*
+	 * The last background dispatch was a pressure bio, and how many
+	 * pressure bios have gone in its burst (see the header).
+	 */
+	bool pressure_last;
+	u32 burst;
+	/*
 	 * Where the last normal bio ended, and whether it started within
 	 * SSDP_SCHED_NEAR_SECTORS of where the one before it ended.
 	 */
@@ -136,6 +156,7 @@ struct ssdp_sched_state {
 	u64 idle_promoted;		/* dispatched as normal by age */
 	u64 pressure_dispatched;	/* by the guaranteed share */
 	u64 pressure_gaps;		/* in the gaps of a scattered load */
+	u64 pressure_burst;		/* following one in flight */
 	u64 housekeeping;		/* normal arrivals that were housekeeping */
 };
 

@@ -535,12 +535,20 @@ int ssdp_buf_alloc(struct ssdp_buf *buf, unsigned int bytes, gfp_t gfp);
 void ssdp_buf_free(struct ssdp_buf *buf);
 void ssdp_buf_copy_from_bio(struct ssdp_buf *buf, struct bio *bio,
 			    struct bvec_iter iter);
+/* An extent of a buffer and where it goes. */
+struct ssdp_io_ext {
+	sector_t sector;
+	size_t off;		/* bytes into the buffer */
+	unsigned int bytes;	/* at most BIO_MAX_VECS pages' worth */
+};
+
 /* The cache device, from byte @off of @buf. */
 int ssdp_io_ssd_sync(struct ssdprio *sp, struct ssdp_buf *buf, size_t off,
 		     sector_t sector, unsigned int bytes, blk_opf_t opf);
-int ssdp_io_origin_sync(struct ssdprio *sp, struct ssdp_buf *buf,
-			sector_t sector, unsigned int bytes, blk_opf_t opf,
-			enum ssdp_bg_class class);
+/* Extents of @buf to the origin, all in flight at once; the first error. */
+int ssdp_io_origin_burst(struct ssdprio *sp, struct ssdp_buf *buf,
+			 const struct ssdp_io_ext *ext, u32 nr, blk_opf_t opf,
+			 enum ssdp_bg_class class);
 /* Metadata: the cache device, from byte @off of @buf, normal priority. */
 int ssdp_io_meta_sync(struct ssdprio *sp, struct ssdp_buf *buf, size_t off,
 		      sector_t sector, unsigned int bytes, blk_opf_t opf);

@@ -97,10 +97,10 @@ void ssdp_wbt_window_add(struct ssdp_wb_track *t, u32 idx, u32 first, u32 nr)
 		return;
 	}
 	/*
-	 * A gathered write goes through the lines in order, a piece each:
-	 * never more pieces than lines.  Past that, the window covers all.
+	 * A gathered write has at most SSDP_WB_MAX_PIECES pieces.  Past
+	 * that, the window covers all.
 	 */
-	if (WARN_ON_ONCE(t->nr_win == SSDP_WB_MAX_LINES)) {
+	if (WARN_ON_ONCE(t->nr_win == SSDP_WB_MAX_PIECES)) {
 		t->win_all = true;
 		return;
 	}

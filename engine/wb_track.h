@@ -38,6 +38,12 @@
  */
 #define SSDP_WB_NEIGHBOURS	4U
 #define SSDP_WB_MAX_LINES	(SSDP_FMAP_TAGS + SSDP_WB_NEIGHBOURS)
+/*
+ * Pieces of one gathered write: runs of its lines, one per line where
+ * runs touch or are bridged, several per line where a writeback under
+ * pressure skips between runs (evict.c).
+ */
+#define SSDP_WB_MAX_PIECES	32U
 
 struct ssdp_wbt_piece {
 	u32 idx;		/* in lines[] */
@@ -51,8 +57,8 @@ struct ssdp_wb_track {
 	u32 lines[SSDP_WB_MAX_LINES];
 	/* The window: blocks being read from the SSD. */
 	u32 nr_win;
-	struct ssdp_wbt_piece win[SSDP_WB_MAX_LINES];
-	bool win_all;		/* never: more pieces than lines */
+	struct ssdp_wbt_piece win[SSDP_WB_MAX_PIECES];
+	bool win_all;		/* never: more than SSDP_WB_MAX_PIECES */
 	bool refused;		/* a write waited on the window */
 	unsigned long touched[];	/* nr_lines * set_blocks bits */
 };

@@ -33,6 +33,8 @@
 #   to the origin as one write (the clean blocks rewritten), not with gaps
 #   over it; a run across two origin sets goes out as one write; what the
 #   device and the origin hold is what was written.
+# - Under pressure, scattered dirty runs go out as bursts of origin writes
+#   a short skip apart; every block reads back as written.
 # timeout: 900
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -371,6 +373,32 @@ log "reader and writer done: $(dmsetup status sp)"
 assert_ge "$(st pressure_writebacks)" 1 "writebacks under pressure while the load went on"
 assert_ge "$(st pressure_gaps)" 1 "pressure writes in the reader's gaps"
 written_back_equal flush_dirty 192 "the flush"
+dm_remove sp
+
+# --- scattered dirty blocks under pressure: writebacks go out in bursts -------------
+# Random 4 KiB writes over one and a half times the cache, every block once,
+# writeback_gap 0: each cache set holds scattered dirty runs. A scattered
+# reader of uncached blocks keeps the origin busy, so eviction is under
+# pressure, and each of its writes goes out as a burst of origin writes (one
+# per run, a short skip apart) that the scheduler keeps together. Whatever
+# went out in which burst, every block reads back as written (fio verify),
+# and after a flush the origin holds what the device does.
+"$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 15 format seq_cutoff 0 read_alloc off evict_wait 3600000 evict_max_wait 1000 dirty_target 100 dirty_max_age 0 writeback_gap 0")
+fio --name=reader --filename="$dm" --rw=randread --bs=4k --direct=1 --ioengine=psync \
+	--offset=256M --size=128M --runtime=600 --time_based --randrepeat=0 >/dev/null &
+reader=$!
+fio --name=scattered --filename="$dm" --rw=randwrite --bs=4k --direct=1 --ioengine=psync \
+	--size=$((3 * $(st total_sets) * $(st set_blocks) * $(st block_sectors) / 2 / 2048))M \
+	--verify=crc32c --verify_fatal=1 --randrepeat=0 --output=/tmp/burst.fio >/dev/null ||
+	fail "scattered writes and their verification: $(cat /tmp/burst.fio)"
+kill "$reader" 2>/dev/null
+wait "$reader" 2>/dev/null
+log "scattered writes done: $(dmsetup status sp)"
+assert_ge "$(st pressure_writebacks)" 1 "writebacks under pressure"
+assert_ge "$(st pressure_burst)" 1 "origin writes that went in a burst"
+assert_eq "$(st writeback_errors)" 0 "writeback errors"
+written_back_equal flush_dirty 256 "the bursts and the flush"
 dm_remove sp
 
 # --- a write to a set under a cleaning writeback: it yields -------------------------

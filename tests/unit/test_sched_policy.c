@@ -658,3 +658,96 @@ TEST(sched_pressure_in_gaps_of_scattered_load)
 	ASSERT_EQ(dec(&st, now + MS, &v).act, SSDP_SCHED_WAIT_UNTIL);
 	ASSERT_EQ(st.pressure_gaps, 100);
 }
+
+/*
+ * A burst: the pressure bios that follow the one in flight a short skip
+ * on go right behind it, whichever rule let the first go (a gap, the
+ * share), up to idle_batch_depth; one that does not follow waits, and so
+ * does one after a plain idle dispatch.  Normal bios still come first
+ * for what the burst does not hold.
+ */
+TEST(sched_pressure_burst_follows_in_flight)
+{
+	struct ssdp_sched_state st;
+	struct ssdp_sched_knobs k;
+	struct ssdp_sched_view v = { 0 };
+	u64 now = 1000 * MS;
+	u32 i;
+
+	ssdp_sched_default_knobs(&k);
+	k.idle_max_wait_ns = 0;
+	ssdp_sched_init(&st, &k, 0);
+	/* A scattered reader leaves a gap: the first of the burst goes. */
+	ssdp_sched_normal_arrival(&st, now);
+	ssdp_sched_normal_position(&st, 1 << 20, 8);
+	ssdp_sched_normal_complete(&st, now + 5 * MS);
+	now += 5 * MS;
+	v.nr_pressure = 4;
+	ASSERT_EQ(act(&st, now, &v), SSDP_SCHED_PRESSURE);
+	ASSERT_EQ(st.pressure_gaps, 1);
+	/* The rest follow, while the first is in flight. */
+	v.idle_inflight = 1;
+	v.pressure_follows = true;
+	for (i = 1; i < 4; i++) {
+		v.nr_pressure = 4 - i;
+		ASSERT_EQ(act(&st, now, &v), SSDP_SCHED_PRESSURE);
+		v.idle_inflight++;
+	}
+	ASSERT_EQ(st.pressure_burst, 3);
+	/* One that does not follow waits for the next gap. */
+	v.nr_pressure = 1;
+	v.pressure_follows = false;
+	ASSERT_NE(act(&st, now, &v), SSDP_SCHED_PRESSURE);
+	/*
+	 * Nor does a burst go on past idle_batch_depth: its own bios, or
+	 * background bios in flight whatever sent them (batch mode).
+	 */
+	v.pressure_follows = true;
+	st.burst = k.idle_batch_depth;
+	ASSERT_NE(act(&st, now, &v), SSDP_SCHED_PRESSURE);
+	st.burst = 1;
+	v.idle_inflight = k.idle_batch_depth;
+	ASSERT_NE(act(&st, now, &v), SSDP_SCHED_PRESSURE);
+	v.idle_inflight = 4;
+	ASSERT_EQ(st.pressure_burst, 3);
+	/*
+	 * Once nothing is in flight the burst is over (a normal bio in
+	 * flight, the share not due: nothing else may send it either).
+	 */
+	v.idle_inflight = 0;
+	v.normal_inflight = 1;
+	st.pressure_ever = true;
+	st.last_pressure = now;
+	ASSERT_NE(act(&st, now, &v), SSDP_SCHED_PRESSURE);
+	v.idle_inflight = 4;
+	ASSERT_NE(act(&st, now, &v), SSDP_SCHED_PRESSURE);
+	ASSERT_EQ(st.pressure_burst, 3);
+	st.pressure_ever = false;
+	v.normal_inflight = 0;
+
+	/* The share's dispatch starts a burst too, beside normal I/O. */
+	v.idle_inflight = 0;
+	v.normal_inflight = 1;
+	v.pressure_follows = false;
+	ASSERT_EQ(act(&st, now, &v), SSDP_SCHED_PRESSURE);
+	ASSERT_EQ(st.pressure_dispatched, 1);
+	v.idle_inflight = 1;
+	ASSERT_NE(act(&st, now + MS, &v), SSDP_SCHED_PRESSURE);
+	v.pressure_follows = true;
+	ASSERT_EQ(act(&st, now + MS, &v), SSDP_SCHED_PRESSURE);
+	ASSERT_EQ(st.pressure_burst, 4);
+	/* With the device full of normal bios, not even a burst. */
+	v.normal_inflight = k.normal_depth - 1;
+	ASSERT_NE(act(&st, now + MS, &v), SSDP_SCHED_PRESSURE);
+
+	/* After a plain idle dispatch (not batch mode) no burst. */
+	now = 100000 * MS;
+	ssdp_sched_init(&st, &k, now - 20 * MS);
+	memset(&v, 0, sizeof(v));
+	v.nr_idle = 1;
+	ASSERT_EQ(act(&st, now, &v), SSDP_SCHED_IDLE_FIFO);
+	v.idle_inflight = 1;
+	v.nr_pressure = 1;
+	v.pressure_follows = true;
+	ASSERT_NE(act(&st, now, &v), SSDP_SCHED_PRESSURE);
+}
