@@ -444,7 +444,7 @@ enum ssdp_wb_join {
 	SSDP_WB_SKIPS,		/* a piece after a skip: the same burst */
 };
 
-/* Does a write of line @idx from @first lie a short skip past @w? */
+/* May a run from origin sector @at join @w as a piece after a skip? */
 static bool ssdp_wb_skip_ok(const struct ssdp_wb_job *job,
 			    const struct ssdp_wb_write *w, u32 buf_blocks,
 			    sector_t at)
