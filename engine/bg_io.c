@@ -105,77 +105,6 @@ void ssdp_buf_copy_from_bio(struct ssdp_buf *buf, struct bio *bio,
 	}
 }
 
-struct ssdp_origin_wait {
-	struct ssdp_qnode qn;
-	struct ssdprio *sp;
-	struct completion done;
-	blk_status_t status;
-};
-
-static void ssdp_origin_endio(struct bio *bio)
-{
-	struct ssdp_origin_wait *w = bio->bi_private;
-
-	w->status = bio->bi_status;
-	ssdp_sched_internal_done(w->sp, &w->qn);
-	complete(&w->done);
-}
-
-/* The origin leg goes through the scheduler like a user's bio. */
-static int ssdp_submit_origin_wait(struct ssdprio *sp, struct bio *bio,
-				   enum ssdp_bg_class class)
-{
-	struct ssdp_origin_wait w = { .sp = sp };
-
-	init_completion(&w.done);
-	bio->bi_private = &w;
-	bio->bi_end_io = ssdp_origin_endio;
-	w.qn.bio = bio;
-	ssdp_sched_submit_internal(sp, &w.qn, class);
-	wait_for_completion_io(&w.done);
-	return blk_status_to_errno(w.status);
-}
-
-/*
- * @bytes of @buf from byte @off, to or from @bdev at @sector, one bio of at
- * most BIO_MAX_VECS pages at a time.  Background classes carry the idle
- * I/O priority for the device's own scheduler too; normal is a drain's
- * writeback or the metadata, which a user's flush waits for.
- */
-static int ssdp_io_sync(struct ssdprio *sp, struct ssdp_buf *buf, size_t off,
-			struct block_device *bdev, sector_t sector,
-			unsigned int bytes, blk_opf_t opf,
-			enum ssdp_bg_class class)
-{
-	bool origin = bdev == sp->origin->bdev;
-	int r = 0;
-
-	while (bytes && !r) {
-		unsigned int n = min_t(unsigned int, bytes,
-				       BIO_MAX_VECS * PAGE_SIZE -
-				       (off & ~PAGE_MASK));
-		struct bio *bio = ssdp_buf_bio_at(sp, buf, off, bdev, sector,
-						  n, opf);
-
-		if (class != SSDP_BG_NORMAL)
-			bio->bi_ioprio = SSDP_IDLE_PRIO;
-		r = origin ? ssdp_submit_origin_wait(sp, bio, class) :
-			     submit_bio_wait(bio);
-		bio_put(bio);
-		off += n;
-		sector += n >> SECTOR_SHIFT;
-		bytes -= n;
-	}
-	return r;
-}
-
-int ssdp_io_ssd_sync(struct ssdprio *sp, struct ssdp_buf *buf, size_t off,
-		     sector_t sector, unsigned int bytes, blk_opf_t opf)
-{
-	return ssdp_io_sync(sp, buf, off, sp->cache->bdev, sector, bytes, opf,
-			    SSDP_BG_IDLE);
-}
-
 struct ssdp_burst {
 	atomic_t pending;
 	struct completion done;
@@ -202,6 +131,82 @@ static void ssdp_burst_endio(struct bio *bio)
 		complete(&burst->done);
 }
 
+/* The origin leg goes through the scheduler like a user's bio. */
+static void ssdp_burst_add(struct ssdprio *sp, struct ssdp_burst *burst,
+			   struct ssdp_burst_bio *b, struct bio *bio,
+			   enum ssdp_bg_class class)
+{
+	bio->bi_private = b;
+	bio->bi_end_io = ssdp_burst_endio;
+	b->sp = sp;
+	b->burst = burst;
+	b->qn.bio = bio;
+	ssdp_sched_submit_internal(sp, &b->qn, class);
+}
+
+static void ssdp_burst_init(struct ssdp_burst *burst, u32 nr)
+{
+	burst->error = 0;
+	init_completion(&burst->done);
+	atomic_set(&burst->pending, nr);
+}
+
+/* A burst of one; the bio is put when it completes. */
+static int ssdp_submit_origin_wait(struct ssdprio *sp, struct bio *bio,
+				   enum ssdp_bg_class class)
+{
+	struct ssdp_burst burst;
+	struct ssdp_burst_bio b;
+
+	ssdp_burst_init(&burst, 1);
+	ssdp_burst_add(sp, &burst, &b, bio, class);
+	wait_for_completion_io(&burst.done);
+	return burst.error;
+}
+
+/*
+ * @bytes of @buf from byte @off, to or from @bdev at @sector, one bio of at
+ * most BIO_MAX_VECS pages at a time.  Background classes carry the idle
+ * I/O priority for the device's own scheduler too; normal is a drain's
+ * writeback or the metadata, which a user's flush waits for.
+ */
+static int ssdp_io_sync(struct ssdprio *sp, struct ssdp_buf *buf, size_t off,
+			struct block_device *bdev, sector_t sector,
+			unsigned int bytes, blk_opf_t opf,
+			enum ssdp_bg_class class)
+{
+	bool origin = bdev == sp->origin->bdev;
+	int r = 0;
+
+	while (bytes && !r) {
+		unsigned int n = min_t(unsigned int, bytes,
+				       BIO_MAX_VECS * PAGE_SIZE -
+				       (off & ~PAGE_MASK));
+		struct bio *bio = ssdp_buf_bio_at(sp, buf, off, bdev, sector,
+						  n, opf);
+
+		if (class != SSDP_BG_NORMAL)
+			bio->bi_ioprio = SSDP_IDLE_PRIO;
+		if (origin) {
+			r = ssdp_submit_origin_wait(sp, bio, class);
+		} else {
+			r = submit_bio_wait(bio);
+			bio_put(bio);
+		}
+		off += n;
+		sector += n >> SECTOR_SHIFT;
+		bytes -= n;
+	}
+	return r;
+}
+
+int ssdp_io_ssd_sync(struct ssdprio *sp, struct ssdp_buf *buf, size_t off,
+		     sector_t sector, unsigned int bytes, blk_opf_t opf)
+{
+	return ssdp_io_sync(sp, buf, off, sp->cache->bdev, sector, bytes, opf,
+			    SSDP_BG_IDLE);
+}
+
 /*
  * All of them queued before any is waited for: the scheduler sees the
  * burst whole (sched_policy.h).  Without memory for that, one at a time.
@@ -210,7 +215,7 @@ int ssdp_io_origin_burst(struct ssdprio *sp, struct ssdp_buf *buf,
 			 const struct ssdp_io_ext *ext, u32 nr, blk_opf_t opf,
 			 enum ssdp_bg_class class)
 {
-	struct ssdp_burst burst = { .error = 0 };
+	struct ssdp_burst burst;
 	struct ssdp_burst_bio *b;
 	struct bio *bio;
 	int r = 0;
@@ -223,20 +228,14 @@ int ssdp_io_origin_burst(struct ssdprio *sp, struct ssdp_buf *buf,
 					 ext[i].sector, ext[i].bytes, opf, class);
 		return r;
 	}
-	init_completion(&burst.done);
-	atomic_set(&burst.pending, nr);
+	ssdp_burst_init(&burst, nr);
 	for (i = 0; i < nr; i++) {
 		/* A writeback buffer's extent fits one bio. */
 		bio = ssdp_buf_bio_at(sp, buf, ext[i].off, sp->origin->bdev,
 				      ext[i].sector, ext[i].bytes, opf);
 		if (class != SSDP_BG_NORMAL)
 			bio->bi_ioprio = SSDP_IDLE_PRIO;
-		bio->bi_private = &b[i];
-		bio->bi_end_io = ssdp_burst_endio;
-		b[i].sp = sp;
-		b[i].burst = &burst;
-		b[i].qn.bio = bio;
-		ssdp_sched_submit_internal(sp, &b[i].qn, class);
+		ssdp_burst_add(sp, &burst, &b[i], bio, class);
 	}
 	wait_for_completion_io(&burst.done);
 	kfree(b);
