@@ -14,7 +14,8 @@
 # an origin error (one origin write), run by run after an SSD read error (a
 # clean block the SSD cannot read does not keep its dirty data from the origin).
 # A retry never starts beside a write in flight to its set: it could call a
-# block clean that the write changes.
+# block clean that the write changes. A burst of origin writes under pressure
+# of which one fails leaves every block it carried dirty.
 # timeout: 900
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -391,4 +392,82 @@ for b in 2 4 6 8; do
 done
 dm_remove ssdleg7
 dm_remove hddleg7
+
+# --- a burst whose origin writes partly fail ---------------------------------------
+# A random 60% of the cache's worth of origin blocks written (dirty,
+# scattered runs), then one written block of every MiB made a hole that
+# fails writes (dm-flakey, reads pass). A reader keeps the origin busy and
+# random writes elsewhere need room: eviction writes back under pressure, each
+# set's scattered runs as a burst of origin writes, and a burst over a hole
+# has writes that land and one that fails. Nothing of such a burst may be
+# called clean: every block reads back as written while the holes fail, and
+# once the origin heals a flush leaves on it exactly what was written.
+hdd8=$(make_hdd hdd8 256 1000000 8)
+ssd8=$(make_ssd ssd8 32)
+n8=$(sectors "$hdd8")
+leg hddleg8 "$hdd8" linear
+dev=$(dm_create sp8 "0 $n8 ssdprio /dev/mapper/hddleg8 $ssd8 17 format seq_cutoff 0 read_alloc off evict_wait 3600000 evict_max_wait 1000 dirty_target 100 dirty_max_age 0 writeback_gap 0 lockout_clean off")
+bs=$(($(status_get sp8 block_sectors) * 512))
+na=$(status_get sp8 cache_blocks)
+# Writes the blocks, their image to /tmp/a8.want, and the origin's table
+# with the holes to /tmp/leg8.
+python3 - "$dev" "$bs" "$na" /tmp/a8.want "$hdd8" "$n8" <<'PY' >/tmp/leg8 || fail "the scattered blocks written"
+import mmap, os, random, sys
+dev, bs, n, want, hdd, sectors = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], int(sys.argv[6])
+img = bytearray(bs * n)
+fd = os.open(dev, os.O_WRONLY | os.O_DIRECT)
+buf = mmap.mmap(-1, bs)
+blocks = random.sample(range(n), n * 6 // 10)
+for b in blocks:
+    buf[:] = os.urandom(bs)
+    img[b * bs:(b + 1) * bs] = buf[:]
+    os.pwrite(fd, buf, b * bs)
+os.close(fd)
+open(want, "wb").write(img)
+written = set(blocks)
+per_mib = (1 << 20) // bs
+spb = bs // 512
+at = 0
+for m in range(0, n - per_mib + 1, per_mib):
+    hole = next((b for b in range(m + per_mib // 2, m + per_mib) if b in written), None)
+    if hole is None:
+        continue
+    s = hole * spb
+    if s > at:
+        print(f"{at} {s - at} linear {hdd} {at}")
+    print(f"{s} {spb} flakey {hdd} {s} 0 1 1 error_writes")
+    at = s + spb
+print(f"{at} {sectors - at} linear {hdd} {at}")
+PY
+dmsetup reload hddleg8 </tmp/leg8 && dmsetup resume hddleg8 || fail "holes under the origin"
+log "$(grep -c flakey /tmp/leg8) holes"
+fio --name=reader --filename="$dev" --rw=randread --bs=4k --direct=1 --ioengine=psync \
+	--offset=192M --size=64M --runtime=600 --time_based --randrepeat=0 >/dev/null &
+reader=$!
+fio --name=newer --filename="$dev" --rw=randwrite --bs=4k --direct=1 --ioengine=psync \
+	--offset=128M --size=$((na * bs >> 20))M \
+	--verify=crc32c --verify_fatal=1 --randrepeat=0 --output=/tmp/b8.fio >/dev/null ||
+	fail "writes beside the failing bursts: $(cat /tmp/b8.fio)"
+kill "$reader" 2>/dev/null
+wait "$reader" 2>/dev/null
+log "after the failing bursts: $(dmsetup status sp8)"
+# Errors only from bursts: no quiet window, no lock-out runs, no cleaning.
+assert_ge "$(status_get sp8 pressure_writebacks)" 1 "writebacks under pressure"
+assert_eq "$(status_get sp8 lockout_writebacks)" 0 "lock-out writebacks"
+assert_ge "$(status_get sp8 pressure_burst)" 1 "origin writes that went in a burst"
+assert_ge "$(status_get sp8 writeback_errors)" 1 "writeback errors on the holes"
+cmp /tmp/a8.want <(dd if="$dev" bs="$bs" count="$na" iflag=direct status=none) ||
+	fail "the scattered blocks through the cache while bursts fail"
+leg hddleg8 "$hdd8" linear
+dmsetup message sp8 0 flush_dirty
+wait_status sp8 dirty_blocks -eq 0 600
+wait_status sp8 flush_state == idle 60
+assert_eq "$(status_get sp8 failed_sets)" 0 "failed_sets after the origin healed"
+cmp <(dd if="$dev" bs=1M skip=128 count=$((na * bs >> 20)) iflag=direct status=none) \
+	<(dd if="$hdd8" bs=1M skip=128 count=$((na * bs >> 20)) iflag=direct status=none) ||
+	fail "the writes beside the bursts: origin and device after the flush"
+dm_remove sp8
+cmp /tmp/a8.want <(dd if="$hdd8" bs="$bs" count="$na" iflag=direct status=none) ||
+	fail "the scattered blocks on the origin after the flush: a block of a failed burst was called clean"
+dm_remove hddleg8
 log "ok"
