@@ -43,23 +43,6 @@ get() {
 		return 1
 	printf '%s' "$out"
 }
-# leg NAME DEV MODE: (re)load the dm device NAME over DEV as linear, as
-# flakey failing all I/O ("all"), or failing writes only ("writes").
-leg() {
-	local n t
-	n=$(sectors "$2")
-	case $3 in
-	linear) t="0 $n linear $2 0" ;;
-	all) t="0 $n flakey $2 0 0 1" ;;
-	writes) t="0 $n flakey $2 0 0 1 1 error_writes" ;;
-	esac
-	if dmsetup info "$1" >/dev/null 2>&1; then
-		dmsetup reload "$1" --table "$t" && dmsetup resume "$1"
-	else
-		dm_create "$1" "$t" >/dev/null
-	fi
-}
-
 # --- SSD failing under a device with clean and dirty blocks -------------------------
 hdd=$(make_hdd hdd 64 0 32)
 ssd=$(make_ssd ssd 32)
@@ -330,9 +313,8 @@ cset=$("$REPO/build/ssdprio-tool" debug-placement "$ssd6" 0 | cut -d' ' -f2)
 # Blocks go to their home frame first: block 1 in frame 1.
 bad=$((data_start + cset * $(status_get sp6 set_blocks) * 8 + 8))
 n=$(sectors "$ssd6")
-printf '0 %s linear %s 0\n%s 8 error\n%s %s linear %s %s\n' "$bad" "$ssd6" "$bad" \
-	$((bad + 8)) $((n - bad - 8)) "$ssd6" $((bad + 8)) | dmsetup reload ssdleg6 &&
-	dmsetup resume ssdleg6 || fail "an error segment under block 1's frame"
+leg_load ssdleg6 "$(printf '0 %s linear %s 0\n%s 8 error\n%s %s linear %s %s\n' "$bad" "$ssd6" \
+	"$bad" $((bad + 8)) $((n - bad - 8)) "$ssd6" $((bad + 8)))"
 w0=$(status_get sp6 writeback_writes)
 dmsetup message sp6 0 flush_dirty
 # The retry may have written everything back already (after 1 s).
@@ -371,8 +353,8 @@ wait_status sp7 writeback_errors -ge $((e0 + 4)) 120
 leg hddleg7 "$hdd7" linear
 dmsetup message sp7 0 write_policy writethrough || fail "write_policy writethrough"
 n7=$(sectors "$ssd7")
-dmsetup reload ssdleg7 --table "0 $n7 delay $ssd7 0 0 $ssd7 0 12000" &&
-	dmsetup resume ssdleg7 || fail "SSD writes held 12 s"
+# SSD writes held 12 s.
+leg_load ssdleg7 "0 $n7 delay $ssd7 0 0 $ssd7 0 12000"
 w0=$(status_get sp7 writeback_writes)
 put "$dev" 0 C &
 writer=$!
@@ -439,7 +421,7 @@ for m in range(0, n - per_mib + 1, per_mib):
     at = s + spb
 print(f"{at} {sectors - at} linear {hdd} {at}")
 PY
-dmsetup reload hddleg8 </tmp/leg8 && dmsetup resume hddleg8 || fail "holes under the origin"
+leg_load hddleg8 "$(cat /tmp/leg8)"
 log "$(grep -c flakey /tmp/leg8) holes"
 fio --name=reader --filename="$dev" --rw=randread --bs=4k --direct=1 --ioengine=psync \
 	--offset=192M --size=64M --runtime=600 --time_based --randrepeat=0 >/dev/null &

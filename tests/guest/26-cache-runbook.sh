@@ -17,20 +17,7 @@ hdd=$(make_hdd hdd 64 0 32)
 ssd=$(make_ssd ssd 32)
 len=$(sectors "$hdd")
 # leg MODE: the cache leg as linear, failing writes, or failing everything.
-leg() {
-	local n t
-	n=$(sectors "$ssd")
-	case $1 in
-	linear) t="0 $n linear $ssd 0" ;;
-	writes) t="0 $n flakey $ssd 0 0 1 1 error_writes" ;;
-	all) t="0 $n flakey $ssd 0 0 1" ;;
-	esac
-	if dmsetup info ssdleg >/dev/null 2>&1; then
-		dmsetup reload ssdleg --table "$t" && dmsetup resume ssdleg
-	else
-		dm_create ssdleg "$t" >/dev/null
-	fi
-}
+ssd_leg() { leg ssdleg "$ssd" "$1"; }
 # swap TABLE: reload sp live (what the runbook does, no unmount).
 swap() { dmsetup reload sp --table "$1" && dmsetup resume sp || fail "reload sp: $1"; }
 # put FILE MIB_OFFSET [dd flags]: write FILE through sp.
@@ -43,7 +30,7 @@ same() {
 for f in A B C D; do head -c $((1 << 20)) /dev/urandom >/tmp/$f; done
 head -c $((2 << 20)) /dev/urandom >/tmp/A
 
-leg linear
+ssd_leg linear
 dm_create sp "0 $len ssdprio $hdd /dev/mapper/ssdleg 5 format evict_wait 600000 seq_cutoff 0" >/dev/null
 put /tmp/A 0 || fail "write A"
 dmsetup message sp 0 flush_dirty
@@ -52,7 +39,7 @@ put /tmp/B 8 dsync || fail "write B"
 assert_eq "$(status_get sp dirty_blocks)" 256 "B dirty"
 
 # --- dying: writes fail, reads work ----------------------------------------------------
-leg writes
+ssd_leg writes
 put /tmp/C 16 && fail "a write into the cache succeeded on an SSD that fails writes"
 assert_eq "$(status_get sp cache_mode)" degraded "cache_mode"
 put /tmp/C 16 || fail "write C around the degraded cache"
@@ -64,7 +51,7 @@ swap "0 $len linear $hdd 0"
 same /tmp/A 0 && same /tmp/B 8 && same /tmp/C 16 || fail "data after the swap to linear"
 # The dying SSD could not record its clean shutdown: wipe refuses without
 # --force, which the drain above (dirty_blocks 0) makes safe.
-leg linear
+ssd_leg linear
 "$TOOL" wipe /dev/mapper/ssdleg && fail "wipe of an uncleanly stopped cache without --force"
 "$TOOL" wipe --force /dev/mapper/ssdleg || fail "wipe --force of the drained cache"
 swap "0 $len ssdprio $hdd /dev/mapper/ssdleg 1 format"
@@ -75,7 +62,7 @@ same /tmp/A 0 && same /tmp/B 8 && same /tmp/C 16 || fail "data over the new cach
 dmsetup message sp 0 evict_wait 600000
 put /tmp/D 24 dsync || fail "write D"
 assert_ge "$(status_get sp dirty_blocks)" 256 "D dirty"
-leg all
+ssd_leg all
 same /tmp/A 0 || fail "clean data while the SSD is dead"
 if dd if=/dev/mapper/sp bs=1M skip=24 count=1 iflag=direct status=none of=/dev/null 2>/dev/null; then
 	fail "a dirty block read without error from a dead SSD"

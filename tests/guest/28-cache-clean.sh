@@ -637,8 +637,7 @@ log "a write that waited, claimed run by run"
 # as a's block 3. It must wait, or go to the origin.
 modprobe dm-delay || fail "modprobe dm-delay"
 "$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
-nssd=$(sectors "$ssd")
-dm_create ssdleg "0 $nssd linear $ssd 0" >/dev/null
+leg ssdleg "$ssd" linear
 dm=$(dm_create sp "0 $len ssdprio $hdd /dev/mapper/ssdleg 19 format set_size 16 seq_cutoff 0 read_alloc off evict_wait 3600000 dirty_target 100 dirty_max_age 0 lockout_clean off writeback_gap 16 batch_mode_delay 0")
 read -r a b < <(python3 - "$(st total_sets)" $((len / 128)) <<'PY'
 import sys
@@ -675,8 +674,7 @@ log "b's block 3 written: $(dmsetup status sp | cut -d' ' -f4-)"
 wait_status sp flush_state == idle 120
 dmsetup message sp 0 flush_dirty || fail "flush_dirty"
 wait_status sp dirty_blocks -eq 0 120
-dmsetup reload ssdleg --table "0 $nssd linear $ssd 0" && dmsetup resume ssdleg ||
-	fail "SSD leg back to linear"
+leg ssdleg "$ssd" linear
 assert_ge "$(($(st writeback_bridged_blocks) - b0))" 5 "clean blocks bridged"
 for s in a b; do
 	o=${!s}

@@ -36,18 +36,8 @@ expect_rc() {
 	"$@" >"$T/out" 2>"$T/err" || rc=$?
 	[[ $rc == "$want" ]] || fail "'$*' exited $rc, expected $want: $(cat "$T/out" "$T/err")"
 }
-# origin_table KIND: the table of "orig" over $hdd: linear, or flakey
-# refusing every write.
-origin_table() {
-	case $1 in
-	linear) echo "0 $len linear $hdd 0" ;;
-	writes) echo "0 $len flakey $hdd 0 0 1 1 error_writes" ;;
-	esac
-}
-origin_set() {
-	dmsetup suspend orig && dmsetup load orig --table "$(origin_table "$1")" &&
-		dmsetup resume orig || fail "origin_set $1"
-}
+# origin_set MODE: "orig" over $hdd, linear or refusing every write (lib.sh leg).
+origin_set() { leg orig "$hdd" "$1"; }
 dirty_some() { # dirty_some SEED: 4 MiB of random 4 KiB writes, all dirty
 	fio_run --name=d --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 \
 		--offset=1M --size=16M --io_size=4M --randrepeat=0 --randseed="$1" \
@@ -59,7 +49,7 @@ modprobe dm-flakey
 hdd=$(make_hdd hdd 64 0 32)
 ssd=$(make_ssd ssd 24)
 len=$(sectors "$hdd")
-dm_create orig "$(origin_table linear)" >/dev/null
+origin_set linear
 dm_create sp "0 $len ssdprio /dev/mapper/orig $ssd 3 format evict_wait 600000" >/dev/null
 dm_create lin "0 2048 linear $hdd 0" >/dev/null # not ssdprio: never listed
 

@@ -30,8 +30,8 @@ refused() {
 	dmsetup info "$1" >/dev/null 2>&1 && dmsetup remove "$1"
 	log "refused: $2"
 }
-# leg NAME UUID: a linear device over the whole null_blk, with that DM UUID.
-leg() {
+# uuid_leg NAME UUID: a linear device over the whole null_blk, with that DM UUID.
+uuid_leg() {
 	dmsetup create "$1" --uuid "$2" --table "0 $len linear $hdd 0" || fail "create $1"
 	_settle
 	dmsetup mknodes "$1"
@@ -54,8 +54,8 @@ intact() { # ORIGIN: the cache loads over it and serves the dirty data
 }
 
 # --- LVM-style DM UUID --------------------------------------------------------------------
-a=$(leg lv_a "LVM-ssdprioTESTvgA0000000000000000lvA0000000000000000000")
-b=$(leg lv_b "LVM-ssdprioTESTvgA0000000000000000lvB0000000000000000000")
+a=$(uuid_leg lv_a "LVM-ssdprioTESTvgA0000000000000000lvA0000000000000000000")
+b=$(uuid_leg lv_b "LVM-ssdprioTESTvgA0000000000000000lvB0000000000000000000")
 dirty_write "$a"
 "$TOOL" show "$ssd" | grep -q "origin id: *DM UUID hash" ||
 	fail "no DM identity recorded: $("$TOOL" show "$ssd")"
@@ -66,16 +66,16 @@ dmsetup remove lv_a lv_b
 
 # --- dm-crypt: the mapping's name is not part of the identity -----------------------------
 luks=0123456789abcdef0123456789abcdef
-c1=$(leg crypt_one "CRYPT-LUKS2-$luks-crypt_one")
+c1=$(uuid_leg crypt_one "CRYPT-LUKS2-$luks-crypt_one")
 dirty_write "$c1"
 dmsetup remove crypt_one
-c2=$(leg crypt_two "CRYPT-LUKS2-$luks-crypt_two")
+c2=$(uuid_leg crypt_two "CRYPT-LUKS2-$luks-crypt_two")
 intact "$c2"
-c3=$(leg crypt_three "CRYPT-LUKS2-fedcba9876543210fedcba9876543210-crypt_three")
+c3=$(uuid_leg crypt_three "CRYPT-LUKS2-fedcba9876543210fedcba9876543210-crypt_three")
 refused sp "0 $len ssdprio $c3 $ssd"
 dmsetup remove crypt_two crypt_three
 # Plain dm-crypt names nothing stable: no identity, size alone is checked.
-p=$(leg plain "CRYPT-PLAIN-plain")
+p=$(uuid_leg plain "CRYPT-PLAIN-plain")
 dirty_write "$p"
 "$TOOL" show "$ssd" | grep -Eq "UUID hash|origin disk:" && fail "an identity from a plain dm-crypt name"
 intact "$p"

@@ -168,11 +168,7 @@ log "=== a write around a writeback that the origin fails"
 # untouched; the cache keeps no copy of the failed blocks (a read goes to
 # the origin: its old data or the new, nothing else); once the origin
 # heals, a write around goes again and the writeback finishes.
-dm_create ohdd "0 $len linear $hdd 0" >/dev/null
-leg() {
-	printf '%s\n' "$1" | dmsetup load ohdd || fail "origin leg: $1"
-	dmsetup resume ohdd || fail "origin leg resume: $1"
-}
+leg ohdd "$hdd" linear
 dm=$(dm_create sp "0 $len ssdprio /dev/mapper/ohdd $ssd 15 format evict_wait 3600000 read_alloc off seq_cutoff 0 idle_dispatch_interval 3600000 batch_mode_delay 3600000 idle_max_wait 0 idle_grace 3600000")
 head -c 65536 /dev/urandom >/tmp/f
 head -c 4096 /dev/urandom >/tmp/g
@@ -187,7 +183,7 @@ wait_status sp queued_idle -ge 1 60
 dmsetup message sp 0 write_policy writethrough || fail "write_policy writethrough"
 around=$(st writes_around_writeback) deferred=$(st deferred)
 boosted=$(st idle_boosted) oerr=$(st origin_write_errors) wberr=$(st writeback_errors)
-leg "0 $len flakey $hdd 0 0 1 1 error_writes"
+leg ohdd "$hdd" writes
 dd if=/tmp/g of="$dm" bs=4k seek=48 count=1 oflag=direct status=none &
 writer=$!
 wait_exit "$writer" 300 || fail "a write around the writeback hung on a failing origin: $(dmsetup status sp)"
@@ -196,7 +192,7 @@ dd if=/tmp/g of="$dm" bs=512 count=1 seek=$((56 * 8 + 5)) oflag=direct status=no
 writer=$!
 wait_exit "$writer" 300 || fail "a partial write around the writeback hung on a failing origin"
 wait "$writer" && fail "a partial write around the writeback succeeded on an origin failing writes"
-leg "0 $len linear $hdd 0"
+leg ohdd "$hdd" linear
 kill -0 "$reader" 2>/dev/null || fail "the reader ended first: the failing writes proved nothing"
 assert_eq "$(st writes_around_writeback)" $((around + 2)) "failed writes around the writeback"
 assert_eq "$(st origin_write_errors)" $((oerr + 2)) "origin write errors"

@@ -44,28 +44,24 @@ hdd=$(make_hdd hdd 64 100000 4)
 ssd=$(make_ssd ssd 16)
 hsz=$(sectors "$hdd")
 ssz=$(sectors "$ssd")
-dm_create ohdd "0 $hsz linear $hdd 0" >/dev/null
-dm_create ossd "0 $ssz linear $ssd 0" >/dev/null
+leg ohdd "$hdd" linear
+leg ossd "$ssd" linear
 O=/dev/mapper/ohdd C=/dev/mapper/ossd
 WS_SECTORS=$((48 * 2048)) # 3x the ~15 MiB of cache sets
 
 # --- legs ------------------------------------------------------------------------
-leg_set() { # leg_set NAME TABLE: swap the leg's table under the live ssdprio
-	printf '%s\n' "$2" | dmsetup load "$1" || fail "dmsetup load $1 failed: $2"
-	dmsetup resume "$1" || fail "dmsetup resume $1 failed"
-}
 leg_dev() { if [[ $1 == ohdd ]]; then echo "$hdd"; else echo "$ssd"; fi; }
 leg_size() { if [[ $1 == ohdd ]]; then echo "$hsz"; else echo "$ssz"; fi; }
-leg_ok() { leg_set "$1" "0 $(leg_size "$1") linear $(leg_dev "$1") 0"; }
-leg_error_writes() { leg_set "$1" "0 $(leg_size "$1") flakey $(leg_dev "$1") 0 0 1 1 error_writes"; }
-leg_all_errors() { leg_set "$1" "0 $(leg_size "$1") flakey $(leg_dev "$1") 0 0 1"; }
+leg_ok() { leg "$1" "$(leg_dev "$1")" linear; }
+leg_error_writes() { leg "$1" "$(leg_dev "$1")" writes; }
+leg_all_errors() { leg "$1" "$(leg_dev "$1")" all; }
 leg_error_range() { # leg_error_range NAME START LEN: dm-error over [START, START+LEN)
 	local n=$1 s=$2 l=$3 dev sz t=""
 	dev=$(leg_dev "$n") sz=$(leg_size "$n")
 	((s > 0)) && t+="0 $s linear $dev 0"$'\n'
 	t+="$s $l error"
 	((s + l < sz)) && t+=$'\n'"$((s + l)) $((sz - s - l)) linear $dev $((s + l))"
-	leg_set "$n" "$t"
+	leg_load "$n" "$t"
 }
 
 # --- status ------------------------------------------------------------------------

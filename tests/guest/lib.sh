@@ -300,6 +300,33 @@ dm_create() {
 	dm_try_create "$1" "$2" || fail "dm_create $1 failed; table: $2"
 }
 
+# leg_load NAME "TABLE": a leg for fault injection under a live device: NAME
+# created with TABLE if absent, else TABLE loaded and resumed in its place (the
+# device over it sees no error, its I/O waits across the swap). Fails the test
+# if it cannot.
+leg_load() {
+	if dmsetup info "$1" >/dev/null 2>&1; then
+		printf '%s\n' "$2" | dmsetup load "$1" && dmsetup resume "$1" ||
+			fail "leg $1: cannot swap in: $2"
+	else
+		dm_create "$1" "$2" >/dev/null
+	fi
+}
+
+# leg NAME DEV MODE: leg_load NAME over all of DEV as linear, as dm-flakey
+# failing writes only ("writes"; reads pass) or failing all I/O ("all").
+leg() {
+	local n t
+	n=$(sectors "$2")
+	case $3 in
+	linear) t="0 $n linear $2 0" ;;
+	writes) t="0 $n flakey $2 0 0 1 1 error_writes" ;;
+	all) t="0 $n flakey $2 0 0 1" ;;
+	*) fail "leg $1: unknown mode '$3'" ;;
+	esac
+	leg_load "$1" "$t"
+}
+
 _dm_remove() { # returns non-zero instead of failing
 	local name=${1#/dev/mapper/} err
 	for _ in {1..50}; do
@@ -530,10 +557,9 @@ hold_data_reads() {
 	local n ds
 	n=$(sectors "$2")
 	ds=$(cache_data_start "$2")
-	printf '0 %s linear %s 0\n%s %s delay %s %s %s %s %s 0\n%s 2048 linear %s %s\n' \
+	leg_load "$1" "$(printf '0 %s linear %s 0\n%s %s delay %s %s %s %s %s 0\n%s 2048 linear %s %s\n' \
 		"$ds" "$2" "$ds" $((n - 2048 - ds)) "$2" "$ds" "$3" "$2" "$ds" \
-		$((n - 2048)) "$2" $((n - 2048)) | dmsetup reload "$1" &&
-		dmsetup resume "$1" || fail "hold the data reads of $1"
+		$((n - 2048)) "$2" $((n - 2048)))"
 }
 
 # range_apart CACHE LEN_MB FROM_MB [START_MB:LEN_MB]...: the first offset in
