@@ -423,15 +423,7 @@ print(f"{at} {sectors - at} linear {hdd} {at}")
 PY
 leg_load hddleg8 "$(cat /tmp/leg8)"
 log "$(grep -c flakey /tmp/leg8) holes"
-fio --name=reader --filename="$dev" --rw=randread --bs=4k --direct=1 --ioengine=psync \
-	--offset=192M --size=64M --runtime=600 --time_based --randrepeat=0 >/dev/null &
-reader=$!
-fio --name=newer --filename="$dev" --rw=randwrite --bs=4k --direct=1 --ioengine=psync \
-	--offset=128M --size=$((na * bs >> 20))M \
-	--verify=crc32c --verify_fatal=1 --randrepeat=0 --output=/tmp/b8.fio >/dev/null ||
-	fail "writes beside the failing bursts: $(cat /tmp/b8.fio)"
-kill "$reader" 2>/dev/null
-wait "$reader" 2>/dev/null
+writes_under_load "$dev" 128M $((na * bs >> 20))M 192M 64M "writes beside the failing bursts"
 log "after the failing bursts: $(dmsetup status sp8)"
 # Errors only from bursts: no quiet window, no lock-out runs, no cleaning.
 assert_ge "$(status_get sp8 pressure_writebacks)" 1 "writebacks under pressure"

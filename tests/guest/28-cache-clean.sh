@@ -385,15 +385,8 @@ dm_remove sp
 # and after a flush the origin holds what the device does.
 "$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
 dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 15 format seq_cutoff 0 read_alloc off evict_wait 3600000 evict_max_wait 1000 dirty_target 100 dirty_max_age 0 writeback_gap 0")
-fio --name=reader --filename="$dm" --rw=randread --bs=4k --direct=1 --ioengine=psync \
-	--offset=256M --size=128M --runtime=600 --time_based --randrepeat=0 >/dev/null &
-reader=$!
-fio --name=scattered --filename="$dm" --rw=randwrite --bs=4k --direct=1 --ioengine=psync \
-	--size=$((3 * $(st total_sets) * $(st set_blocks) * $(st block_sectors) / 2 / 2048))M \
-	--verify=crc32c --verify_fatal=1 --randrepeat=0 --output=/tmp/burst.fio >/dev/null ||
-	fail "scattered writes and their verification: $(cat /tmp/burst.fio)"
-kill "$reader" 2>/dev/null
-wait "$reader" 2>/dev/null
+writes_under_load "$dm" 0 $((3 * $(st total_sets) * $(st set_blocks) * $(st block_sectors) / 2 / 2048))M \
+	256M 128M "scattered writes and their verification"
 log "scattered writes done: $(dmsetup status sp)"
 assert_ge "$(st pressure_writebacks)" 1 "writebacks under pressure"
 assert_ge "$(st pressure_burst)" 1 "origin writes that went in a burst"

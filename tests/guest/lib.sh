@@ -433,6 +433,28 @@ fio_run() {
 	fi
 }
 
+# writes_under_load DEV WOFF WSIZE ROFF RSIZE WHAT: random 4 KiB writes over
+# [WOFF, WOFF + WSIZE) of DEV, every block once, verified (fio crc32c), while a
+# random 4 KiB reader of [ROFF, ROFF + RSIZE) keeps the device under it busy:
+# room comes only from eviction under pressure. Offsets and sizes as fio takes
+# them (128M). Fails the test with WHAT if a write or its verification fails.
+writes_under_load() {
+	local reader
+	fio --name=reader --filename="$1" --rw=randread --bs=4k --direct=1 --ioengine=psync \
+		--offset="$4" --size="$5" --runtime=600 --time_based --randrepeat=0 >/dev/null &
+	reader=$!
+	fio --name=writer --filename="$1" --rw=randwrite --bs=4k --direct=1 --ioengine=psync \
+		--offset="$2" --size="$3" --verify=crc32c --verify_fatal=1 --randrepeat=0 \
+		--output=/tmp/under_load.fio >/dev/null || {
+		kill "$reader" 2>/dev/null
+		wait "$reader" 2>/dev/null
+		fail "$6: $(cat /tmp/under_load.fio)"
+	}
+	kill "$reader" 2>/dev/null
+	wait "$reader" 2>/dev/null
+	return 0
+}
+
 # --- Crash tests -------------------------------------------------------------------------
 # crash_arm: ask the host to kill QEMU with SIGKILL, --crash-after SEC seconds from
 # now (tests/vm/run --crash-after SEC; without it the request is ignored). Use
