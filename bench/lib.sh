@@ -130,13 +130,15 @@ anchor_teardown() { # after fio has exited (the cgroups are empty)
 # (dm-writecache, 4 KiB blocks), bcache (writeback, 2048 buckets),
 # ssdprio-nolockout (ssdprio with lockout_clean off, to set lock-out
 # cleaning's effect beside it), ssdprio-set2m (ssdprio with 2 MiB sets,
-# set_size 512: the default before 4 MiB sets). Returns 1
-# when the peer cannot be set up.
+# set_size 512: the default before 4 MiB sets), ssdprio+KEY=VALUE[+...] (ssdprio
+# with those table arguments, e.g. ssdprio+idle_batch_depth=4: a knob set beside
+# the defaults in one boot). Returns 1 when the peer cannot be set up.
 cache_peer_dev() {
 	local config=$1 hdd_mb=$2 cache_mb=$3 hdd ssd meta
 	shift 3
 	case $config in
 	ssdprio | ssdprio-nolockout | ssdprio-set2m | dmcache | writecache | bcache) ;;
+	ssdprio+*=*) ;;
 	*) return 1 ;;
 	esac
 	[[ $config != bcache ]] || command -v make-bcache >/dev/null || return 1
@@ -146,6 +148,11 @@ cache_peer_dev() {
 	ssdprio) ssdprio_dev ssdprio "$hdd" "$ssd" "$@" ;;
 	ssdprio-nolockout) ssdprio_dev ssdprio "$hdd" "$ssd" lockout_clean off "$@" ;;
 	ssdprio-set2m) ssdprio_dev ssdprio "$hdd" "$ssd" set_size 512 "$@" ;;
+	ssdprio+*)
+		local kv knobs=()
+		IFS=+ read -ra kv <<<"${config#ssdprio+}"
+		for kv in "${kv[@]}"; do knobs+=("${kv%%=*}" "${kv#*=}"); done
+		ssdprio_dev ssdprio "$hdd" "$ssd" "${knobs[@]}" "$@" ;;
 	dmcache)
 		meta=$(ssd_dev meta 8)
 		dm_try_create dmcache "0 $(sectors "$hdd") cache $meta $ssd $hdd 64 1 writeback smq 0" ;;
