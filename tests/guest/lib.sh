@@ -106,6 +106,12 @@ assert_le() { _num_check assert_le "$1" "<=" "$2" "${3:-}"; } # assert_le A B [M
 # --- Modules ------------------------------------------------------------------------
 _module_name() { # kernel name of a .ko path or module name (dm-ssdprio -> dm_ssdprio)
 	local n=${1##*/}
+	# A .ko file says its own name (BENCH_MODULE may be a copy named otherwise).
+	if [[ $n == *.ko && -f $1 ]] && n=$(modinfo -F name "$1" 2>/dev/null) && [[ $n ]]; then
+		echo "$n"
+		return
+	fi
+	n=${1##*/}
 	n=${n%.ko}
 	echo "${n//-/_}"
 }
