@@ -1193,7 +1193,7 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 	case SSDP_BK_COMMITTED:
 		return DM_ENDIO_DONE;
 	case SSDP_BK_ORIGIN_READ:
-		if (pb->promote && ok && ssdp_promote_defer(sp, bio, pb))
+		if (pb->promote && ok && ssdp_promote_read_done(sp, bio, pb))
 			return DM_ENDIO_INCOMPLETE;
 		return DM_ENDIO_DONE;
 	default:

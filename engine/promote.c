@@ -67,7 +67,7 @@ static unsigned int ssdp_promo_bytes(struct ssdprio *sp, struct ssdp_bio *pb)
 
 /*
  * The copy, from end_io or the capture worker: its bytes are reserved by
- * ssdp_promote_defer().  No sleeping: end_io may run in interrupt context.
+ * ssdp_promote_read_done().  No sleeping: end_io may run in interrupt context.
  */
 static void ssdp_promote_capture(struct ssdprio *sp, struct bio *bio,
 				 struct ssdp_bio *pb)
@@ -116,7 +116,7 @@ skip:
  * A held read's second end_io (kind COMMITTED, no longer an origin bio for
  * the scheduler) completes it.  True if held.
  */
-bool ssdp_promote_defer(struct ssdprio *sp, struct bio *bio,
+bool ssdp_promote_read_done(struct ssdprio *sp, struct bio *bio,
 			struct ssdp_bio *pb)
 {
 	unsigned int bytes = ssdp_promo_bytes(sp, pb);

@@ -490,7 +490,7 @@ static inline void ssdp_bios_take(struct ssdprio *sp, struct bio_list *from,
 }
 
 /* promote.c */
-bool ssdp_promote_defer(struct ssdprio *sp, struct bio *bio,
+bool ssdp_promote_read_done(struct ssdprio *sp, struct bio *bio,
 			struct ssdp_bio *pb);
 int ssdp_promote_init(struct ssdprio *sp);
 void ssdp_promote_exit(struct ssdprio *sp);
