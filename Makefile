@@ -192,7 +192,7 @@ CHECK_SUBSET ?= 00-smoke 11-target-io 14-kernel-compat \
 CRASH_SUBSET ?= powercut
 
 check-subset: deps modules hddsim tools debs
-	@rc=0; ./tests/vm/run $(VM_ARGS) $(CHECK_SUBSET) || rc=$$?; \
+	@rc=0; SSDP_IO_POLICIES="off writeback" ./tests/vm/run $(VM_ARGS) $(CHECK_SUBSET) || rc=$$?; \
 	./tests/crash/run $(VM_ARGS) $(CRASH_SUBSET) || rc=$$?; exit $$rc
 
 # fstests (xfstests), built from FSTESTS_SRC or the pinned snapshot in

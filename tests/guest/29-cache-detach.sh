@@ -33,10 +33,16 @@ id=$("$TOOL" gen-origin-id)
 
 # writer TAG N: N files of 64-256 KiB of random data under $MNT/TAG,
 # their sums in $T/TAG.sums as each is complete (written and fsynced).
+# writer TAG N: N files, one after another, each synced; fewer once
+# $T/TAG.stop exists (the detach or attach it ran beside is over) and it has
+# written ten more since.
 writer() {
-	local tag=$1 n=$2 i f
+	local tag=$1 n=$2 i f left=10
 	mkdir -p "$MNT/$tag"
 	for ((i = 0; i < n; i++)); do
+		if [[ -e $T/$tag.stop ]]; then
+			((left-- > 0)) || break
+		fi
 		f=$MNT/$tag/f$i
 		head -c $(((RANDOM % 4 + 1) * 65536)) /dev/urandom >"$f.tmp" || return 1
 		sync "$f.tmp" && mv "$f.tmp" "$f" && sync "$MNT/$tag" || return 1
@@ -108,6 +114,7 @@ sleep 2
 "$TOOL" detach --timeout 300 sp >"$T/out" 2>&1 || fail "detach: $(cat "$T/out")"
 log "$(tail -1 "$T/out")"
 grep -q "detached" "$T/out" || fail "detach said: $(cat "$T/out")"
+touch "$T/during.stop"
 assert_eq "$(table_type)" linear "table after detach"
 "$TOOL" show "$ssd" | grep -q "bypassed: *yes" || fail "cache not marked out of date: $("$TOOL" show "$ssd")"
 [[ -z $(ls "/sys/block/${ssd#/dev/}/holders") ]] || fail "the cache is still held after detach"
@@ -123,6 +130,7 @@ writer=$!
 sleep 1
 "$TOOL" attach sp "$ssd" write_policy writeback evict_wait 60000 >"$T/out" 2>&1 || fail "attach: $(cat "$T/out")"
 grep -q "attached" "$T/out" || fail "attach said: $(cat "$T/out")"
+touch "$T/after.stop"
 assert_eq "$(table_type)" ssdprio "table after attach"
 dmesg | grep -q "bypassed by a 'cache off' table" || fail "the bypassed cache was not started empty: $(dmesg | grep ssdprio)"
 wait_exit "$writer" 600 || fail "writer did not end"
