@@ -163,15 +163,14 @@ tools-test: tools
 	./tests/unit/test-generator.sh
 	./tests/fstests/test-compare.sh
 
-# `make check T=name` runs one guest test. Without T, the fstests selection
-# and the multi-boot scenarios (tests/crash/run) follow the guest suite, each
-# even if an earlier part failed; the status is non-zero if any failed. One
-# guest at a time: two TCG guests side by side on 2 cores took 2-3x as long
-# per test (a guest's vCPU preempted while it holds a lock the other spins
-# on), more than they saved.
+# `make check T=name` runs one guest test (two vCPUs). Without T, the guest
+# suite runs in two one-vCPU guests at once (tests/vm/run-parallel says why),
+# then the fstests selection and the multi-boot scenarios (tests/crash/run),
+# two vCPUs each, one guest at a time; each part runs even if an earlier one
+# failed; the status is non-zero if any failed.
 check: deps modules hddsim tools unit debs
 ifeq ($(T),)
-	@rc=0; ./tests/vm/run $(VM_ARGS) || rc=$$?; \
+	@rc=0; ./tests/vm/run-parallel $(VM_ARGS) || rc=$$?; \
 	$(MAKE) --no-print-directory check-fstests || rc=$$?; \
 	./tests/crash/run $(VM_ARGS) || rc=$$?; exit $$rc
 else
