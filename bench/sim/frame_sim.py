@@ -12,6 +12,11 @@ instant cleaning whenever dirty blocks pass DIRTY_CAP of the cache (the
 oldest dirty set first), and through the same with 2 or 4 candidate frames
 per block (b, b ^ S/2, ...; a frame then says which offset it holds), to
 separate what the structure costs from what timing costs in the engine.
+Ways "2s" is a skewed second frame (not built): block b of origin set o in
+frame b or b ^ m(o), m a hash of o onto the nonzero multiples of SKEW_RUN
+below S, so that the origin sets sharing a cache set pair their blocks with
+different partners and a hot offset's conflicts spread; runs stay contiguous
+within aligned SKEW_RUN-block pieces.
 Tags are not limited (the steady scenario's origin sets fit the 15 tags).
 
     frame_sim.py NR_CSETS SET_BLOCKS WARM_LOG MEASURED_LOG [DIRTY_CAP...]
@@ -28,6 +33,7 @@ import sys
 from collections import Counter, OrderedDict
 
 BLOCK = 4096
+SKEW_RUN = 64
 
 
 def ios(path):
@@ -44,16 +50,25 @@ def oset_cset(o, n):
     return (h * n) >> 32
 
 
+def skew_hash(o):
+    """Independent of oset_cset(): another multiplier, other bits."""
+    return ((o * 0x9e3779b97f4a7c15) & ((1 << 64) - 1)) >> 40
+
+
 def run(nsets, S, dirty_cap, trace, start, ways):
     frames = [dict() for _ in range(nsets)]    # frame -> [oset, off, dirty, stamp]
     dirty_sets = OrderedDict()                  # oldest first
     ndirty, c, cap = 0, Counter(), nsets * S
-    step = [0, S // 2, S // 4, 3 * S // 4][:ways]
+    step = [0, S // 2, S // 4, 3 * S // 4][:ways if ways != "2s" else 2]
     for i, (is_read, b) in enumerate(trace):
         o, off = divmod(b, S)
         cs = oset_cset(o, nsets)
         fr, counted = frames[cs], i >= start
-        cands = [off ^ s for s in step]
+        if ways == "2s":
+            m = SKEW_RUN * (1 + skew_hash(o) % (S // SKEW_RUN - 1))
+            cands = [off, off ^ m]
+        else:
+            cands = [off ^ s for s in step]
         at = next((f for f in cands if f in fr and fr[f][0] == o and fr[f][1] == off), None)
         if at is not None:
             if is_read:
@@ -107,10 +122,10 @@ def main():
         return
     caps = [float(x) for x in args[4:]] or [1.0, 0.2, 0.1]
     print(f"{'ways':>4} {'dirty cap':>9} {'read hits':>9} {'locked out':>10} {'frames used':>11}")
-    for ways in (1, 2, 4):
+    for ways in (1, 2, "2s", 4):
         for cap in caps:
             hr, locked, used = run(nsets, S, cap, trace, len(warm), ways)
-            print(f"{ways:4} {cap:9.2f} {hr:9.3f} {locked:10} {used:11.1%}")
+            print(f"{ways!s:>4} {cap:9.2f} {hr:9.3f} {locked:10} {used:11.1%}")
 
 
 if __name__ == "__main__":
