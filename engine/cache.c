@@ -574,7 +574,7 @@ static bool ssdp_route_write_conflict(struct ssdprio *sp, struct bio *bio,
  * the origin, dropping what the cache holds of it).  The frames it takes
  * are its own blocks', free ones, or clean ones the writeback is not
  * reading: a clean block the writeback reads is one it bridges, and from
- * then on the set gives no clean block away (set_io.wb_bridge).  The
+ * then on the set gives no clean block away (set_io.wb_keep_clean).  The
  * writeback leaves what the write touches dirty (wb_track.h).  Anything
  * else waits for the writeback.
  */

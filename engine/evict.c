@@ -22,13 +22,16 @@
  * origin already holds.  That is safe only while none of those blocks
  * changes: user writes to the set wait (excl), promotions wait (excl),
  * and from the first gap bridged in a set no clean block of it is given
- * to another origin set (set_io.wb_bridge).
+ * to another origin set (set_io.wb_keep_clean).
  * A cleaning job also holds the cache sets of the origin sets right after
  * its own dirty ones (up to SSDP_WB_NEIGHBOURS), and writes their runs in
  * the same sorted stream.  Then it commits the
  * metadata before it lets go of the set: a clean frame may be given to
  * another origin set, and a record still calling it dirty would bring the
- * newcomer's data back as this block's after a crash.
+ * newcomer's data back as this block's after a crash.  For the same reason
+ * no clean block of its sets changes hands from the moment it marks
+ * blocks clean until that commit is durable, not even to a write that
+ * goes on beside it or to a new origin set's (set_io.wb_keep_clean).
  *
  * Written-back blocks stay cached, clean: eviction is writeback, and the
  * clean frames are taken by new blocks when they need them (frame_map.h).
@@ -169,7 +172,7 @@ struct ssdp_wb_job {
 	 * Two dirty runs of a line at most this many clean blocks apart go
 	 * out as one origin write, the clean blocks rewritten with the data
 	 * the origin already has (writeback_gap).  A set it bridges in gives
-	 * no clean block away from then on (set_io.wb_bridge).
+	 * no clean block away from then on (set_io.wb_keep_clean).
 	 */
 	u32 gap;
 	/* An SSD read of it failed (not an origin write, nor memory). */
@@ -455,6 +458,26 @@ static bool ssdp_wb_skip_ok(const struct ssdp_wb_job *job,
 }
 
 /*
+ * From now until the job ends no clean block of @line's set changes hands
+ * (set_io.wb_keep_clean): the job rewrites clean blocks it bridges with
+ * what the origin holds, or it has marked blocks clean whose "clean" is
+ * not durable before its commit.  Until then, writes of other origin
+ * sets (and new blocks of its own) may take clean frames of its sets.
+ * cache_lock held.
+ */
+static void ssdp_wb_keep_clean_locked(struct ssdprio *sp, u32 line)
+{
+	u32 cset = ssdp_line_cset(line);
+	struct ssdp_set_io *sio = &sp->set_io[cset];
+
+	lockdep_assert_held(&sp->cache_lock);
+	if (!sio->wb_keep_clean) {
+		sio->wb_keep_clean = true;
+		ssdp_fmap_set_no_replace(&sp->fmap, cset, true);
+	}
+}
+
+/*
  * May the run [first, first + nr) of line @idx join the write being
  * gathered?  *gap: clean blocks it bridges.  cache_lock held.
  */
@@ -467,7 +490,6 @@ ssdp_wb_joins_locked(struct ssdprio *sp, const struct ssdp_wb_job *job,
 								  line), first);
 	u32 last_end = w->piece[w->nr - 1].first + w->piece[w->nr - 1].nr;
 	bool skip = ssdp_wb_skip_ok(job, w, buf_blocks, at);
-	struct ssdp_set_io *sio;
 	enum ssdp_fmap_hit hit;
 
 	lockdep_assert_held(&sp->cache_lock);
@@ -491,17 +513,8 @@ ssdp_wb_joins_locked(struct ssdprio *sp, const struct ssdp_wb_job *job,
 		*gap = 0;
 		return skip ? SSDP_WB_SKIPS : SSDP_WB_APART;
 	}
-	/*
-	 * From now until the job ends no clean block of the set changes
-	 * hands, so these stay what the origin holds.  Only then: until a
-	 * job bridges, writes of other origin sets may still take clean
-	 * frames of its sets.
-	 */
-	sio = &sp->set_io[ssdp_line_cset(line)];
-	if (!sio->wb_bridge) {
-		sio->wb_bridge = true;
-		ssdp_fmap_set_no_replace(&sp->fmap, ssdp_line_cset(line), true);
-	}
+	/* These must stay what the origin holds until the job ends. */
+	ssdp_wb_keep_clean_locked(sp, line);
 	return SSDP_WB_JOINS;
 }
 
@@ -692,6 +705,12 @@ static int ssdp_writeback_set(struct ssdprio *sp,
 			nr = done[i] - pos;
 			if (!ssdp_wbt_untouched_run(t, i, &first, &nr))
 				break;
+			/*
+			 * Clean here, dirty in the records until the commit
+			 * below: a frame given away meanwhile would, after a
+			 * crash, bring the newcomer's data back as this block.
+			 */
+			ssdp_wb_keep_clean_locked(sp, lines[i]);
 			ssdp_fmap_clear_dirty(&sp->fmap, lines[i], first, nr);
 		}
 		/*
@@ -737,8 +756,8 @@ static void ssdp_excl_end_locked(struct ssdprio *sp, u32 cset)
 	sio->excl = false;
 	sio->wb = NULL;
 	sio->wb_yield = false;
-	if (sio->wb_bridge) {
-		sio->wb_bridge = false;
+	if (sio->wb_keep_clean) {
+		sio->wb_keep_clean = false;
 		ssdp_no_replace_update(sp, cset);
 	}
 	ssdp_fmap_unpin(&sp->fmap, cset);

@@ -169,7 +169,7 @@ struct ssdp_set_io {
 	/*
 	 * Those of them that read or rewrite valid blocks in place: no
 	 * clean block of the set changes hands while any is in flight
-	 * (no_replace, with wb_bridge).
+	 * (no_replace, with wb_keep_clean).
 	 */
 	u16 guards;
 	/*
@@ -191,11 +191,13 @@ struct ssdp_set_io {
 	/* A write waits on excl: a quiet-window writeback stops early. */
 	bool wb_yield;
 	/*
-	 * A writeback rewrites clean blocks of the set to bridge the gaps
-	 * between dirty runs: no clean block may change hands meanwhile
-	 * (no_replace held, as under a read).
+	 * No clean block may change hands until the writeback holding the
+	 * set ends (no_replace held, as under a read): it rewrites clean
+	 * blocks to bridge the gaps between dirty runs, or it has marked
+	 * blocks clean whose records on the SSD still say dirty until its
+	 * commit.
 	 */
-	bool wb_bridge;
+	bool wb_keep_clean;
 	/*
 	 * Bumped whenever a clean block of the set was taken by another
 	 * origin set (or its tag evicted): a promotion prepared since then
@@ -415,7 +417,7 @@ static inline void ssdp_degrade_locked(struct ssdprio *sp, const char *why)
  */
 /*
  * Clean frames of the set stay where they are while I/O reads or
- * rewrites valid blocks in place (set_io.guards, wb_bridge), and while
+ * rewrites valid blocks in place (set_io.guards, wb_keep_clean), and while
  * writes overlap (set_io.overlap); cache_lock held.
  */
 static inline void ssdp_no_replace_update(struct ssdprio *sp, u32 cset)
@@ -424,7 +426,7 @@ static inline void ssdp_no_replace_update(struct ssdprio *sp, u32 cset)
 
 	lockdep_assert_held(&sp->cache_lock);
 	ssdp_fmap_set_no_replace(&sp->fmap, cset, sio->guards ||
-				 sio->wb_bridge || sio->overlap);
+				 sio->wb_keep_clean || sio->overlap);
 }
 
 static inline u32 ssdp_room_sets(struct ssdprio *sp)
