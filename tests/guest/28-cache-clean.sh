@@ -382,9 +382,11 @@ dm_remove sp
 # pressure, and each of its writes goes out as a burst of origin writes (one
 # per run, a short skip apart) that the scheduler keeps together. Whatever
 # went out in which burst, every block reads back as written (fio verify),
-# and after a flush the origin holds what the device does.
+# and after a flush the origin holds what the device does. Lock-out cleaning
+# off: it writes one run at a time, and with it on it did most of this
+# writeback, leaving pressure eviction a set or none to burst.
 "$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
-dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 15 format seq_cutoff 0 read_alloc off evict_wait 3600000 evict_max_wait 1000 dirty_target 100 dirty_max_age 0 writeback_gap 0")
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 17 format seq_cutoff 0 read_alloc off evict_wait 3600000 evict_max_wait 1000 dirty_target 100 dirty_max_age 0 writeback_gap 0 lockout_clean off")
 writes_under_load "$dm" 0 $((3 * $(st total_sets) * $(st set_blocks) * $(st block_sectors) / 2 / 2048))M \
 	256M 128M "scattered writes and their verification"
 log "scattered writes done: $(dmsetup status sp)"
