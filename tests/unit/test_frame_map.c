@@ -722,11 +722,28 @@ struct model {
 	u32 writers[M_CSETS];
 	u32 busy[M_CSETS];		/* reads in flight (no_replace) */
 	bool overlap[M_CSETS];		/* writes overlapped (no_replace) */
+	bool wb_open[M_CSETS];		/* cleaned, its commit not yet done */
+	bool keep_clean[M_CSETS];	/* wb_open under the engine's rule */
 	struct m_io io[M_INFLIGHT];
 	u64 next_stamp;
 	u64 violations;		/* data a user would call wrong */
 	u32 overlap_rule;	/* M_OVERLAP_* */
+	u32 wb_mode;		/* M_WB_* */
 };
+
+/* How the model's writeback turns blocks clean. */
+enum {
+	M_WB_NO_COMMIT,		/* the bug: clean, no commit before reuse */
+	M_WB_ATOMIC,		/* clean and commit in one step */
+	M_WB_WINDOW,		/* the engine: I/O goes on until the commit */
+	M_WB_WINDOW_OPEN,	/* the bug: the window, frames not kept */
+};
+
+static void m_no_replace(struct model *m, u32 c)
+{
+	ssdp_fmap_set_no_replace(&m->fm, c, m->busy[c] || m->overlap[c] ||
+				 m->keep_clean[c]);
+}
 
 /* An origin set, hot ones mostly, so that I/O races on one block. */
 static u64 m_oset(u32 r)
@@ -781,7 +798,7 @@ static void m_complete(struct model *m, struct m_io *io)
 	}
 	if (!io->write)
 		m->busy[c]--;
-	ssdp_fmap_set_no_replace(&m->fm, c, m->busy[c] || m->overlap[c]);
+	m_no_replace(m, c);
 	ssdp_fmap_unpin(&m->fm, c);
 	io->busy = false;
 }
@@ -855,7 +872,7 @@ static void m_start(struct model *m, struct m_io *io, u32 r)
 	 */
 	if (!io->write)
 		m->busy[c]++;
-	ssdp_fmap_set_no_replace(&m->fm, c, m->busy[c] || m->overlap[c]);
+	m_no_replace(m, c);
 	ssdp_fmap_touch(&m->fm, line);
 	ssdp_fmap_pin(&m->fm, c);
 	if (io->write)
@@ -885,7 +902,7 @@ static u32 m_wb_victim(struct model *m)
 
 	for (c = ssdp_fmap_oldest_dirty(&m->fm); c != SSDP_NONE;
 	     c = ssdp_fmap_next_dirty_set(&m->fm, c))
-		if (!m->writers[c])
+		if (!m->writers[c] && !m->wb_open[c])
 			return c;
 	return SSDP_NONE;
 }
@@ -907,17 +924,44 @@ static void m_writeback(struct model *m)
 		while (ssdp_fmap_next_dirty_run(&m->fm, lines[i], 0, &first,
 						&nr))
 			ssdp_fmap_clear_dirty(&m->fm, lines[i], first, nr);
-	m_commit(m);
+	if (m->wb_mode == M_WB_ATOMIC) {
+		m_commit(m);
+		return;
+	}
+	if (m->wb_mode == M_WB_NO_COMMIT)
+		return;
+	/*
+	 * As the engine's job: the set stays pinned and I/O goes on beside
+	 * it until m_writeback_end() commits.
+	 */
+	m->wb_open[c] = true;
+	m->keep_clean[c] = m->wb_mode == M_WB_WINDOW;
+	ssdp_fmap_pin(&m->fm, c);
+	m_no_replace(m, c);
 }
 
-/* A discard of one block; under writers the engine makes it a no-op. */
+/* The job's commit, then the set is let go. */
+static void m_writeback_end(struct model *m, u32 c)
+{
+	m_commit(m);
+	m->wb_open[c] = false;
+	m->keep_clean[c] = false;
+	m_no_replace(m, c);
+	ssdp_fmap_unpin(&m->fm, c);
+}
+
+/*
+ * A discard of one block; under writers the engine makes it a no-op, and
+ * under a writeback it waits for the job's end.
+ */
 static void m_discard(struct model *m, u32 r)
 {
 	u64 oset = m_oset(r);
 	u32 blk = (r >> 8) % M_BLOCKS;
 	u32 line = ssdp_fmap_lookup(&m->fm, oset);
 
-	if (line != SSDP_NONE && m->writers[ssdp_line_cset(line)])
+	if (line != SSDP_NONE && (m->writers[ssdp_line_cset(line)] ||
+				  m->wb_open[ssdp_line_cset(line)]))
 		return;
 	m_origin_write(m, line, oset, blk);
 }
@@ -950,7 +994,7 @@ static void m_crash_check(struct model *m)
 	ssdp_fmap_destroy(&back);
 }
 
-static u64 m_run(u32 seed, bool writeback_commits, u32 overlap_rule)
+static u64 m_run(u32 seed, u32 wb_mode, u32 overlap_rule)
 {
 	static struct model m;
 	u32 step, i, r;
@@ -958,6 +1002,7 @@ static u64 m_run(u32 seed, bool writeback_commits, u32 overlap_rule)
 	srand(seed);
 	memset(&m, 0, sizeof(m));
 	m.overlap_rule = overlap_rule;
+	m.wb_mode = wb_mode;
 	ASSERT_EQ(ssdp_fmap_init(&m.fm, M_CSETS, M_BLOCKS), 0);
 	for (i = 0; i < M_CSETS; i++) {
 		memset(m.rec[i].tags, 0xff, sizeof(m.rec[i].tags));
@@ -981,22 +1026,11 @@ static u64 m_run(u32 seed, bool writeback_commits, u32 overlap_rule)
 		case 4:
 			if ((r >> 3) % 4)
 				break;
-			if (writeback_commits) {
+			i = (r >> 5) % M_CSETS;
+			if (m.wb_open[i])
+				m_writeback_end(&m, i);
+			else
 				m_writeback(&m);
-			} else {
-				/* The bug: clean, and no commit before reuse. */
-				u32 c = m_wb_victim(&m);
-				u32 lines[SSDP_FMAP_TAGS], n, k, f, nr;
-
-				if (c == SSDP_NONE)
-					break;
-				n = ssdp_fmap_dirty_lines(&m.fm, c, lines);
-				for (k = 0; k < n; k++)
-					while (ssdp_fmap_next_dirty_run(&m.fm,
-							lines[k], 0, &f, &nr))
-						ssdp_fmap_clear_dirty(&m.fm,
-							lines[k], f, nr);
-			}
 			break;
 		case 5:
 			if ((r >> 3) % 16 == 0)
@@ -1014,6 +1048,9 @@ static u64 m_run(u32 seed, bool writeback_commits, u32 overlap_rule)
 	for (i = 0; i < M_INFLIGHT; i++)
 		if (m.io[i].busy)
 			m_complete(&m, &m.io[i]);
+	for (i = 0; i < M_CSETS; i++)
+		if (m.wb_open[i])
+			m_writeback_end(&m, i);
 	check_ok(&m.fm);
 	printf("[replaced %llu, valid %llu, wrong %llu] ",
 	       (unsigned long long)m.fm.replaced,
@@ -1293,14 +1330,35 @@ TEST(fmap_claim_runs_leave_every_block_a_frame)
 
 TEST(fmap_random_model_with_io_in_flight_and_crashes)
 {
-	ASSERT_EQ(m_run(12345, true, M_OVERLAP_RULE), 0);
-	ASSERT_EQ(m_run(777, true, M_OVERLAP_RULE), 0);
+	ASSERT_EQ(m_run(12345, M_WB_ATOMIC, M_OVERLAP_RULE), 0);
+	ASSERT_EQ(m_run(777, M_WB_ATOMIC, M_OVERLAP_RULE), 0);
+}
+
+/*
+ * A writeback as the engine runs it: blocks turn clean, then writes,
+ * reads and power cuts go on beside the job until its commit, with the
+ * set's clean frames kept (set_io.wb_keep_clean).
+ */
+TEST(fmap_random_model_with_io_beside_writeback)
+{
+	ASSERT_EQ(m_run(12345, M_WB_WINDOW, M_OVERLAP_RULE), 0);
+	ASSERT_EQ(m_run(777, M_WB_WINDOW, M_OVERLAP_RULE), 0);
+	ASSERT_EQ(m_run(4242, M_WB_WINDOW, M_OVERLAP_RULE), 0);
+}
+
+/*
+ * Without the kept frames a write beside the writeback takes the frame
+ * of a block just cleaned, whose durable record still calls it dirty.
+ */
+TEST(fmap_random_model_catches_writeback_window_without_keep_clean)
+{
+	ASSERT_GT(m_run(12345, M_WB_WINDOW_OPEN, M_OVERLAP_RULE), 0);
 }
 
 /* The model is sharp enough to see a writeback that skips its commit. */
 TEST(fmap_random_model_catches_writeback_without_commit)
 {
-	ASSERT_GT(m_run(12345, false, M_OVERLAP_RULE), 0);
+	ASSERT_GT(m_run(12345, M_WB_NO_COMMIT, M_OVERLAP_RULE), 0);
 }
 
 /*
@@ -1310,7 +1368,7 @@ TEST(fmap_random_model_catches_writeback_without_commit)
  */
 TEST(fmap_random_model_catches_overlap_without_claim_rule)
 {
-	ASSERT_GT(m_run(12345, true, M_OVERLAP_GUARDED), 0);
+	ASSERT_GT(m_run(12345, M_WB_ATOMIC, M_OVERLAP_GUARDED), 0);
 }
 
 /* A set whose dirty blocks are all new goes to the end of the dirty list. */
