@@ -684,7 +684,8 @@ TEST(fmap_records_that_contradict_themselves_are_refused)
 
 /*
  * A random model: writes, reads with I/O in flight, discards, writeback
- * and commits, against a reference that knows which data ("stamps") each
+ * (with I/O beside it until its commit) and commits (I/O going on while
+ * their writes are in flight), against a reference that knows which data ("stamps") each
  * origin block may hold.  A write's data may land on the SSD as soon as
  * it is issued (the worst case for the records).  The checks are the ones
  * a user would notice:
@@ -724,6 +725,10 @@ struct model {
 	bool overlap[M_CSETS];		/* writes overlapped (no_replace) */
 	bool wb_open[M_CSETS];		/* cleaned, its commit not yet done */
 	bool keep_clean[M_CSETS];	/* wb_open under the engine's rule */
+	struct ssdp_rec_view commit_rec[M_CSETS];	/* being written */
+	u64 commit_floor[M_OSETS][M_BLOCKS];	/* acked when it began */
+	u32 commit_sets;			/* encoded by it */
+	bool commit_open;			/* its writes in flight */
 	struct m_io io[M_INFLIGHT];
 	u64 next_stamp;
 	u64 violations;		/* data a user would call wrong */
@@ -884,15 +889,50 @@ static void m_start(struct model *m, struct m_io *io, u32 r)
 	io->replaced = m->fm.replaced;
 }
 
-static void m_commit(struct model *m)
+/*
+ * A commit in two steps, as meta.c's: the records are encoded (and the
+ * devices flushed: what was acknowledged by then is what they promise),
+ * I/O goes on while their writes are in flight, and only when those are
+ * done do they replace the durable ones.  A power cut in between finds
+ * the records before.
+ */
+static bool m_commit_done_early;	/* the bug: limbo freed at encode */
+
+static void m_commit_begin(struct model *m)
 {
 	u32 c;
 
-	memcpy(m->durable, m->acked, sizeof(m->acked));
-	while ((c = ssdp_fmap_next_changed(&m->fm, 0)) != SSDP_NONE)
-		ssdp_fmap_encode_set(&m->fm, c, &m->rec[c]);
+	memcpy(m->commit_floor, m->acked, sizeof(m->acked));
+	while ((c = ssdp_fmap_next_changed(&m->fm, 0)) != SSDP_NONE) {
+		ssdp_fmap_encode_set(&m->fm, c, &m->commit_rec[c]);
+		m->commit_sets |= 1U << c;
+		if (m_commit_done_early)
+			ssdp_fmap_commit_done(&m->fm, c);
+	}
+	m->commit_open = true;
+}
+
+static void m_commit_end(struct model *m)
+{
+	u32 c;
+
+	memcpy(m->durable, m->commit_floor, sizeof(m->durable));
 	for (c = 0; c < M_CSETS; c++)
-		ssdp_fmap_commit_done(&m->fm, c);
+		if (m->commit_sets & 1U << c) {
+			m->rec[c] = m->commit_rec[c];
+			ssdp_fmap_commit_done(&m->fm, c);
+		}
+	m->commit_sets = 0;
+	m->commit_open = false;
+}
+
+/* A whole commit; one in flight ends first (meta->lock orders them). */
+static void m_commit(struct model *m)
+{
+	if (m->commit_open)
+		m_commit_end(m);
+	m_commit_begin(m);
+	m_commit_end(m);
 }
 
 /* The oldest dirty set without writers: readers go on under writeback. */
@@ -1033,8 +1073,10 @@ static u64 m_run(u32 seed, u32 wb_mode, u32 overlap_rule)
 				m_writeback(&m);
 			break;
 		case 5:
-			if ((r >> 3) % 16 == 0)
-				m_commit(&m);
+			if (m.commit_open)
+				m_commit_end(&m);
+			else if ((r >> 3) % 16 == 0)
+				m_commit_begin(&m);
 			break;
 		case 6:
 			m_crash_check(&m);
@@ -1051,6 +1093,8 @@ static u64 m_run(u32 seed, u32 wb_mode, u32 overlap_rule)
 	for (i = 0; i < M_CSETS; i++)
 		if (m.wb_open[i])
 			m_writeback_end(&m, i);
+	if (m.commit_open)
+		m_commit_end(&m);
 	check_ok(&m.fm);
 	printf("[replaced %llu, valid %llu, wrong %llu] ",
 	       (unsigned long long)m.fm.replaced,
@@ -1353,6 +1397,23 @@ TEST(fmap_random_model_with_io_beside_writeback)
 TEST(fmap_random_model_catches_writeback_window_without_keep_clean)
 {
 	ASSERT_GT(m_run(12345, M_WB_WINDOW_OPEN, M_OVERLAP_RULE), 0);
+}
+
+/*
+ * A commit's records become durable only when their writes end: limbo
+ * frames freed at the encode are taken and written before the records
+ * that call them free are on the SSD.
+ */
+TEST(fmap_random_model_catches_limbo_freed_before_durable)
+{
+	u64 wrong;
+
+	m_commit_done_early = true;
+	wrong = m_run(12345, M_WB_WINDOW, M_OVERLAP_RULE) +
+		m_run(777, M_WB_WINDOW, M_OVERLAP_RULE) +
+		m_run(4242, M_WB_WINDOW, M_OVERLAP_RULE);
+	m_commit_done_early = false;
+	ASSERT_GT(wrong, 0);
 }
 
 /* The model is sharp enough to see a writeback that skips its commit. */
