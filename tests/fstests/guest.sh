@@ -53,8 +53,17 @@ SSDPRIO_ARGS=${SSDP_FSTESTS_SSDPRIO_ARGS:-3 format evict_wait 50}
 
 # fstests' users (fsgqa, fsgqa2, 123456-fsgqa) and groups (fsgqa, fsgqa2): the guest's /etc is
 # the host's, read-only; bind-mount writable copies of passwd and group.
+# The project quota tests (generic/603) write /etc/project and /etc/projid,
+# which do not exist there: an overlay over /etc (upper layer in /run) takes
+# them, and nothing reaches the host.
 add_users() {
 	local f u
+	mkdir -p /run/fstests-etc/up /run/fstests-etc/work
+	if mount -t overlay fstests-etc -o lowerdir=/etc,upperdir=/run/fstests-etc/up,workdir=/run/fstests-etc/work /etc; then
+		ETC_OVERLAY=1
+	else
+		echo "no writable /etc overlay: project quota tests will fail on every setup"
+	fi
 	for f in passwd group shadow; do
 		[[ -e /etc/$f ]] || continue
 		cp "/etc/$f" "/run/fstests-$f"
@@ -79,6 +88,7 @@ add_users() {
 
 del_users() {
 	umount /etc/passwd /etc/group /etc/shadow 2>/dev/null || true
+	[[ -z ${ETC_OVERLAY:-} ]] || umount /etc 2>/dev/null || true
 }
 
 # setup_devs FS CONFIG: echo "TEST_DEV SCRATCH_DEV"
