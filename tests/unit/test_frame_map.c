@@ -686,9 +686,9 @@ TEST(fmap_records_that_contradict_themselves_are_refused)
  * A random model: writes, reads with I/O in flight, discards, writeback
  * (with I/O beside it until its commit) and commits (I/O going on while
  * their writes are in flight), against a reference that knows which data
- * ("stamps") each origin block may hold.  A write's data may land on the SSD as soon as
- * it is issued (the worst case for the records).  The checks are the ones
- * a user would notice:
+ * ("stamps") each origin block may hold.  A write's data may land on the
+ * SSD as soon as it is issued (the worst case for the records).  The
+ * checks are the ones a user would notice:
  *  - a read hit returns data of that block, no older than the newest
  *    write when it was issued;
  *  - after a power cut, every block the records bring back holds data of
