@@ -59,33 +59,53 @@ static inline void frame_unvalidate(struct ssdp_fmap *fm, u32 cset, size_t f)
 	fm->total_valid--;
 }
 
+static inline u32 *tag_slot(const struct ssdp_fmap *fm, u32 cset, u32 t)
+{
+	return &fm->tags[(size_t)cset * SSDP_FMAP_TAGS + t];
+}
+
+/*
+ * Block b of tag @t of @cset may sit in frame b or b ^ alt_xor() (0: a
+ * one-frame set); the same xor gives the block an alt frame holds.
+ */
+static inline u32 alt_xor(const struct ssdp_fmap *fm, u32 cset, u32 t)
+{
+	return ssdp_alt_xor(*tag_slot(fm, cset, t), fm->set_blocks,
+			    fm->version);
+}
+
 /*
  * The frame (index in the set) where tag @t of @cset holds block @blk, in
  * any state, or SSDP_NONE: the home frame blk, else the alt frame
- * blk ^ half.  A tag holds a block in one frame at most.
+ * blk ^ alt_xor().  A tag holds a block in one frame at most.
  */
 static u32 held_at(const struct ssdp_fmap *fm, u32 cset, u32 t, u32 blk)
 {
 	size_t f = frame_of(fm, cset, blk);
+	u32 x;
 
 	if (owner_get(fm, f) == t && !test_bit(f, fm->alt))
 		return blk;
-	if (!fm->half)
+	x = alt_xor(fm, cset, t);
+	if (!x)
 		return SSDP_NONE;
-	f = frame_of(fm, cset, blk ^ fm->half);
+	f = frame_of(fm, cset, blk ^ x);
 	if (owner_get(fm, f) == t && test_bit(f, fm->alt))
-		return blk ^ fm->half;
+		return blk ^ x;
 	return SSDP_NONE;
+}
+
+/* The block that frame @fb of @cset holds for its owner @t. */
+static inline u32 frame_block(const struct ssdp_fmap *fm, u32 cset, u32 t,
+			      u32 fb)
+{
+	return test_bit(frame_of(fm, cset, fb), fm->alt) ?
+	       fb ^ alt_xor(fm, cset, t) : fb;
 }
 
 static inline bool frame_limbo(const struct ssdp_fmap *fm, size_t f)
 {
 	return !test_bit(f, fm->valid) && test_bit(f, fm->dirty);
-}
-
-static inline u32 *tag_slot(const struct ssdp_fmap *fm, u32 cset, u32 t)
-{
-	return &fm->tags[(size_t)cset * SSDP_FMAP_TAGS + t];
 }
 
 static inline bool line_ok(const struct ssdp_fmap *fm, u32 line, u32 first,
@@ -145,7 +165,7 @@ int ssdp_fmap_init(struct ssdp_fmap *fm, u32 nr_csets, u32 set_blocks)
 	fm->nr_csets = nr_csets;
 	fm->set_blocks = set_blocks;
 	fm->set_shift = ilog2(set_blocks);
-	fm->half = set_blocks / 2;
+	fm->version = SSDP_FORMAT_VERSION;
 	frames = (size_t)nr_csets << fm->set_shift;
 
 	fm->tags = fmap_alloc(fm, (size_t)nr_csets * SSDP_FMAP_TAGS,
@@ -182,6 +202,16 @@ int ssdp_fmap_init(struct ssdp_fmap *fm, u32 nr_csets, u32 set_blocks)
 		fm->dprev[i] = i;
 		fm->dnext[i] = i;
 	}
+	return 0;
+}
+
+int ssdp_fmap_set_version(struct ssdp_fmap *fm, u32 version)
+{
+	if (WARN_ON_ONCE(fm->nr_tags_used || fm->total_valid ||
+			 fm->total_limbo) ||
+	    (version != SSDP_FORMAT_VERSION && version != SSDP_FORMAT_V3))
+		return -EINVAL;
+	fm->version = version;
 	return 0;
 }
 
@@ -344,7 +374,7 @@ u32 ssdp_fmap_tag_alloc(struct ssdp_fmap *fm, u64 oset, bool *replaced)
  * Blocks of one tag a claim must leave where they are: the whole range of
  * the write that claims them, run by run (ssdp_fmap_claim_runs()).  A
  * block an earlier run holds clean is counted as claimed there; a later
- * run replacing it (as block b ^ S/2's frame, say) would leave the write
+ * run replacing it (as the alt frame of another block) would leave the write
  * a block with no frame.
  */
 struct claim_keep {
@@ -371,7 +401,7 @@ static bool frame_takable(const struct ssdp_fmap *fm, u32 cset, u32 fb,
 	if (owner_get(fm, f) == SSDP_FMAP_FREE)
 		return true;
 	if (keep && owner_get(fm, f) == keep->t) {
-		blk = test_bit(f, fm->alt) ? fb ^ fm->half : fb;
+		blk = frame_block(fm, cset, keep->t, fb);
 		if (blk >= keep->first && blk < keep->end)
 			return false;
 	}
@@ -385,11 +415,11 @@ static bool frame_takable(const struct ssdp_fmap *fm, u32 cset, u32 fb,
  * its two candidates (home first), else the one whose clean block
  * belongs to the tag used longer ago; SSDP_NONE if neither may be taken.
  */
-static u32 choose_frame(const struct ssdp_fmap *fm, u32 cset, u32 blk,
-			bool own_only, const struct claim_keep *keep,
+static u32 choose_frame(const struct ssdp_fmap *fm, u32 cset, u32 t,
+			u32 blk, bool own_only, const struct claim_keep *keep,
 			bool *take)
 {
-	u32 alt = blk ^ fm->half;
+	u32 x = alt_xor(fm, cset, t), alt = blk ^ x;
 	bool ch, ca, th, ta;
 
 	ch = frame_takable(fm, cset, blk, own_only, keep, &th);
@@ -397,7 +427,7 @@ static u32 choose_frame(const struct ssdp_fmap *fm, u32 cset, u32 blk,
 		*take = false;
 		return blk;
 	}
-	ca = fm->half && frame_takable(fm, cset, alt, own_only, keep, &ta);
+	ca = x && frame_takable(fm, cset, alt, own_only, keep, &ta);
 	if (ca && !ta) {
 		*take = false;
 		return alt;
@@ -456,7 +486,8 @@ static u32 claim_walk(struct ssdp_fmap *fm, const struct ssdp_fmap *cfm,
 			    (n && fb != f0 + n))
 				break;
 		} else if (!n) {
-			fb = choose_frame(cfm, cset, b, own_only, keep, &take);
+			fb = choose_frame(cfm, cset, t, b, own_only, keep,
+					  &take);
 			if (fb == SSDP_NONE)
 				break;
 			if (fm)
@@ -464,7 +495,7 @@ static u32 claim_walk(struct ssdp_fmap *fm, const struct ssdp_fmap *cfm,
 		} else {
 			/* The run stays contiguous on the SSD. */
 			fb = f0 + n;
-			if ((fb != b && fb != (b ^ cfm->half)) ||
+			if ((fb != b && fb != (b ^ alt_xor(cfm, cset, t))) ||
 			    !frame_takable(cfm, cset, fb, own_only, keep,
 					   &take))
 				break;
@@ -526,7 +557,7 @@ static bool block_claimable(const struct ssdp_fmap *fm, u32 cset, u32 t,
 
 	if (fb != SSDP_NONE)
 		return !frame_limbo(fm, frame_of(fm, cset, fb));
-	return choose_frame(fm, cset, blk, own_only, keep, &take) !=
+	return choose_frame(fm, cset, t, blk, own_only, keep, &take) !=
 	       SSDP_NONE;
 }
 
@@ -555,23 +586,24 @@ static inline bool frame_dirty(const struct ssdp_fmap *fm, u32 cset, u32 fb)
 u32 ssdp_fmap_foreign_dirty(const struct ssdp_fmap *fm, u32 line, u32 first,
 			    u32 nr)
 {
-	u32 cset = ssdp_line_cset(line), t = ssdp_line_tag(line), n, b;
+	u32 cset = ssdp_line_cset(line), t = ssdp_line_tag(line), n, b, x;
 	struct claim_keep keep = { t, first, first + nr };
 	bool take;
 
 	if (WARN_ON_ONCE(!line_ok(fm, line, first, nr)))
 		return SSDP_NONE;
+	x = alt_xor(fm, cset, t);
 	for (n = 0; n < nr; n++) {
 		b = first + n;
 		if (held_at(fm, cset, t, b) != SSDP_NONE ||
-		    choose_frame(fm, cset, b, false, &keep, &take) !=
+		    choose_frame(fm, cset, t, b, false, &keep, &take) !=
 		    SSDP_NONE)
 			continue;
 		/* Neither candidate may be taken: is a dirty block in one? */
 		if (frame_dirty(fm, cset, b))
 			return b;
-		if (fm->half && frame_dirty(fm, cset, b ^ fm->half))
-			return b ^ fm->half;
+		if (x && frame_dirty(fm, cset, b ^ x))
+			return b ^ x;
 	}
 	return SSDP_NONE;
 }
@@ -586,7 +618,7 @@ bool ssdp_fmap_frame_dirty(const struct ssdp_fmap *fm, u32 cset, u32 frame,
 		return false;
 	f = frame_of(fm, cset, frame);
 	*line = ssdp_line(cset, owner_get(fm, f));
-	*blk = test_bit(f, fm->alt) ? frame ^ fm->half : frame;
+	*blk = frame_block(fm, cset, owner_get(fm, f), frame);
 	return true;
 }
 
@@ -1032,7 +1064,7 @@ int ssdp_fmap_load_set(struct ssdp_fmap *fm, u32 cset,
 		       const struct ssdp_rec_view *v, bool keep_clean)
 {
 	size_t f = frame_of(fm, cset, 0);
-	u32 used = 0, kept = 0, t, u, b;
+	u32 used = 0, kept = 0, t, u, b, x;
 	bool dropped = false;
 
 	if (WARN_ON_ONCE(cset >= fm->nr_csets || !set_empty(fm, cset)))
@@ -1054,12 +1086,14 @@ int ssdp_fmap_load_set(struct ssdp_fmap *fm, u32 cset,
 		    ssdp_rec_dirty(v, b) || ssdp_rec_alt(v, b) :
 		    !(used & (1U << o)))
 			return -EUCLEAN;
-		if (ssdp_rec_alt(v, b) && !fm->half)
+		if (o == SSDP_FMAP_FREE)
+			continue;
+		x = ssdp_alt_xor(v->tags[o], fm->set_blocks, fm->version);
+		if (ssdp_rec_alt(v, b) && !x)
 			return -EUCLEAN;
 		/* One block in two frames (see ssdp_rec_decode()). */
-		if (b < fm->half && o != SSDP_FMAP_FREE &&
-		    o == ssdp_rec_owner(v, b + fm->half) &&
-		    ssdp_rec_alt(v, b) != ssdp_rec_alt(v, b + fm->half))
+		if (x && o == ssdp_rec_owner(v, b ^ x) &&
+		    ssdp_rec_alt(v, b) != ssdp_rec_alt(v, b ^ x))
 			return -EUCLEAN;
 	}
 	for (b = 0; b < fm->set_blocks; b++, f++) {
@@ -1113,7 +1147,7 @@ static int check_set(const struct ssdp_fmap *fm, u32 cset, u64 *valid,
 		     u64 *dirty, u64 *limbo, const char **why)
 {
 	size_t f = frame_of(fm, cset, 0);
-	u32 nv = 0, nd = 0, nl = 0, used = 0, nt = 0, t, u, b;
+	u32 nv = 0, nd = 0, nl = 0, used = 0, nt = 0, t, u, b, x;
 
 	for (t = 0; t < SSDP_FMAP_TAGS; t++) {
 		u32 oset = *tag_slot(fm, cset, t);
@@ -1139,10 +1173,12 @@ static int check_set(const struct ssdp_fmap *fm, u32 cset, u64 *valid,
 		}
 		if (!(used & (1U << o)))
 			return *why = "frame owned by a free tag", -EUCLEAN;
-		if (test_bit(f, fm->alt) && !fm->half)
+		x = alt_xor(fm, cset, o);
+		if (test_bit(f, fm->alt) && !x)
 			return *why = "alt frame in a one-frame set", -EUCLEAN;
-		if (b < fm->half && o == owner_get(fm, f + fm->half) &&
-		    test_bit(f, fm->alt) != test_bit(f + fm->half, fm->alt))
+		if (x && o == owner_get(fm, frame_of(fm, cset, b ^ x)) &&
+		    test_bit(f, fm->alt) !=
+		    test_bit(frame_of(fm, cset, b ^ x), fm->alt))
 			return *why = "block in two frames", -EUCLEAN;
 		nv += v;
 		nd += v && d;

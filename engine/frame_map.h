@@ -13,13 +13,15 @@
  *
  * A "line" names one tag of one set: cset << 4 | tag.  Block b of a line
  * sits in frame b of the set (home) or, in a set of S >= 2 frames, in
- * frame b ^ S/2 (alt), a bit per frame says which: frames b and b ^ S/2
- * are a two-way bucket for blocks b and b ^ S/2 of every tag.  A new
- * block takes a free candidate (home first), else the one whose clean
- * block belongs to the tag used longer ago.  The SSD sector of a block is
- * its frame's (ssdp_fmap_frame()); a run of blocks the engine sends as
- * one SSD I/O must have consecutive frames, so the run functions below
- * stop where the frames stop being consecutive (an alt run stops at S/2).
+ * frame b ^ x (alt), x = ssdp_alt_xor() of the tag's origin set (format 4:
+ * a hash, so the tags of a set pair their frames differently; format 3:
+ * S/2 for all), a bit per frame says which.  A new block takes a free
+ * candidate (home first), else the one whose clean block belongs to the
+ * tag used longer ago.  The SSD sector of a block is its frame's
+ * (ssdp_fmap_frame()); a run of blocks the engine sends as one SSD I/O
+ * must have consecutive frames, so the run functions below stop where the
+ * frames stop being consecutive (an alt run stops at the edge of an
+ * aligned piece of x's lowest set bit's size).
  *
  * Frame states (owner, valid, dirty):
  *   free      (F, 0, 0)   nobody's
@@ -95,7 +97,7 @@ struct ssdp_fmap {
 	u32 nr_csets;
 	u32 set_blocks;
 	u32 set_shift;		/* log2(set_blocks) */
-	u32 half;		/* set_blocks / 2: alt frame = block ^ half */
+	u32 version;		/* format: what an alt bit means (ssdp_alt_xor) */
 
 	/* Per cset. */
 	u32 *tags;		/* [cset * TAGS + t]: oset, SSDP_REC_TAG_FREE */
@@ -119,7 +121,7 @@ struct ssdp_fmap {
 	u8 *owner;		/* two 4-bit owners per byte, low nibble first */
 	unsigned long *valid;
 	unsigned long *dirty;	/* valid: dirty; not valid: limbo */
-	unsigned long *alt;	/* holds its owner's block frame ^ half */
+	unsigned long *alt;	/* holds its owner's block frame ^ alt xor */
 
 	u32 clock;		/* caller's coarse clock, see dirty_since */
 	u32 nr_dirty_sets;	/* sets on the dirty list */
@@ -136,6 +138,13 @@ struct ssdp_fmap {
 /* Geometry and lifetime. set_blocks: power of two, 1..1024. */
 int ssdp_fmap_init(struct ssdp_fmap *fm, u32 nr_csets, u32 set_blocks);
 void ssdp_fmap_destroy(struct ssdp_fmap *fm);
+
+/*
+ * The format whose alt frames the map uses (SSDP_FORMAT_VERSION after
+ * init; SSDP_FORMAT_V3 for a cache of that version).  Only while nothing
+ * is mapped: before the records are loaded.
+ */
+int ssdp_fmap_set_version(struct ssdp_fmap *fm, u32 version);
 
 static inline size_t ssdp_fmap_mem_bytes(const struct ssdp_fmap *fm)
 {

@@ -125,9 +125,12 @@ static int ssdp_meta_write_sb(struct ssdprio *sp, bool clean)
 	/*
 	 * A version 2 cache becomes version 3 here, before any record with
 	 * an alt bit is written: a module that knows only version 2 then
-	 * refuses it instead of misreading alt frames as home ones.
+	 * refuses it instead of misreading alt frames as home ones.  Version
+	 * 3 (with the version 2 records it kept, same seed) stays version 3:
+	 * its alt bits mean b ^ S/2.
 	 */
-	sp->meta->sb.version = SSDP_FORMAT_VERSION;
+	if (sp->meta->sb.version == SSDP_FORMAT_V2)
+		sp->meta->sb.version = SSDP_FORMAT_V3;
 	if (clean) {
 		spin_lock_irqsave(&sp->cache_lock, flags);
 		dirty = sp->fmap.total_dirty;
@@ -721,9 +724,13 @@ static int ssdp_meta_format(struct ssdprio *sp)
 {
 	struct ssdp_sb_info *sb = &sp->meta->sb;
 	struct ssdp_layout *l = &sp->layout;
+	int r;
 
 	memset(sb, 0, sizeof(*sb));
 	sb->version = SSDP_FORMAT_VERSION;
+	r = ssdp_fmap_set_version(&sp->fmap, SSDP_FORMAT_VERSION);
+	if (r)
+		return r;
 	get_random_bytes(sb->uuid, sizeof(sb->uuid));
 	memcpy(sb->origin_id, sp->origin_id, sizeof(sb->origin_id));
 	sb->origin_sectors = bdev_nr_sectors(sp->origin->bdev);
@@ -740,7 +747,7 @@ static int ssdp_meta_format(struct ssdprio *sp)
 	/* No record is written yet: each block's first write fills both. */
 	bitmap_fill(sp->meta->both, ssdp_meta_blocks(l));
 	/* Records of an older format fail the new UUID's checksum: free. */
-	sp->meta->rec_seed = ssdp_rec_seed(sb->uuid);
+	sp->meta->rec_seed = ssdp_rec_seed(sb->uuid, sb->version);
 	DMINFO("%s: formatted the cache: %llu sets of %u blocks",
 	       ssdp_name(sp), l->nr_csets, sb->set_blocks);
 	return ssdp_meta_write_sb(sp, false);
@@ -837,7 +844,19 @@ static int ssdp_meta_load(struct ssdprio *sp)
 	u64 t0 = ktime_get_ns();
 	int r = -ENOMEM, c;
 
-	sp->meta->rec_seed = ssdp_rec_seed(sp->meta->sb.uuid);
+	/*
+	 * A version 2 cache becomes version 3 (no alt frame yet; its records
+	 * keep their seed); the seed of the first commit after the take-over
+	 * must be version 3's too, which the version 2 seed is.
+	 */
+	sp->meta->rec_seed = ssdp_rec_seed(sp->meta->sb.uuid,
+					   sp->meta->sb.version);
+	r = ssdp_fmap_set_version(&sp->fmap,
+				  sp->meta->sb.version == SSDP_FORMAT_VERSION ?
+				  SSDP_FORMAT_VERSION : SSDP_FORMAT_V3);
+	if (r)
+		goto out;
+	r = -ENOMEM;
 	for (c = 0; c < SSDP_META_COPIES; c++)
 		if (ssdp_buf_alloc(&bufs[c], SSDP_LOAD_CHUNK_BLOCKS *
 				   SSDP_META_BLOCK_BYTES, GFP_KERNEL))
@@ -876,8 +895,9 @@ static int ssdp_meta_load(struct ssdprio *sp)
 						     ssdp_buf_addr(&bufs[1], off),
 						     rb, sp->meta->rec_seed,
 						     first + j, set_blocks,
-						     l->nr_csets, v, v + 1,
-						     &lone);
+						     l->nr_csets,
+						     sp->meta->sb.version, v,
+						     v + 1, &lone);
 				if (block_pick < 0)
 					block_pick = pick;
 				if (pick < 0 || lone)
@@ -984,6 +1004,9 @@ int ssdp_meta_preresume(struct ssdprio *sp)
 		sp->meta->loaded = true;
 		if (sp->meta->sb.version == SSDP_FORMAT_V2)
 			DMINFO("%s: cache of format version 2 taken over in place as version %u",
+			       ssdp_name(sp), SSDP_FORMAT_V3);
+		else if (sp->meta->sb.version == SSDP_FORMAT_V3)
+			DMINFO("%s: cache of format version 3 used as it is (format it afresh for version %u's frame placement)",
 			       ssdp_name(sp), SSDP_FORMAT_VERSION);
 		if (!(sp->meta->sb.compat & SSDP_SB_COMPAT_ORIGIN_UID))
 			ssdp_sb_set_origin_uid(sp, &sp->meta->sb);

@@ -169,6 +169,7 @@ enum ssdp_sb_result ssdp_sb_decode(const void *sector,
 	     ssdp_rec_bytes(out->set_blocks)))
 		return SSDP_SB_OLD_VERSION;
 	if (out->version != SSDP_FORMAT_VERSION &&
+	    out->version != SSDP_FORMAT_V3 &&
 	    out->version != SSDP_FORMAT_V2)
 		return SSDP_SB_BAD_VERSION;
 	if (out->incompat & ~SSDP_SB_INCOMPAT_KNOWN)
@@ -263,9 +264,12 @@ unsigned int ssdp_derived_kind(const u8 id[16])
 	return id[SSDP_DERIVED_ID_MAGIC_LEN];
 }
 
-u32 ssdp_rec_seed(const u8 uuid[16])
+u32 ssdp_rec_seed(const u8 uuid[16], u32 version)
 {
-	return ssdp_crc32c(~0U, uuid, 16);
+	u32 seed = ssdp_crc32c(~0U, uuid, 16);
+	__le32 v = cpu_to_le32(version);
+
+	return version < 4 ? seed : ssdp_crc32c(seed, &v, sizeof(v));
 }
 
 void ssdp_rec_encode(void *rec, u32 rec_bytes, u32 seed, u32 cset,
@@ -305,9 +309,10 @@ static int rec_check_tags(const struct ssdp_rec_view *v, u32 cset,
 	return 0;
 }
 
-static int rec_check_frames(const struct ssdp_rec_view *v, u32 set_blocks)
+static int rec_check_frames(const struct ssdp_rec_view *v, u32 set_blocks,
+			    u32 version)
 {
-	u32 half = set_blocks / 2, blk, own;
+	u32 blk, own, x;
 
 	/* A half-used owner byte ends free, part-used bitmap bytes zero. */
 	if (set_blocks % 2 && (v->owners[set_blocks / 2] >> 4) != 0xf)
@@ -320,25 +325,26 @@ static int rec_check_frames(const struct ssdp_rec_view *v, u32 set_blocks)
 		if (own == 0xf ? ssdp_rec_dirty(v, blk) || ssdp_rec_alt(v, blk) :
 		    v->tags[own] == SSDP_REC_TAG_FREE)
 			return -EUCLEAN;
+		if (own == 0xf)
+			continue;
+		x = ssdp_alt_xor(v->tags[own], set_blocks, version);
 		/* An alt frame needs a second frame to be one. */
-		if (ssdp_rec_alt(v, blk) && !half)
+		if (ssdp_rec_alt(v, blk) && !x)
 			return -EUCLEAN;
-	}
-	/*
-	 * One block in two frames: frames f and f ^ half, one home and one
-	 * alt, of one owner, hold the same block.
-	 */
-	for (blk = 0; blk < half; blk++) {
-		own = ssdp_rec_owner(v, blk);
-		if (own != 0xf && own == ssdp_rec_owner(v, blk + half) &&
-		    ssdp_rec_alt(v, blk) != ssdp_rec_alt(v, blk + half))
+		/*
+		 * One block in two frames: frames f and f ^ x, one home and
+		 * one alt, of one owner, hold the same block.
+		 */
+		if (x && own == ssdp_rec_owner(v, blk ^ x) &&
+		    ssdp_rec_alt(v, blk) != ssdp_rec_alt(v, blk ^ x))
 			return -EUCLEAN;
 	}
 	return 0;
 }
 
 int ssdp_rec_decode(const void *rec, u32 rec_bytes, u32 seed, u32 cset,
-		    u32 set_blocks, u64 nr_csets, struct ssdp_rec_view *out)
+		    u32 set_blocks, u64 nr_csets, u32 version,
+		    struct ssdp_rec_view *out)
 {
 	const struct ssdp_disk_rec *d = rec;
 	const u8 *p = (const u8 *)rec + SSDP_REC_HDR_BYTES;
@@ -364,22 +370,22 @@ int ssdp_rec_decode(const void *rec, u32 rec_bytes, u32 seed, u32 cset,
 	memset(out->alt, 0, sizeof(out->alt));
 	memcpy(out->alt, p + ob + db, db);
 	if (rec_check_tags(out, cset, nr_csets) ||
-	    rec_check_frames(out, set_blocks))
+	    rec_check_frames(out, set_blocks, version))
 		return -EUCLEAN;
 	return 0;
 }
 
 int ssdp_rec_pick(const void *rec0, const void *rec1, u32 rec_bytes,
 		  u32 seed, u32 cset, u32 set_blocks, u64 nr_csets,
-		  struct ssdp_rec_view *out, struct ssdp_rec_view *b,
-		  bool *lone)
+		  u32 version, struct ssdp_rec_view *out,
+		  struct ssdp_rec_view *b, bool *lone)
 {
 	bool ok0, ok1;
 
 	ok0 = !ssdp_rec_decode(rec0, rec_bytes, seed, cset, set_blocks,
-				nr_csets, out);
+				nr_csets, version, out);
 	ok1 = !ssdp_rec_decode(rec1, rec_bytes, seed, cset, set_blocks,
-				nr_csets, b);
+				nr_csets, version, b);
 	if (lone)
 		*lone = ok0 != ok1;
 	if (ok0 && (!ok1 || out->seq >= b->seq))

@@ -81,8 +81,13 @@ const char *ssdp_sb_result_name(enum ssdp_sb_result r);
 /* The layout a superblock describes, for comparison with a table's. */
 void ssdp_sb_layout(const struct ssdp_sb_info *sb, struct ssdp_layout *l);
 
-/* Record checksum seed of a cache (from its UUID). */
-u32 ssdp_rec_seed(const u8 uuid[16]);
+/*
+ * Record checksum seed of a cache: its UUID and, from version 4, its
+ * format version, so that records are never read with another version's
+ * meaning of their alt bits (a superblock's version changed under them
+ * makes them fail their checksum instead).
+ */
+u32 ssdp_rec_seed(const u8 uuid[16], u32 version);
 
 /*
  * One record, decoded (or to encode): the persistent view of a cache
@@ -107,17 +112,24 @@ static inline bool ssdp_rec_dirty(const struct ssdp_rec_view *v, u32 blk)
 	return (v->dirty[blk / 8] >> (blk % 8)) & 1;
 }
 
-/* Frame @frame holds block @frame ^ set_blocks / 2 of its owner. */
+/* Frame @frame holds its owner's block @frame ^ ssdp_alt_xor(). */
 static inline bool ssdp_rec_alt(const struct ssdp_rec_view *v, u32 frame)
 {
 	return (v->alt[frame / 8] >> (frame % 8)) & 1;
 }
 
-/* The block that frame @frame of a set of @set_blocks holds. */
+/*
+ * The block that owned frame @frame of a set of @set_blocks holds, in a
+ * cache of format @version.
+ */
 static inline u32 ssdp_rec_block(const struct ssdp_rec_view *v,
-				 u32 set_blocks, u32 frame)
+				 u32 set_blocks, u32 version, u32 frame)
 {
-	return ssdp_rec_alt(v, frame) ? frame ^ (set_blocks / 2) : frame;
+	u32 own = ssdp_rec_owner(v, frame);
+
+	if (!ssdp_rec_alt(v, frame) || own >= SSDP_REC_TAGS)
+		return frame;
+	return frame ^ ssdp_alt_xor(v->tags[own], set_blocks, version);
 }
 
 /* Encode @v as cache set @cset's record (@rec_bytes: ssdp_rec_bytes()). */
@@ -127,14 +139,16 @@ void ssdp_rec_encode(void *rec, u32 rec_bytes, u32 seed, u32 cset,
 bool ssdp_all_zero(const void *p, size_t len);
 
 /*
- * Decode the record of @cset of a cache of @nr_csets sets.  Returns 0,
+ * Decode the record of @cset of a cache of @nr_csets sets and format
+ * @version (what an alt bit means, ssdp_alt_xor()).  Returns 0,
  * -EBADMSG when the checksum fails, or -EUCLEAN when it checks out but
  * contradicts itself: wrong cset, a tag not placed in this set
  * (ssdp_oset_cset()) or twice, an owner without a tag, dirty or alt
  * without an owner, a block in two frames, anything past the set.
  */
 int ssdp_rec_decode(const void *rec, u32 rec_bytes, u32 seed, u32 cset,
-		    u32 set_blocks, u64 nr_csets, struct ssdp_rec_view *out);
+		    u32 set_blocks, u64 nr_csets, u32 version,
+		    struct ssdp_rec_view *out);
 /*
  * Of the two copies of @cset's record, the one to believe (a good
  * checksum, the higher seq): 0 or 1 with *@out filled, or -1 when neither
@@ -144,7 +158,7 @@ int ssdp_rec_decode(const void *rec, u32 rec_bytes, u32 seed, u32 cset,
  */
 int ssdp_rec_pick(const void *rec0, const void *rec1, u32 rec_bytes,
 		  u32 seed, u32 cset, u32 set_blocks, u64 nr_csets,
-		  struct ssdp_rec_view *out, struct ssdp_rec_view *scratch,
-		  bool *lone);
+		  u32 version, struct ssdp_rec_view *out,
+		  struct ssdp_rec_view *scratch, bool *lone);
 
 #endif

@@ -26,9 +26,10 @@
  *
  * The cache is a decoupled sectored cache (engine/frame_map.h): origin
  * set o lives only in cache set ssdp_oset_cset(o); a cache set holds
- * blocks of up to SSDP_REC_TAGS origin sets, block b of any of them in
- * frame b (home) or, with a set of S >= 2 frames, frame b ^ S/2 (alt).
- * One record:
+ * blocks of up to SSDP_REC_TAGS origin sets, block b of o in frame b
+ * (home) or, with a set of S >= 2 frames, frame b ^ ssdp_alt_xor(o) (alt):
+ * in version 4 a hash of o (the origin sets sharing a cache set pair their
+ * frames differently), in version 3 S/2 for every o.  One record:
  *
  *   0      4      8      16                 76     80
  *   | crc  | cset | seq  | tags[15] (le32)  | zero | owners | dirty | alt | 0...
@@ -39,21 +40,24 @@
  *            tag whose block the frame holds (valid), or 0xf (free).
  *   dirty:   a bit per frame (bit i = byte i / 8, bit i % 8); only where
  *            the frame has an owner.
- *   alt:     a bit per frame, as dirty: the frame holds block i ^ S/2 of
- *            its owner, not block i.  Only where the frame has an owner;
- *            a tag's block is in one frame at most (never in both i and
- *            i ^ S/2).
+ *   alt:     a bit per frame, as dirty: the frame holds block
+ *            i ^ ssdp_alt_xor(o) of its owner o, not block i.  Only where
+ *            the frame has an owner; a tag's block is in one frame at most
+ *            (never in both i and i ^ ssdp_alt_xor(o)).
  *
  * A tag's cache set is fixed by the hash, so an origin set has at most one
  * record: a torn commit across two sets cannot leave two answers for it.
  *
  * Format version 1 (one origin set per cache set) is recognised and
- * refused: see SSDP_SB_OLD_VERSION in meta_codec.h.  Version 2 had no alt
- * bitmap (every block in its home frame): where its records have the size
+ * refused: see SSDP_SB_OLD_VERSION in meta_codec.h.  Version 3 is version
+ * 4 with the alt frame at b ^ S/2 for every origin set and the record
+ * checksum seeded with the UUID alone: its caches are used as they are and
+ * stay version 3 until formatted again.  Version 2 had no alt bitmap
+ * (every block in its home frame): where its records have the size
  * version 3 gives them, the bitmap's place was zero padding under the
  * checksum, so a version 2 record reads as a version 3 one with every
- * block home and such a cache is taken over in place (its superblock is
- * rewritten as version 3 before any record); where the size differs
+ * block home and such a cache is taken over in place as version 3 (its
+ * superblock is rewritten before any record); where the size differs
  * (ssdp_rec_bytes_v2()), it is refused as an old version.
  *
  * Each metadata block is written whole, alternately to copy 0 and copy 1,
@@ -67,7 +71,9 @@
  *
  * Checksums are crc32c.  The record checksum is seeded with the cache
  * UUID, so records left on the device by an earlier format (another UUID)
- * never check out: formatting writes only the superblock.
+ * never check out: formatting writes only the superblock; and from
+ * version 4 with the version too (ssdp_rec_seed()), so that a record is
+ * never read with another version's meaning of its alt bits.
  */
 #ifndef SSDPRIO_FORMAT_H
 #define SSDPRIO_FORMAT_H
@@ -88,7 +94,9 @@
 #define SSDP_META_BLOCK_SECTORS	8U
 
 #define SSDP_SB_MAGIC		0x314f495250445353ULL	/* "SSDPRIO1" */
-#define SSDP_FORMAT_VERSION	3U
+#define SSDP_FORMAT_VERSION	4U
+/* Alt frames at b ^ S/2: used as it is, and what version 2 becomes. */
+#define SSDP_FORMAT_V3		3U
 /* The oldest version whose caches are taken over (see the top). */
 #define SSDP_FORMAT_V2		2U
 
@@ -241,6 +249,33 @@ static inline uint32_t ssdp_oset_cset(uint64_t oset, uint64_t nr_csets)
 	uint64_t h = (oset * 0x61c8864680b583ebULL) >> 32;
 
 	return (uint32_t)((h * nr_csets) >> 32);
+}
+
+/*
+ * Block b of origin set @oset sits in frame b or b ^ ssdp_alt_xor() of a
+ * set of @set_blocks frames.  Format @version 4: a hash of the origin set
+ * (the splitmix64 finaliser, independent of ssdp_oset_cset()'s) onto the
+ * nonzero multiples of g = min(64, S/4) below S, so that two origin sets
+ * of one cache set rarely share a pair of frames and one crowded pair no
+ * longer locks out the same offset of all of them; runs of alt blocks stay
+ * contiguous on the SSD within aligned g-block pieces.  Version 3 (and 2,
+ * which has no alt frames): S/2.  0 for a one-frame set (no alt frame).
+ * On-disk meaning: never change it.
+ */
+static inline uint32_t ssdp_alt_xor(uint64_t oset, uint32_t set_blocks,
+				    uint32_t version)
+{
+	uint64_t z = oset + 0x9e3779b97f4a7c15ULL;
+	uint32_t g = set_blocks / 4 < 64 ? set_blocks / 4 : 64;
+	uint32_t choices;
+
+	if (version < 4 || set_blocks < 4)
+		return set_blocks / 2;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	z ^= z >> 31;
+	choices = set_blocks / g - 1;
+	return g * (1 + (uint32_t)(((z >> 32) * choices) >> 32));
 }
 
 /* First sector of metadata block @k (0-based) of copy @copy. */

@@ -246,14 +246,14 @@ static int scan_record(struct ssdp_scan *s, u64 *cap, u32 seed, u32 cset,
 
 	for (c = 0; c < (int)SSDP_META_COPIES; c++) {
 		err[c] = ssdp_rec_decode(recs[c], rb, seed, cset, set_blocks,
-					 nc, &views[c]);
+					 nc, s->sb.version, &views[c]);
 		zero[c] = ssdp_all_zero(recs[c], rb);
 		if (err[c] == -EUCLEAN)
 			note(s, SCAN_INCONSISTENT, cset);
 	}
 	/* Exactly the kernel's choice. */
-	pick = ssdp_rec_pick(rec0, rec1, rb, seed, cset, set_blocks, nc, v,
-			     &views[1], NULL);
+	pick = ssdp_rec_pick(rec0, rec1, rb, seed, cset, set_blocks, nc,
+			     s->sb.version, v, &views[1], NULL);
 	if (pick < 0) {
 		if (zero[0] && zero[1])
 			s->unwritten++;
@@ -298,7 +298,7 @@ static int scan_records(int fd, struct ssdp_scan *s)
 {
 	const struct ssdp_layout *l = &s->layout;
 	u32 rb = l->rec_bytes, set_blocks = s->sb.set_blocks;
-	u32 seed = ssdp_rec_seed(s->sb.uuid);
+	u32 seed = ssdp_rec_seed(s->sb.uuid, s->sb.version);
 	u8 *bufs[SSDP_META_COPIES] = { NULL, NULL };
 	struct ssdp_rec_view *views;
 	u64 k, cap = 0;
@@ -340,6 +340,7 @@ static int scan_records(int fd, struct ssdp_scan *s)
 				if (ssdp_rec_decode(bufs[c] + off, rb, seed,
 						    cset, set_blocks,
 						    l->nr_csets,
+						    s->sb.version,
 						    &views[0]) != -EBADMSG) {
 					note(s, SCAN_STRAY, cset);
 					break;

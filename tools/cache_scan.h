@@ -60,7 +60,8 @@ struct scan_set {
 	 * The record's frames: owners (4 bits per frame, frame 2k in the
 	 * low nibble of byte k, 0xf free), then dirty (a bit per frame,
 	 * bit i = [i / 8] >> i % 8) at owners + (set_blocks + 1) / 2, then
-	 * alt (as dirty: the frame holds its owner's block i ^ set_blocks/2).
+	 * alt (as dirty: the frame holds its owner's block i ^
+	 * ssdp_alt_xor()).
 	 */
 	u8 *owners;
 	u8 *dirty_map;
@@ -83,19 +84,20 @@ static inline bool scan_set_alt(const struct scan_set *ss, u32 frame)
 }
 
 /*
- * The frame of tag @tag's block @blk in a set of @set_blocks frames (home
- * blk, or alt blk ^ set_blocks / 2), or -1 if the record holds it nowhere.
+ * The frame of tag @tag's block @blk in a set of @set_blocks frames of a
+ * cache of format @version (home blk, or alt blk ^ ssdp_alt_xor()), or -1
+ * if the record holds it nowhere.
  */
 static inline int scan_set_frame(const struct scan_set *ss, u32 set_blocks,
-				 u32 tag, u32 blk)
+				 u32 version, u32 tag, u32 blk)
 {
-	u32 alt = blk ^ (set_blocks / 2);
+	u32 x = ssdp_alt_xor(ss->tags[tag], set_blocks, version);
 
 	if (scan_set_owner(ss, blk) == tag && !scan_set_alt(ss, blk))
 		return (int)blk;
-	if (set_blocks >= 2 && scan_set_owner(ss, alt) == tag &&
-	    scan_set_alt(ss, alt))
-		return (int)alt;
+	if (x && scan_set_owner(ss, blk ^ x) == tag &&
+	    scan_set_alt(ss, blk ^ x))
+		return (int)(blk ^ x);
 	return -1;
 }
 

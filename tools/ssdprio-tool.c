@@ -362,7 +362,7 @@ static const char *old_version_text(u32 version)
 {
 	return version == 1 ?
 	       "format version 1, written by an earlier ssdprio: this module refuses it (its data is not read: flush it with the earlier module, or wipe it and format anew)" :
-	       "format version 2 with a set_size whose records version 3 lays out differently, written by an earlier ssdprio: this module refuses it (its data is not read: flush it with the earlier module, or wipe it and format anew)";
+	       "format version 2 with a set_size whose records this version lays out differently, written by an earlier ssdprio: this module refuses it (its data is not read: flush it with the earlier module, or wipe it and format anew)";
 }
 
 /* What a superblock's state means, for messages (@version: its field). */
@@ -782,7 +782,8 @@ static int cmd_dirty(int argc, char **argv)
 		for (b = 0; b < set_blocks; b++) {
 			u64 sec = ((u64)lines[i].oset * set_blocks + b) *
 				  block_sectors;
-			int f = scan_set_frame(ss, set_blocks, lines[i].tag, b);
+			int f = scan_set_frame(ss, set_blocks, s.sb.version,
+					       lines[i].tag, b);
 
 			if (f < 0 || !scan_set_dirty(ss, f))
 				continue;
@@ -1834,7 +1835,7 @@ static int cmd_debug_record(int argc, char **argv)
 		err("out of memory");
 		goto out;
 	}
-	seed = ssdp_rec_seed(s.sb.uuid);
+	seed = ssdp_rec_seed(s.sb.uuid, s.sb.version);
 	rpb = SSDP_META_BLOCK_BYTES / s.sb.rec_bytes;
 	blk_nr = cset / rpb;
 	/* The believed record, as the kernel would load it. */
@@ -1847,7 +1848,8 @@ static int cmd_debug_record(int argc, char **argv)
 	if (ssdp_rec_pick(recs[0] + (cset % rpb) * s.sb.rec_bytes,
 			  recs[1] + (cset % rpb) * s.sb.rec_bytes,
 			  s.sb.rec_bytes, seed, cset, s.sb.set_blocks,
-			  s.sb.nr_csets, &v[0], &v[1], NULL) < 0) {
+			  s.sb.nr_csets, s.sb.version, &v[0], &v[1],
+			  NULL) < 0) {
 		/* Neither copy decodes: start from an empty record. */
 		memset(&v[0], 0, sizeof(v[0]));
 		memset(v[0].tags, 0xff, sizeof(v[0].tags));

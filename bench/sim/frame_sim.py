@@ -12,11 +12,11 @@ instant cleaning whenever dirty blocks pass DIRTY_CAP of the cache (the
 oldest dirty set first), and through the same with 2 or 4 candidate frames
 per block (b, b ^ S/2, ...; a frame then says which offset it holds), to
 separate what the structure costs from what timing costs in the engine.
-Ways "2s" is a skewed second frame (not built): block b of origin set o in
-frame b or b ^ m(o), m a hash of o onto the nonzero multiples of SKEW_RUN
-below S, so that the origin sets sharing a cache set pair their blocks with
-different partners and a hot offset's conflicts spread; runs stay contiguous
-within aligned SKEW_RUN-block pieces.
+Ways "2s" is the skewed second frame of format 4: block b of origin set o in
+frame b or b ^ alt_xor(o), a hash of o onto the nonzero multiples of
+min(64, S/4) below S (ssdp_alt_xor() of engine/ssdprio_format.h), so that the
+origin sets sharing a cache set pair their blocks with different partners
+and a hot offset's conflicts spread; "2" is format 3's b ^ S/2.
 Tags are not limited (the steady scenario's origin sets fit the 15 tags).
 
     frame_sim.py NR_CSETS SET_BLOCKS WARM_LOG MEASURED_LOG [DIRTY_CAP...]
@@ -24,8 +24,8 @@ Tags are not limited (the steady scenario's origin sets fit the 15 tags).
 
 Prints a table: ways, dirty cap, read hit ratio over the measured trace,
 accesses locked out by a dirty block, share of frames holding data.  With
---json, one object for the engine's own placement (two candidate frames
-per block since format 3, dirty cap 0.2, the automatic pressure point):
+--json, one object for the engine's own placement (format 4's skewed second
+frame, dirty cap 0.2, the automatic pressure point):
 what the steady scenario sets beside the engine's measured hit ratio.
 """
 import json
@@ -33,7 +33,6 @@ import sys
 from collections import Counter, OrderedDict
 
 BLOCK = 4096
-SKEW_RUN = 64
 
 
 def ios(path):
@@ -50,9 +49,15 @@ def oset_cset(o, n):
     return (h * n) >> 32
 
 
-def skew_hash(o):
-    """Independent of oset_cset(): another multiplier, other bits."""
-    return ((o * 0x9e3779b97f4a7c15) & ((1 << 64) - 1)) >> 40
+def alt_xor(o, S):
+    """ssdp_alt_xor() of engine/ssdprio_format.h, format 4."""
+    m64 = (1 << 64) - 1
+    z = (o + 0x9e3779b97f4a7c15) & m64
+    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & m64
+    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & m64
+    z ^= z >> 31
+    g = min(64, S // 4)
+    return g * (1 + (((z >> 32) * (S // g - 1)) >> 32))
 
 
 def run(nsets, S, dirty_cap, trace, start, ways):
@@ -65,8 +70,7 @@ def run(nsets, S, dirty_cap, trace, start, ways):
         cs = oset_cset(o, nsets)
         fr, counted = frames[cs], i >= start
         if ways == "2s":
-            m = SKEW_RUN * (1 + skew_hash(o) % (S // SKEW_RUN - 1))
-            cands = [off, off ^ m]
+            cands = [off, off ^ alt_xor(o, S)]
         else:
             cands = [off ^ s for s in step]
         at = next((f for f in cands if f in fr and fr[f][0] == o and fr[f][1] == off), None)
@@ -116,7 +120,7 @@ def main():
     warm = list(ios(args[2]))
     trace = warm + list(ios(args[3]))
     if as_json:
-        hr, locked, used = run(nsets, S, 0.2, trace, len(warm), 2)
+        hr, locked, used = run(nsets, S, 0.2, trace, len(warm), "2s")
         print(json.dumps({"read_hit_ratio": round(hr, 4), "locked_out": locked,
                           "frames_used": round(used, 4)}))
         return

@@ -139,28 +139,37 @@ dm_remove sp
 log "aged dirty data cleaned"
 
 # --- a dirty block locks another set's block out: written back at once -------------
-# A block has two candidate frames in its cache set, b and b ^ half (frame_map.h):
-# it is locked out only when both hold dirty blocks of other origin sets.
+# A block b has two candidate frames in its cache set, b and b ^ x, x by its origin
+# set (ssdp_alt_xor(), frame_map.h): it is locked out only when both hold dirty
+# blocks of other origin sets. Four origin sets of one cache set with one x: 2 MiB
+# sets (7 choices of x), so that an origin of 384 MiB has such four.
 "$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
-dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 9 format seq_cutoff 0 evict_wait 3600000 dirty_target 100 dirty_max_age 0")
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 11 format set_size 512 seq_cutoff 0 evict_wait 3600000 dirty_target 100 dirty_max_age 0")
 set_mib=$(($(st set_blocks) * $(st block_sectors) / 2048))
-half=$((set_mib * 8))	# half a set, in 64 KiB
-# Origin sets that share a cache set (the placement hash, ssdprio_format.h).
-read -r a b c d < <(python3 - "$(st total_sets)" $((len / (set_mib * 2048))) <<'PY'
-import sys
-n, osets = int(sys.argv[1]), int(sys.argv[2])
-cset = lambda o: (((o * 0x61c8864680b583eb) % 2**64 >> 32) * n) >> 32
+# Origin sets that share a cache set and an alt xor (the hashes, ssdprio_format.h);
+# half: that xor in 64 KiB (the offset of every block's second frame).
+read -r a b c d half < <(python3 - "$(dirname "$0")" "$(st total_sets)" \
+	$((len / (set_mib * 2048))) "$(st set_blocks)" <<'PY'
+import collections, sys
+sys.path.insert(0, sys.argv.pop(1))
+from metacorrupt import alt_xor, oset_cset
+n, osets, nb = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+groups = collections.defaultdict(list)
 # Away from the device's first and last MiBs, which udev's probes read.
-same = [o for o in range(2, osets - 8) if cset(o) == cset(2)]
-print(*same[:4])
+for o in range(2, osets - 8):
+    groups[oset_cset(o, n), alt_xor(o, nb, 4)].append(o)
+for (_, x), same in sorted(groups.items()):
+    if len(same) >= 4 and x >= 32:
+        print(*same[:4], x // 16)
+        break
 PY
 )
-[[ -n $d ]] || fail "no four origin sets share a cache set"
-log "origin sets $a, $b, $c and $d share a cache set of $set_mib MiB"
+[[ -n $half ]] || fail "no four origin sets share a cache set and an alt frame"
+log "origin sets $a, $b, $c and $d share a cache set of $set_mib MiB, alt frames $((half * 16)) blocks away"
 head -c 64K /dev/urandom >/tmp/lock.a
 head -c 64K /dev/urandom >/tmp/lock.c
-# a's first 16 blocks in frames 0-15, c's 16 blocks from half a set in their
-# home frames, half-15 + 16: the two candidates of blocks 0-15 of every set.
+# a's first 16 blocks in frames 0-15, c's 16 blocks from x in their home frames,
+# x to x + 15: the two candidates of blocks 0-15 of a, b, c and d.
 # udev's probes after each write read the device: let them end first, or
 # their reads in flight keep the set's clean frames (promoted by earlier
 # probes) from changing hands.
@@ -214,11 +223,11 @@ log "lock-out cleaning"
 # clean blocks into claims instead): the second of two 64 KiB writes in flight
 # (an SSD of 20 ms, so the first surely is) takes b's clean frames; with the set
 # closed under every write it went to the origin. First, a write cut where its
-# frames stop following: a's block 4 sits in its second frame (half + 4: b's
+# frames stop following: a's block 4 sits in its second frame (x + 4: b's
 # dirty block holds frame 4), so a write of a's blocks 0-15 is cut after block 3
-# and again after 4, the rest placed from half + 5 on.
+# and again after 4, the rest placed from x + 5 on.
 slow=$(make_ssd ssdslow 64 20000000)
-dm=$(dm_create sp "0 $len ssdprio $hdd $slow 9 format seq_cutoff 0 evict_wait 3600000 dirty_target 100 dirty_max_age 0")
+dm=$(dm_create sp "0 $len ssdprio $hdd $slow 11 format set_size 512 seq_cutoff 0 evict_wait 3600000 dirty_target 100 dirty_max_age 0")
 for off in 0 2 "$half" $((half + 2)); do
 	p0=$(st promotions)
 	dd if="$dm" of=/dev/null bs=64k skip=$((b * set_mib * 16 + off)) count=1 iflag=direct \
@@ -270,7 +279,7 @@ origin_has_64k /tmp/lock.c $((a * set_mib * 16)) || fail "a's data on the origin
 # A rewrite of blocks the set holds, beside another write in flight, leaves the
 # set open too: nobody else writes those frames. Three 64 KiB writes in flight:
 # a's blocks 16-31 and 32-47 (cached, clean), then 48-63, both of whose frames
-# (48-63 and half + 48-63) hold b's clean blocks, read first. With the set
+# (48-63 and x + 48-63) hold b's clean blocks, read first. With the set
 # closed by the second write, the third went to the origin.
 for off in 3 $((half + 3)); do
 	p0=$(st promotions)
@@ -283,7 +292,7 @@ assert_eq "$(st dirty_blocks)" 0 "dirty blocks before the rewrite"
 in_flight rewrite 3 3 48
 # A write that waited for a writeback of its set cannot be cut any more: where
 # its frames do not follow each other (a's blocks 0-3 at home, 4-15 from
-# half + 4), it goes to the SSD as one write per run of frames, all cached.
+# x + 4), it goes to the SSD as one write per run of frames, all cached.
 # Before, it went to the origin whole and dropped a's cached blocks. The
 # writeback that holds the set meanwhile: 224 scattered dirty blocks of a, each
 # its own origin write (writeback_gap 0), each read from the 20 ms SSD first.
@@ -564,8 +573,25 @@ flushed "a run across two origin sets" $((5 * nb - 8)) 16
 assert_eq $(($(st writeback_writes) - w0)) 1 "origin writes for a run across two origin sets"
 dm_remove sp
 
+# same_place FROM N X: N origin sets from FROM on that share a cache set, each
+# with its second frames X blocks from its first (ssdp_alt_xor(), ssdprio_format.h),
+# in a table of 16-block sets.
+same_place() {
+	python3 - "$(dirname "$0")" "$(st total_sets)" $((len / 128)) "$@" <<'PY'
+import collections, sys
+sys.path.insert(0, sys.argv.pop(1))
+from metacorrupt import alt_xor, oset_cset
+n, osets, frm, count, x = (int(v) for v in sys.argv[1:])
+groups = collections.defaultdict(list)
+for o in range(frm, osets - 64):
+    if alt_xor(o, 16, 4) == x:
+        groups[oset_cset(o, n)].append(o)
+print(*next((g[:count] for g in groups.values() if len(g) >= count), []))
+PY
+}
+
 # --- a write that waited, claimed run by run, keeps what its first run holds -------
-# 16-block sets (half 8): a's blocks 6-7 at home, its block 8 in its second
+# 16-block sets (x 8): a's blocks 6-7 at home, its block 8 in its second
 # frame, 0 (b's dirty block 8 holds frame 8). A flush's writeback holds the
 # set (b's scattered dirty blocks, one idle origin write each, one a second)
 # when a write of a's blocks 6-14 comes: one claim cannot take it (its frames
@@ -575,15 +601,8 @@ dm_remove sp
 # with a WARNING).
 "$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
 dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 19 format set_size 16 seq_cutoff 0 read_alloc off evict_wait 3600000 dirty_target 100 dirty_max_age 0 writeback_gap 0 idle_dispatch_interval 1000 batch_mode_delay 3600000")
-read -r a b < <(python3 - "$(st total_sets)" $((len / 128)) <<'PY'
-import sys
-n, osets = int(sys.argv[1]), int(sys.argv[2])
-cset = lambda o: (((o * 0x61c8864680b583eb) % 2**64 >> 32) * n) >> 32
-same = [o for o in range(64, osets - 64) if cset(o) == cset(64)]
-print(*same[:2])
-PY
-)
-[[ -n $b ]] || fail "no two origin sets share a cache set"
+read -r a b < <(same_place 64 2 8)
+[[ -n $b ]] || fail "no two origin sets share a cache set and an alt frame"
 blk_write() { # SET BLOCK COUNT FILE: one write
 	dd if="$4" of="$dm" bs=$(($3 * 4))k seek=$((($1 * 16 + $2) * 4096)) count=1 \
 		iflag=fullblock oflag=direct,seek_bytes status=none ||
@@ -625,7 +644,8 @@ dm_remove sp
 log "a write that waited, claimed run by run"
 
 # --- a bridging writeback: no other origin set's new block takes a clean frame ------
-# 16-block sets (half 8), origin sets a and b in one cache set. a's blocks 0-6
+# 16-block sets, origin sets a and b in one cache set, both with their second
+# frames 8 blocks from their first. a's blocks 0-6
 # cached, 0 and 6 dirty, 1-5 clean; a's block 11 dirty; b's block 12 cached
 # (b has its tag). A flush's writeback gathers a's 0-6 as one origin write,
 # the clean 1-5 bridged, and reads them from the SSD, the reads held 8 s by
@@ -637,15 +657,8 @@ modprobe dm-delay || fail "modprobe dm-delay"
 "$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
 leg ssdleg "$ssd" linear
 dm=$(dm_create sp "0 $len ssdprio $hdd /dev/mapper/ssdleg 19 format set_size 16 seq_cutoff 0 read_alloc off evict_wait 3600000 dirty_target 100 dirty_max_age 0 lockout_clean off writeback_gap 16 batch_mode_delay 0")
-read -r a b < <(python3 - "$(st total_sets)" $((len / 128)) <<'PY'
-import sys
-n, osets = int(sys.argv[1]), int(sys.argv[2])
-cset = lambda o: (((o * 0x61c8864680b583eb) % 2**64 >> 32) * n) >> 32
-same = [o for o in range(96, osets - 64) if cset(o) == cset(96)]
-print(*same[:2])
-PY
-)
-[[ -n $b ]] || fail "no two origin sets share a cache set"
+read -r a b < <(same_place 96 2 8)
+[[ -n $b ]] || fail "no two origin sets share a cache set and an alt frame"
 head -c 64K /dev/urandom >/tmp/bridge.a
 head -c 64K /dev/urandom >/tmp/bridge.b
 # blk FILE SET BLOCK: block BLOCK of FILE into origin set SET's block BLOCK.

@@ -138,7 +138,7 @@ cmp /tmp/v2.data <(dd if="$dm" bs=1M skip=3 count=1 iflag=direct status=none) ||
 dm_remove sp
 "$REPO/build/ssdprio-tool" show "$ssd" | grep -q "format version 3" ||
 	fail "the superblock after the take-over: $("$REPO/build/ssdprio-tool" show "$ssd" 2>&1)"
-# 256-block sets: version 3 records are twice the size, so version 2 is refused.
+# 256-block sets: version 4 records are twice the size, so version 2 is refused.
 dd if=/dev/zero of="$ssd" bs=1M count=$META_MB oflag=direct status=none
 dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 3 format set_size 256")
 dd if=/tmp/v2.data of="$dm" bs=1M seek=3 oflag=direct status=none || fail "write"
@@ -151,6 +151,59 @@ dm_create sp "0 $len ssdprio $hdd $ssd 3 format set_size 256" >/dev/null
 assert_eq "$(status_get sp meta_state)" formatted "an empty version 2 cache of 256-block sets formatted afresh"
 dm_remove sp
 log "format version 2: taken over in place, or refused where its records differ"
+
+# --- format version 3 (alt frames at b ^ S/2 for all): used as it is, stays 3 -------
+# An empty cache of 16-block sets rewritten as version 3. Origin set a's blocks
+# 0-7 dirty in their home frames, then b's (same cache set): their home frames
+# hold a's dirty blocks, so they go to their second frames, b ^ 8 in version 3.
+# b's version 4 xor is another, so reading the cache as version 4 would put b's
+# blocks elsewhere. Reloaded, both read back as written, the tool lists the same
+# dirty blocks, they reach the origin, and the cache stays version 3.
+dd if=/dev/zero of="$ssd" bs=1M count=$META_MB oflag=direct status=none
+dm_create sp "0 $len ssdprio $hdd $ssd 3 format set_size 16" >/dev/null
+read -r a b < <(python3 - "$(dirname "$0")" "$(status_get sp total_sets)" $((len / 128)) <<'PY'
+import sys
+sys.path.insert(0, sys.argv.pop(1))
+from metacorrupt import alt_xor, oset_cset
+n, nos = int(sys.argv[1]), int(sys.argv[2])
+for a in range(64, nos):
+    b = next((o for o in range(a + 2, nos)
+              if oset_cset(o, n) == oset_cset(a, n) and alt_xor(o, 16, 4) != 8), None)
+    if b is not None:
+        print(a, b)
+        break
+PY
+)
+[[ -n $b ]] || fail "no two origin sets share a cache set"
+dm_remove sp
+sb_rewrite "$ssd" 3 3
+dmesg -C
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 2 set_size 16")
+dmesg | grep -q "format version 3 used as it is" || fail "no word of the version 3 cache: $(dmesg | grep ssdprio)"
+head -c 32K /dev/urandom >/tmp/v3.a
+head -c 32K /dev/urandom >/tmp/v3.b
+dd if=/tmp/v3.a of="$dm" bs=32k seek=$((a * 2)) oflag=direct status=none || fail "write a"
+dd if=/tmp/v3.b of="$dm" bs=32k seek=$((b * 2)) oflag=direct status=none || fail "write b"
+assert_eq "$(status_get sp dirty_blocks)" 16 "a's and b's dirty blocks"
+dm_remove sp
+"$REPO/build/ssdprio-tool" show "$ssd" | grep -q "format version 3" ||
+	fail "the version 3 superblock after use: $("$REPO/build/ssdprio-tool" show "$ssd" 2>&1)"
+"$REPO/build/ssdprio-tool" check "$ssd" >/dev/null || fail "check of the version 3 cache"
+want=$(printf '%s %s\n' $((a * 128)) 64 $((b * 128)) 64 | sort -n)
+got=$("$REPO/build/ssdprio-tool" dirty "$ssd" | sort -n)
+assert_eq "$got" "$want" "the tool's dirty extents of the version 3 cache"
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 2 set_size 16")
+assert_eq "$(status_get sp meta_state)" clean "the version 3 cache loaded warm"
+assert_eq "$(status_get sp dirty_blocks)" 16 "its dirty blocks"
+cmp /tmp/v3.a <(dd if="$dm" bs=32k skip=$((a * 2)) count=1 iflag=direct status=none) || fail "a's data (version 3)"
+cmp /tmp/v3.b <(dd if="$dm" bs=32k skip=$((b * 2)) count=1 iflag=direct status=none) || fail "b's data (version 3)"
+dmsetup message sp 0 flush_dirty || fail "flush_dirty"
+wait_status sp dirty_blocks -eq 0 120
+dm_remove sp
+cmp /tmp/v3.a <(dd if="$hdd" bs=32k skip=$((a * 2)) count=1 iflag=direct status=none) || fail "a's data on the origin"
+cmp /tmp/v3.b <(dd if="$hdd" bs=32k skip=$((b * 2)) count=1 iflag=direct status=none) || fail "b's data on the origin"
+"$REPO/build/ssdprio-tool" show "$ssd" | grep -q "format version 3" || fail "still version 3 after the flush"
+log "format version 3: used as it is, its alt frames read as b ^ S/2"
 
 # --- origin_id: kept in the superblock, required to match -----------------------------
 id=0123456789abcdef0123456789abcdef

@@ -20,7 +20,7 @@
 load_module
 modprobe dm-delay || fail "modprobe dm-delay"
 BLK=4096
-SET=16                     # blocks per set: frames b and b ^ 8 are a pair
+SET=16                     # blocks per set: B's frames b and b ^ 8 are a pair
 HOLD_MS=8000               # how long the commit's metadata writes are held
 FEATS="set_size $SET evict_wait 3600000 dirty_max_age 0 lockout_clean off seq_cutoff 0 read_alloc off idle_dispatch_interval 5"
 NF=$(wc -w <<<"$FEATS")
@@ -59,17 +59,20 @@ leg_load ssdleg "$(ssd_table 0)"
 dev=$(dm_create sp "0 $nh ssdprio $hdd /dev/mapper/ssdleg $((NF + 1)) format $FEATS")
 assert_eq "$(status_get sp set_blocks)" $SET "set_blocks"
 
-# Two origin sets of one cache set (the placement hash of ssdprio_format.h).
+# Two origin sets of one cache set (the placement hash of ssdprio_format.h),
+# the second's block b in frame b or b ^ 8 (its alt xor).
 ncs=$(status_get sp total_sets)
-read -r A B < <(python3 - "$ncs" $((nh / 8 / SET)) <<'PY'
+read -r A B < <(python3 - "$(dirname "$0")" "$ncs" $((nh / 8 / SET)) <<'PY'
 import sys
+sys.path.insert(0, sys.argv.pop(1))
+from metacorrupt import alt_xor, oset_cset
 n, nos = int(sys.argv[1]), int(sys.argv[2])
-cs = lambda o: ((((o * 0x61c8864680b583eb) & (2**64 - 1)) >> 32) * n) >> 32
-b = next(o for o in range(1, nos) if cs(o) == cs(0))
+b = next((o for o in range(1, nos)
+          if oset_cset(o, n) == oset_cset(0, n) and alt_xor(o, 16, 4) == 8), "")
 print(0, b)
 PY
 )
-[[ -n $B ]] || fail "no second origin set in cache set of origin set 0"
+[[ -n $B ]] || fail "no second origin set in cache set of origin set 0 with its alt frames 8 away"
 log "origin sets $A and $B share a cache set ($ncs sets of $SET blocks)"
 a0=$((A * SET)) a8=$((A * SET + 8)) b0=$((B * SET))
 

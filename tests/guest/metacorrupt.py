@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
 """Corrupt the metadata of an ssdprio cache device (engine/ssdprio_format.h,
-format 3) in one random way, and say how on stdout (one line).
+format 4 or 3) in one random way, and say how on stdout (one line).
 
   metacorrupt.py DEV --seed S [--kind KIND] [--nr-osets N]
 
@@ -55,8 +55,20 @@ def oset_cset(oset, ncs):
     return (h * ncs) >> 32
 
 
+def alt_xor(oset, set_blocks, version):
+    """ssdp_alt_xor(): block b of @oset in frame b or b ^ alt_xor (format 4)."""
+    if version < 4 or set_blocks < 4:
+        return set_blocks // 2
+    z = (oset + 0x9E3779B97F4A7C15) & M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    z ^= z >> 31
+    g = min(64, set_blocks // 4)
+    return g * (1 + (((z >> 32) * (set_blocks // g - 1)) >> 32))
+
+
 class Rec:
-    """One record (format 3) at byte @base of a metadata block @buf."""
+    """One record (format 3 or 4) at byte @base of a metadata block @buf."""
 
     def __init__(self, buf, base, rec_bytes, set_blocks):
         self.buf, self.base, self.rb, self.nb = buf, base, rec_bytes, set_blocks
@@ -133,7 +145,7 @@ class Dev:
         os.fsync(self.fd)
 
 
-def forge(rnd, kind, cset, ncs, seed, nr_osets, rec_at, d):
+def forge(rnd, kind, cset, ncs, seed, nr_osets, rec_at, d, version):
     """A record with a correct checksum that the loader must judge."""
     recs = [rec_at(copy, cset) for copy in (0, 1)]
     good = [r.good(seed, cset) for r, _ in recs]
@@ -219,13 +231,14 @@ def forge(rnd, kind, cset, ncs, seed, nr_osets, rec_at, d):
         elif how == "seq_huge":
             r.seq = M64
         elif how == "two_frames":
-            # frame b holds block b of tag t (or b ^ half, alt); frame
-            # b ^ half is made to hold the same block of the same tag
-            half = nb // 2
+            # frame b holds block b of tag t (or b ^ x, alt: x by the
+            # tag's origin set); frame b ^ x is made to hold the same block
+            # of the same tag
             owned = [b for b in range(nb) if r.owner(b) != 0xF]
-            if half and owned:
+            if nb >= 2 and owned:
                 b = rnd.choice(owned)
-                r.set_owner(b ^ half, r.owner(b), not r.is_alt(b))
+                x = alt_xor(r.tags[r.owner(b)], nb, version)
+                r.set_owner(b ^ x, r.owner(b), not r.is_alt(b))
             else:
                 r.zero = 1
         r.seal(seed)
@@ -247,6 +260,8 @@ def main():
     blk0, _ = d.read(0)
     sb = dict(zip(SB_FIELDS, SB.unpack_from(blk0, 0)))
     seed = crc32c(0xFFFFFFFF, sb["uuid"])
+    if sb["version"] >= 4:  # ssdp_rec_seed(): the version too
+        seed = crc32c(seed, struct.pack("<I", sb["version"]))
     rec_bytes, rec_sectors, ncs = sb["rec_bytes"], sb["rec_sectors"], sb["nr_csets"]
     if not (rec_bytes and rec_sectors and ncs):
         raise SystemExit("metacorrupt: no sane superblock on %s" % a.dev)
@@ -368,7 +383,7 @@ def main():
         d.write(buf, boff)
         return print("%s: metadata sector %d random" % (kind, sec))
     if kind == "rec_forge":
-        return forge(rnd, kind, cset, ncs, seed, a.nr_osets, rec_at, d)
+        return forge(rnd, kind, cset, ncs, seed, a.nr_osets, rec_at, d, sb["version"])
     raise SystemExit("unknown kind " + kind)
 
 

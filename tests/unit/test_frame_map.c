@@ -182,6 +182,7 @@ TEST(fmap_claim_rules)
 	bool repl;
 
 	ASSERT_EQ(ssdp_fmap_init(&fm, 4, 16), 0);
+	ASSERT_EQ(ssdp_fmap_set_version(&fm, SSDP_FORMAT_V3), 0);
 	a = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 1, 0), &repl);
 	b = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 1, 1), &repl);
 	ssdp_fmap_pin(&fm, 1);
@@ -232,7 +233,8 @@ TEST(fmap_claim_rules)
 }
 
 /*
- * The second candidate frame: block b may sit in frame b ^ S/2.  A free
+ * The second candidate frame, format 3: block b may sit in frame b ^ S/2
+ * (format 4 in the test below).  A free
  * candidate first, home before alt; else the clean block of the tag used
  * longer ago; runs stay contiguous on the SSD.
  */
@@ -245,6 +247,7 @@ TEST(fmap_second_frame_placement)
 	bool repl;
 
 	ASSERT_EQ(ssdp_fmap_init(&fm, 1, 16), 0);
+	ASSERT_EQ(ssdp_fmap_set_version(&fm, SSDP_FORMAT_V3), 0);
 	a = ssdp_fmap_tag_alloc(&fm, 0, &repl);
 	b = ssdp_fmap_tag_alloc(&fm, 1, &repl);
 	c = ssdp_fmap_tag_alloc(&fm, 2, &repl);
@@ -298,12 +301,13 @@ TEST(fmap_second_frame_placement)
 	ssdp_fmap_encode_set(&fm, 0, &v);
 	ASSERT_TRUE(ssdp_rec_alt(&v, 9));
 	ASSERT_FALSE(ssdp_rec_alt(&v, 6));
-	ASSERT_EQ(ssdp_rec_block(&v, 16, 9), 1);
+	ASSERT_EQ(ssdp_rec_block(&v, 16, SSDP_FORMAT_V3, 9), 1);
 	{
 		struct ssdp_fmap back;
 		u32 blk;
 
 		ASSERT_EQ(ssdp_fmap_init(&back, 1, 16), 0);
+		ASSERT_EQ(ssdp_fmap_set_version(&back, SSDP_FORMAT_V3), 0);
 		ASSERT_EQ(ssdp_fmap_load_set(&back, 0, &v, true), 0);
 		check_ok(&back);
 		for (blk = 0; blk < 16; blk++) {
@@ -319,6 +323,111 @@ TEST(fmap_second_frame_placement)
 	ssdp_fmap_destroy(&fm);
 }
 
+/* An origin set of cache set @cset whose alt xor in 16-frame sets is @x. */
+static u64 oset_with_xor(const struct ssdp_fmap *fm, u32 cset, u32 x,
+			 u32 skip)
+{
+	u64 o;
+
+	for (o = 0;; o++)
+		if (ssdp_fmap_set_of(fm, o) == cset &&
+		    ssdp_alt_xor(o, 16, SSDP_FORMAT_VERSION) == x && !skip--)
+			return o;
+}
+
+/*
+ * Format 4: each tag pairs its blocks with the alt frame of its own xor,
+ * so tags of one set whose home frames are taken fall to different
+ * frames; the frame of a dirty block names its block by its owner's xor,
+ * and a record is refused only for one tag's block in both of that tag's
+ * frames.
+ */
+TEST(fmap_skewed_alt_frame_per_tag)
+{
+	struct ssdp_fmap fm, back;
+	struct ssdp_rec_view v;
+	u32 a, b, c, line, blk, f;
+	bool repl;
+
+	ASSERT_EQ(ssdp_fmap_init(&fm, 2, 16), 0);
+	ASSERT_EQ(fm.version, SSDP_FORMAT_VERSION);
+	a = ssdp_fmap_tag_alloc(&fm, oset_with_xor(&fm, 1, 4, 0), &repl);
+	b = ssdp_fmap_tag_alloc(&fm, oset_with_xor(&fm, 1, 8, 0), &repl);
+	c = ssdp_fmap_tag_alloc(&fm, oset_with_xor(&fm, 1, 12, 0), &repl);
+	ssdp_fmap_pin(&fm, 1);
+	/* a: blocks 0..3 dirty, home. */
+	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 0, 4, false, &repl), 4);
+	ssdp_fmap_set_valid(&fm, a, 0, 4);
+	ssdp_fmap_set_dirty(&fm, a, 0, 4);
+	/* b's and c's blocks 0..3 go alt, to 8..11 and 12..15. */
+	ASSERT_EQ(ssdp_fmap_claim(&fm, b, 0, 4, false, &repl), 4);
+	ASSERT_EQ(ssdp_fmap_frame_run(&fm, b, 0, 4, &f), 4);
+	ASSERT_EQ(f, 8);
+	ASSERT_EQ(ssdp_fmap_claim(&fm, c, 0, 4, false, &repl), 4);
+	ASSERT_EQ(ssdp_fmap_frame_run(&fm, c, 0, 4, &f), 4);
+	ASSERT_EQ(f, 12);
+	ssdp_fmap_set_valid(&fm, b, 0, 4);
+	ssdp_fmap_set_dirty(&fm, b, 0, 4);
+	ssdp_fmap_set_valid(&fm, c, 0, 4);
+	/* The frame of a dirty block names its block by its owner's xor. */
+	ASSERT_EQ(ssdp_fmap_frame_dirty(&fm, 1, 9, &line, &blk), true);
+	ASSERT_EQ(line, b);
+	ASSERT_EQ(blk, 1);
+	/* a's block 8: home is b's dirty 0, alt (12) c's clean: taken. */
+	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 8, 1, false, &repl), 1);
+	ASSERT_TRUE(repl);
+	ASSERT_EQ(ssdp_fmap_frame(&fm, a, 8), 12);
+	ASSERT_EQ(ssdp_fmap_block(&fm, c, 0), SSDP_FMAP_MISS);
+	ssdp_fmap_set_valid(&fm, a, 8, 1);
+	ssdp_fmap_set_dirty(&fm, a, 8, 1);
+	/* a's block 9: home b's dirty 1, alt (13) c's clean 1. */
+	ASSERT_EQ(ssdp_fmap_foreign_dirty(&fm, a, 9, 1), SSDP_NONE);
+	/* c's block 0 now: home a's dirty, alt (12) a's dirty: a lock-out. */
+	ASSERT_EQ(ssdp_fmap_claim(&fm, c, 0, 1, false, &repl), 0);
+	ASSERT_EQ(ssdp_fmap_foreign_dirty(&fm, c, 0, 1), 0);
+	ASSERT_EQ(ssdp_fmap_frame_dirty(&fm, 1, 12, &line, &blk), true);
+	ASSERT_EQ(line, a);
+	ASSERT_EQ(blk, 8);
+	ssdp_fmap_unpin(&fm, 1);
+	check_ok(&fm);
+	/* The record comes back as it went, by each owner's xor. */
+	ssdp_fmap_encode_set(&fm, 1, &v);
+	ASSERT_EQ(ssdp_rec_block(&v, 16, SSDP_FORMAT_VERSION, 12), 8);
+	ASSERT_EQ(ssdp_rec_block(&v, 16, SSDP_FORMAT_VERSION, 9), 1);
+	ASSERT_EQ(ssdp_fmap_init(&back, 2, 16), 0);
+	ASSERT_EQ(ssdp_fmap_load_set(&back, 1, &v, true), 0);
+	check_ok(&back);
+	for (blk = 0; blk < 16; blk++) {
+		ASSERT_EQ(ssdp_fmap_block(&back, a, blk),
+			  ssdp_fmap_block(&fm, a, blk));
+		ASSERT_EQ(ssdp_fmap_block(&back, b, blk),
+			  ssdp_fmap_block(&fm, b, blk));
+		ASSERT_EQ(ssdp_fmap_frame(&back, b, blk),
+			  ssdp_fmap_frame(&fm, b, blk));
+		ASSERT_EQ(ssdp_fmap_frame(&back, a, blk),
+			  ssdp_fmap_frame(&fm, a, blk));
+	}
+	ssdp_fmap_destroy(&back);
+	/*
+	 * Read as format 3, the same record says something else: a's alt
+	 * frame 12 holds block 12 ^ S/2 = 4, not 8.  The superblock's
+	 * version decides what a record means.
+	 */
+	ASSERT_EQ(ssdp_fmap_init(&back, 2, 16), 0);
+	ASSERT_EQ(ssdp_fmap_set_version(&back, SSDP_FORMAT_V3), 0);
+	ASSERT_EQ(ssdp_fmap_load_set(&back, 1, &v, true), 0);
+	ASSERT_EQ(ssdp_fmap_frame(&back, a, 4), 12);
+	ASSERT_EQ(ssdp_fmap_block(&back, a, 8), SSDP_FMAP_MISS);
+	ssdp_fmap_destroy(&back);
+	/* a's block 1 in frame 1 and, alt, in frame 1 ^ 4: refused. */
+	v.owners[5 / 2] = (v.owners[5 / 2] & 0x0f) | ssdp_line_tag(a) << 4;
+	v.alt[0] |= 1 << 5;
+	ASSERT_EQ(ssdp_fmap_init(&back, 2, 16), 0);
+	ASSERT_EQ(ssdp_fmap_load_set(&back, 1, &v, true), -EUCLEAN);
+	ssdp_fmap_destroy(&back);
+	ssdp_fmap_destroy(&fm);
+}
+
 /* A tag holds a block in one frame at most, limbo included. */
 TEST(fmap_second_frame_never_two_copies)
 {
@@ -328,6 +437,7 @@ TEST(fmap_second_frame_never_two_copies)
 	bool repl;
 
 	ASSERT_EQ(ssdp_fmap_init(&fm, 1, 8), 0);
+	ASSERT_EQ(ssdp_fmap_set_version(&fm, SSDP_FORMAT_V3), 0);
 	a = ssdp_fmap_tag_alloc(&fm, 0, &repl);
 	ASSERT_EQ(ssdp_fmap_claim(&fm, a, 1, 1, false, &repl), 1);
 	ssdp_fmap_set_valid(&fm, a, 1, 1);
@@ -358,6 +468,7 @@ TEST(fmap_second_frame_never_two_copies)
 	v.owners[5 / 2] |= ssdp_line_tag(a) << 4;
 	v.alt[0] |= 1 << 5;
 	ASSERT_EQ(ssdp_fmap_init(&back, 1, 8), 0);
+	ASSERT_EQ(ssdp_fmap_set_version(&back, SSDP_FORMAT_V3), 0);
 	ASSERT_EQ(ssdp_fmap_load_set(&back, 0, &v, true), -EUCLEAN);
 	/* Alt in a set of one frame, or on a free frame: refused too. */
 	v.alt[0] &= ~(1 << 5);
@@ -594,21 +705,21 @@ TEST(fmap_record_roundtrip_clean_and_crash_loads)
 	ASSERT_EQ(ssdp_fmap_next_changed(&fm, 0), SSDP_NONE);
 	v.seq = 7;
 	ssdp_rec_encode(rec, rb, 0x1234, 0, 16, &v);
-	ASSERT_EQ(ssdp_rec_decode(rec, rb, 0x1234, 0, 16, 3, &w), 0);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, 0x1234, 0, 16, 3, SSDP_FORMAT_VERSION, &w), 0);
 	ASSERT_EQ(w.seq, 7);
 	ASSERT_EQ(memcmp(w.tags, v.tags, sizeof(v.tags)), 0);
 	ASSERT_EQ(memcmp(w.owners, v.owners, 8), 0);
 	ASSERT_EQ(memcmp(w.dirty, v.dirty, 2), 0);
-	ASSERT_EQ(ssdp_rec_decode(rec, rb, 0x1235, 0, 16, 3, &w), -EBADMSG);
-	ASSERT_EQ(ssdp_rec_decode(rec, rb, 0x1234, 1, 16, 3, &w), -EUCLEAN);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, 0x1235, 0, 16, 3, SSDP_FORMAT_VERSION, &w), -EBADMSG);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, 0x1234, 1, 16, 3, SSDP_FORMAT_VERSION, &w), -EUCLEAN);
 	/* The other copy is older: pick the newer, or the one that checks. */
 	v.seq = 6;
 	ssdp_rec_encode(rec1, rb, 0x1234, 0, 16, &v);
-	ASSERT_EQ(ssdp_rec_pick(rec1, rec, rb, 0x1234, 0, 16, 3, &w,
+	ASSERT_EQ(ssdp_rec_pick(rec1, rec, rb, 0x1234, 0, 16, 3, SSDP_FORMAT_VERSION, &w,
 				 &scratch, NULL), 1);
 	ASSERT_EQ(w.seq, 7);
 	rec[40] ^= 1;
-	ASSERT_EQ(ssdp_rec_pick(rec1, rec, rb, 0x1234, 0, 16, 3, &w,
+	ASSERT_EQ(ssdp_rec_pick(rec1, rec, rb, 0x1234, 0, 16, 3, SSDP_FORMAT_VERSION, &w,
 				 &scratch, NULL), 0);
 	ASSERT_EQ(w.seq, 6);
 
@@ -650,19 +761,19 @@ TEST(fmap_records_that_contradict_themselves_are_refused)
 	bad = v;			/* a tag placed in another set */
 	bad.tags[5] = (u32)oset_in(&fm, 1, 0);
 	ssdp_rec_encode(rec, rb, 1, 0, 16, &bad);
-	ASSERT_EQ(ssdp_rec_decode(rec, rb, 1, 0, 16, 3, &w), -EUCLEAN);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, 1, 0, 16, 3, SSDP_FORMAT_VERSION, &w), -EUCLEAN);
 	bad = v;			/* one origin set twice */
 	bad.tags[ssdp_line_tag(b)] = bad.tags[ssdp_line_tag(a)];
 	ssdp_rec_encode(rec, rb, 1, 0, 16, &bad);
-	ASSERT_EQ(ssdp_rec_decode(rec, rb, 1, 0, 16, 3, &w), -EUCLEAN);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, 1, 0, 16, 3, SSDP_FORMAT_VERSION, &w), -EUCLEAN);
 	bad = v;			/* a frame owned by a free tag */
 	bad.owners[7] = 0x9f;
 	ssdp_rec_encode(rec, rb, 1, 0, 16, &bad);
-	ASSERT_EQ(ssdp_rec_decode(rec, rb, 1, 0, 16, 3, &w), -EUCLEAN);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, 1, 0, 16, 3, SSDP_FORMAT_VERSION, &w), -EUCLEAN);
 	bad = v;			/* dirty on a free frame */
 	bad.dirty[1] |= 0x80;
 	ssdp_rec_encode(rec, rb, 1, 0, 16, &bad);
-	ASSERT_EQ(ssdp_rec_decode(rec, rb, 1, 0, 16, 3, &w), -EUCLEAN);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, 1, 0, 16, 3, SSDP_FORMAT_VERSION, &w), -EUCLEAN);
 
 	/* The frame map refuses them too, leaving the set empty. */
 	{
@@ -1006,6 +1117,9 @@ static void m_discard(struct model *m, u32 r)
 	m_origin_write(m, line, oset, blk);
 }
 
+/* The format whose placement the model runs (its alt frames). */
+static u32 m_version = SSDP_FORMAT_VERSION;
+
 /* Power cut: frames hold whatever was written, records the committed. */
 static void m_crash_check(struct model *m)
 {
@@ -1013,6 +1127,7 @@ static void m_crash_check(struct model *m)
 	u32 c, t, b;
 
 	ASSERT_EQ(ssdp_fmap_init(&back, M_CSETS, M_BLOCKS), 0);
+	ASSERT_EQ(ssdp_fmap_set_version(&back, m_version), 0);
 	for (c = 0; c < M_CSETS; c++)
 		ASSERT_EQ(ssdp_fmap_load_set(&back, c, &m->rec[c], false), 0);
 	for (c = 0; c < M_CSETS; c++)
@@ -1044,6 +1159,7 @@ static u64 m_run(u32 seed, u32 wb_mode, u32 overlap_rule)
 	m.overlap_rule = overlap_rule;
 	m.wb_mode = wb_mode;
 	ASSERT_EQ(ssdp_fmap_init(&m.fm, M_CSETS, M_BLOCKS), 0);
+	ASSERT_EQ(ssdp_fmap_set_version(&m.fm, m_version), 0);
 	for (i = 0; i < M_CSETS; i++) {
 		memset(m.rec[i].tags, 0xff, sizeof(m.rec[i].tags));
 		memset(m.rec[i].owners, 0xff, sizeof(m.rec[i].owners));
@@ -1280,6 +1396,7 @@ TEST(fmap_claim_runs_keep_the_blocks_earlier_runs_hold)
 	bool repl;
 
 	ASSERT_EQ(ssdp_fmap_init(&fm, 1, 16), 0);
+	ASSERT_EQ(ssdp_fmap_set_version(&fm, SSDP_FORMAT_V3), 0);
 	a = ssdp_fmap_tag_alloc(&fm, 0, &repl);
 	b = ssdp_fmap_tag_alloc(&fm, 1, &repl);
 	ssdp_fmap_pin(&fm, 0);
@@ -1388,6 +1505,15 @@ TEST(fmap_random_model_with_io_beside_writeback)
 	ASSERT_EQ(m_run(12345, M_WB_WINDOW, M_OVERLAP_RULE), 0);
 	ASSERT_EQ(m_run(777, M_WB_WINDOW, M_OVERLAP_RULE), 0);
 	ASSERT_EQ(m_run(4242, M_WB_WINDOW, M_OVERLAP_RULE), 0);
+}
+
+/* The same with format 3's placement (alt frame b ^ S/2 for every tag). */
+TEST(fmap_random_model_format_3)
+{
+	m_version = SSDP_FORMAT_V3;
+	ASSERT_EQ(m_run(12345, M_WB_WINDOW, M_OVERLAP_RULE), 0);
+	ASSERT_EQ(m_run(777, M_WB_ATOMIC, M_OVERLAP_RULE), 0);
+	m_version = SSDP_FORMAT_VERSION;
 }
 
 /*

@@ -198,6 +198,9 @@ static void rv_own(struct ssdp_rec_view *v, u32 blk, u32 owner, bool dirty)
  * A busy record of @cset: @ntags tags in use (placed in @cset), frames
  * owned by them or free in a pattern of @pat, some dirty.
  */
+/* The format whose alt frames rv_fill() lays out. */
+static u32 rv_version = SSDP_FORMAT_VERSION;
+
 static void rv_fill(struct ssdp_rec_view *v, u64 seq, u32 cset, u64 nr_csets,
 		    u32 set_blocks, u32 ntags, u32 pat)
 {
@@ -213,11 +216,18 @@ static void rv_fill(struct ssdp_rec_view *v, u64 seq, u32 cset, u64 nr_csets,
 		rv_own(v, blk, ((x / 5) % ntags * 7) % SSDP_REC_TAGS,
 		       x % 3 == 0);
 	}
-	/* Both frames of a bucket alt or neither: no block in two frames. */
-	for (blk = 0; set_blocks >= 2 && blk < set_blocks; blk++)
-		if (ssdp_rec_owner(v, blk) != 0xf &&
-		    ((blk % (set_blocks / 2)) * 31 + pat) % 4 == 0)
+	/*
+	 * Alt or not by the pair of frames {f, f ^ x} of the owner: both of
+	 * an owner's frames of one pair alike, so no block in two frames.
+	 */
+	for (blk = 0; blk < set_blocks; blk++) {
+		t = ssdp_rec_owner(v, blk);
+		if (t == 0xf)
+			continue;
+		x = ssdp_alt_xor(v->tags[t], set_blocks, rv_version);
+		if (x && ((blk < (blk ^ x) ? blk : blk ^ x) * 31 + pat) % 4 == 0)
 			v->alt[blk / 8] |= 1 << (blk % 8);
+	}
 }
 
 static void rv_same(const struct ssdp_rec_view *a,
@@ -269,7 +279,7 @@ TEST(codec_rec_bytes_is_the_formula)
  */
 TEST(codec_version_2_taken_over_where_records_keep_their_size)
 {
-	u32 seed = ssdp_rec_seed((const u8 *)"0123456789abcdef");
+	u32 seed = ssdp_rec_seed((const u8 *)"0123456789abcdef", SSDP_FORMAT_V2);
 	struct ssdp_sb_info in, out;
 	struct ssdp_rec_view v, back;
 	u8 sector[512], rec[512];
@@ -289,12 +299,19 @@ TEST(codec_version_2_taken_over_where_records_keep_their_size)
 	ssdp_sb_encode(&in, sector);
 	ASSERT_EQ(ssdp_sb_decode(sector, &out), SSDP_SB_OK);
 	ASSERT_EQ(out.version, SSDP_FORMAT_V2);
+	/* Version 3 (alt frames at b ^ S/2) is read as it is. */
+	in.version = SSDP_FORMAT_V3;
+	ssdp_sb_encode(&in, sector);
+	ASSERT_EQ(ssdp_sb_decode(sector, &out), SSDP_SB_OK);
+	ASSERT_EQ(out.version, SSDP_FORMAT_V3);
+	in.version = SSDP_FORMAT_V2;
+	ssdp_sb_encode(&in, sector);
 	/* A version 2 record: owners and dirty, then zeroes. */
 	rv_fill(&v, 7, 9, 100, 512, 9, 3);
 	memset(v.alt, 0, sizeof(v.alt));
 	ssdp_rec_encode(rec, 512, seed, 9, 512, &v);
 	ASSERT_TRUE(ssdp_all_zero(rec + 80 + 256 + 64, 64));
-	ASSERT_EQ(ssdp_rec_decode(rec, 512, seed, 9, 512, 100, &back), 0);
+	ASSERT_EQ(ssdp_rec_decode(rec, 512, seed, 9, 512, 100, SSDP_FORMAT_VERSION, &back), 0);
 	for (blk = 0; blk < 512; blk++)
 		ASSERT_FALSE(ssdp_rec_alt(&back, blk));
 	/* 256-frame sets: version 3 records are larger. */
@@ -308,21 +325,24 @@ TEST(codec_version_2_taken_over_where_records_keep_their_size)
 
 TEST(codec_rec_round_trip_every_geometry)
 {
-	u32 set_blocks, seed = ssdp_rec_seed((const u8 *)"0123456789abcdef");
+	u32 set_blocks, seed = ssdp_rec_seed((const u8 *)"0123456789abcdef", SSDP_FORMAT_VERSION);
 	struct ssdp_rec_view in, out;
 	u64 nr_csets = 100;
-	u32 ntags;
+	u32 ntags, ver;
 
+	for (ver = SSDP_FORMAT_V3; ver <= SSDP_FORMAT_VERSION; ver++)
 	for (set_blocks = 1; set_blocks <= 1024; set_blocks <<= 1) {
 		u32 rb = ssdp_rec_bytes(set_blocks);
 		u8 rec[1024];
 
 		for (ntags = 0; ntags <= SSDP_REC_TAGS; ntags += 5) {
+			rv_version = ver;
 			rv_fill(&in, 9 + ntags, 42, nr_csets, set_blocks, ntags,
 				set_blocks);
+			rv_version = SSDP_FORMAT_VERSION;
 			ssdp_rec_encode(rec, rb, seed, 42, set_blocks, &in);
 			ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, 42, set_blocks,
-						  nr_csets, &out), 0);
+						  nr_csets, ver, &out), 0);
 			rv_same(&in, &out, set_blocks);
 			/* Frames past the set read as free and clean. */
 			if (set_blocks < SSDP_REC_MAX_BLOCKS) {
@@ -332,9 +352,9 @@ TEST(codec_rec_round_trip_every_geometry)
 			}
 			/* Misplaced (another cset's slot), another cache. */
 			ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, 43, set_blocks,
-						  nr_csets, &out), -EUCLEAN);
+						  nr_csets, SSDP_FORMAT_VERSION, &out), -EUCLEAN);
 			ASSERT_EQ(ssdp_rec_decode(rec, rb, seed + 1, 42,
-						  set_blocks, nr_csets, &out),
+						  set_blocks, nr_csets, SSDP_FORMAT_VERSION, &out),
 				  -EBADMSG);
 		}
 	}
@@ -342,7 +362,7 @@ TEST(codec_rec_round_trip_every_geometry)
 
 TEST(codec_rec_every_bit_flip_is_detected)
 {
-	u32 seed = ssdp_rec_seed((const u8 *)"fedcba9876543210");
+	u32 seed = ssdp_rec_seed((const u8 *)"fedcba9876543210", SSDP_FORMAT_VERSION);
 	u32 rb = ssdp_rec_bytes(256);
 	struct ssdp_rec_view in, out;
 	unsigned int bit;
@@ -352,11 +372,11 @@ TEST(codec_rec_every_bit_flip_is_detected)
 	ssdp_rec_encode(rec, rb, seed, 5, 256, &in);
 	for (bit = 0; bit < rb * 8; bit++) {
 		rec[bit / 8] ^= 1U << (bit % 8);
-		ASSERT_NE(ssdp_rec_decode(rec, rb, seed, 5, 256, 1000, &out),
+		ASSERT_NE(ssdp_rec_decode(rec, rb, seed, 5, 256, 1000, SSDP_FORMAT_VERSION, &out),
 			  0);
 		rec[bit / 8] ^= 1U << (bit % 8);
 	}
-	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, 5, 256, 1000, &out), 0);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, 5, 256, 1000, SSDP_FORMAT_VERSION, &out), 0);
 }
 
 /* A record with a good checksum that contradicts itself is refused. */
@@ -371,24 +391,24 @@ TEST(codec_rec_inconsistent_records_are_refused)
 	/* An empty record (no tag, all free) is fine. */
 	rv_init(&v, 1);
 	ssdp_rec_encode(rec, rb, seed, cset, 4, &v);
-	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, cset, 4, nr, &out), 0);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, cset, 4, nr, SSDP_FORMAT_VERSION, &out), 0);
 	ASSERT_EQ(out.tags[0], SSDP_REC_TAG_FREE);
 
 	/* A tag placed in another cache set. */
 	rv_init(&v, 1);
 	v.tags[2] = other;
 	ssdp_rec_encode(rec, rb, seed, cset, 4, &v);
-	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, cset, 4, nr, &out), -EUCLEAN);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, cset, 4, nr, SSDP_FORMAT_VERSION, &out), -EUCLEAN);
 	/* ... the same record is fine in that set. */
 	ssdp_rec_encode(rec, rb, seed, 4, 4, &v);
-	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, 4, 4, nr, &out), 0);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, 4, 4, nr, SSDP_FORMAT_VERSION, &out), 0);
 
 	/* One origin set in two tags. */
 	rv_init(&v, 1);
 	v.tags[0] = oset_in(cset, nr, 0);
 	v.tags[9] = oset_in(cset, nr, 0);
 	ssdp_rec_encode(rec, rb, seed, cset, 4, &v);
-	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, cset, 4, nr, &out), -EUCLEAN);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, cset, 4, nr, SSDP_FORMAT_VERSION, &out), -EUCLEAN);
 
 	/* An owner without a tag. */
 	rv_init(&v, 1);
@@ -396,7 +416,7 @@ TEST(codec_rec_inconsistent_records_are_refused)
 	rv_own(&v, 0, 0, true);
 	rv_own(&v, 3, 1, false);
 	ssdp_rec_encode(rec, rb, seed, cset, 4, &v);
-	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, cset, 4, nr, &out), -EUCLEAN);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, cset, 4, nr, SSDP_FORMAT_VERSION, &out), -EUCLEAN);
 
 	/* Dirty without an owner. */
 	rv_init(&v, 1);
@@ -404,24 +424,24 @@ TEST(codec_rec_inconsistent_records_are_refused)
 	rv_own(&v, 0, 0, false);
 	v.dirty[0] = 0x2;
 	ssdp_rec_encode(rec, rb, seed, cset, 4, &v);
-	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, cset, 4, nr, &out), -EUCLEAN);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, cset, 4, nr, SSDP_FORMAT_VERSION, &out), -EUCLEAN);
 
 	/* A dirty bit past the end of a 4-block set. */
 	rv_init(&v, 1);
 	v.dirty[0] = 0x10;
 	ssdp_rec_encode(rec, rb, seed, cset, 4, &v);
-	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, cset, 4, nr, &out), -EUCLEAN);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, cset, 4, nr, SSDP_FORMAT_VERSION, &out), -EUCLEAN);
 
 	/* An owner in the unused half byte of a 1-block set. */
 	rv_init(&v, 1);
 	v.tags[0] = oset_in(cset, nr, 0);
 	v.owners[0] = 0x0f;	/* frame 0 free, "frame 1" tag 0 */
 	ssdp_rec_encode(rec, ssdp_rec_bytes(1), seed, cset, 1, &v);
-	ASSERT_EQ(ssdp_rec_decode(rec, ssdp_rec_bytes(1), seed, cset, 1, nr,
+	ASSERT_EQ(ssdp_rec_decode(rec, ssdp_rec_bytes(1), seed, cset, 1, nr, SSDP_FORMAT_VERSION,
 				  &out), -EUCLEAN);
 	v.owners[0] = 0xf0;	/* frame 0 tag 0 */
 	ssdp_rec_encode(rec, ssdp_rec_bytes(1), seed, cset, 1, &v);
-	ASSERT_EQ(ssdp_rec_decode(rec, ssdp_rec_bytes(1), seed, cset, 1, nr,
+	ASSERT_EQ(ssdp_rec_decode(rec, ssdp_rec_bytes(1), seed, cset, 1, nr, SSDP_FORMAT_VERSION,
 				  &out), 0);
 	ASSERT_EQ(ssdp_rec_owner(&out, 0), 0);
 
@@ -430,14 +450,14 @@ TEST(codec_rec_inconsistent_records_are_refused)
 	ssdp_rec_encode(rec, rb, seed, cset, 4, &v);
 	rec[76] = 1;
 	reseal(rec, rb, seed);
-	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, cset, 4, nr, &out), -EUCLEAN);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, cset, 4, nr, SSDP_FORMAT_VERSION, &out), -EUCLEAN);
 	ssdp_rec_encode(rec, rb, seed, cset, 4, &v);
 	rec[rb - 1] = 1;
 	reseal(rec, rb, seed);
-	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, cset, 4, nr, &out), -EUCLEAN);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, cset, 4, nr, SSDP_FORMAT_VERSION, &out), -EUCLEAN);
 	/* And a record of this cache is never read for a set too big. */
 	ssdp_rec_encode(rec, rb, seed, cset, 4, &v);
-	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, cset, 2048, nr, &out),
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, seed, cset, 2048, nr, SSDP_FORMAT_VERSION, &out),
 		  -EUCLEAN);
 }
 
@@ -448,7 +468,7 @@ TEST(codec_rec_inconsistent_records_are_refused)
  */
 TEST(codec_rec_pick_by_seq_torn_and_both_bad)
 {
-	u32 seed = ssdp_rec_seed((const u8 *)"torn-write-test!");
+	u32 seed = ssdp_rec_seed((const u8 *)"torn-write-test!", SSDP_FORMAT_VERSION);
 	u32 rb = ssdp_rec_bytes(256);
 	struct ssdp_rec_view v1, v2, out, scratch;
 	u8 older[512], newer[512], torn[512];
@@ -461,16 +481,16 @@ TEST(codec_rec_pick_by_seq_torn_and_both_bad)
 	ssdp_rec_encode(older, rb, seed, 9, 256, &v1);
 	ssdp_rec_encode(newer, rb, seed, 9, 256, &v2);
 
-	ASSERT_EQ(ssdp_rec_pick(older, newer, rb, seed, 9, 256, nr, &out,
+	ASSERT_EQ(ssdp_rec_pick(older, newer, rb, seed, 9, 256, nr, SSDP_FORMAT_VERSION, &out,
 				&scratch, &lone), 1);
 	rv_same(&out, &v2, 256);
 	ASSERT_TRUE(!lone);
-	ASSERT_EQ(ssdp_rec_pick(newer, older, rb, seed, 9, 256, nr, &out,
+	ASSERT_EQ(ssdp_rec_pick(newer, older, rb, seed, 9, 256, nr, SSDP_FORMAT_VERSION, &out,
 				&scratch, &lone), 0);
 	rv_same(&out, &v2, 256);
 	ASSERT_TRUE(!lone);
 	/* The same seq in both: copy 0. */
-	ASSERT_EQ(ssdp_rec_pick(older, older, rb, seed, 9, 256, nr, &out,
+	ASSERT_EQ(ssdp_rec_pick(older, older, rb, seed, 9, 256, nr, SSDP_FORMAT_VERSION, &out,
 				&scratch, NULL), 0);
 
 	for (cut = 1; cut < rb; cut++) {
@@ -479,11 +499,11 @@ TEST(codec_rec_pick_by_seq_torn_and_both_bad)
 		if (!memcmp(torn, newer, rb) || !memcmp(torn, older, rb))
 			continue;
 		/* The copy left may be a commit old: "lone" says so. */
-		ASSERT_EQ(ssdp_rec_pick(torn, older, rb, seed, 9, 256, nr,
+		ASSERT_EQ(ssdp_rec_pick(torn, older, rb, seed, 9, 256, nr, SSDP_FORMAT_VERSION,
 					&out, &scratch, &lone), 1);
 		rv_same(&out, &v1, 256);
 		ASSERT_TRUE(lone);
-		ASSERT_EQ(ssdp_rec_pick(older, torn, rb, seed, 9, 256, nr,
+		ASSERT_EQ(ssdp_rec_pick(older, torn, rb, seed, 9, 256, nr, SSDP_FORMAT_VERSION,
 					&out, &scratch, &lone), 0);
 		ASSERT_EQ(out.seq, 10);
 		ASSERT_TRUE(lone);
@@ -491,23 +511,23 @@ TEST(codec_rec_pick_by_seq_torn_and_both_bad)
 	/* A newer copy that contradicts itself is a bad copy too. */
 	v2.tags[0] = oset_in(10, nr, 0);
 	ssdp_rec_encode(newer, rb, seed, 9, 256, &v2);
-	ASSERT_EQ(ssdp_rec_pick(older, newer, rb, seed, 9, 256, nr, &out,
+	ASSERT_EQ(ssdp_rec_pick(older, newer, rb, seed, 9, 256, nr, SSDP_FORMAT_VERSION, &out,
 				&scratch, &lone), 0);
 	ASSERT_EQ(out.seq, 10);
 	ASSERT_TRUE(lone);
 	/* A zeroed (lost) copy is a bad copy as well. */
 	memset(torn, 0, rb);
-	ASSERT_EQ(ssdp_rec_pick(torn, older, rb, seed, 9, 256, nr, &out,
+	ASSERT_EQ(ssdp_rec_pick(torn, older, rb, seed, 9, 256, nr, SSDP_FORMAT_VERSION, &out,
 				&scratch, &lone), 1);
 	ASSERT_TRUE(lone);
 	/* Neither copy ever written, or both bad: the set is free. */
 	memcpy(torn, older, rb);
 	torn[100] ^= 0x10;
-	ASSERT_EQ(ssdp_rec_pick(torn, newer, rb, seed, 9, 256, nr, &out,
+	ASSERT_EQ(ssdp_rec_pick(torn, newer, rb, seed, 9, 256, nr, SSDP_FORMAT_VERSION, &out,
 				&scratch, &lone), -1);
 	memset(older, 0, rb);
 	memset(newer, 0xff, rb);
-	ASSERT_EQ(ssdp_rec_pick(older, newer, rb, seed, 9, 256, nr, &out,
+	ASSERT_EQ(ssdp_rec_pick(older, newer, rb, seed, 9, 256, nr, SSDP_FORMAT_VERSION, &out,
 				&scratch, NULL), -1);
 }
 
@@ -515,6 +535,81 @@ TEST(codec_rec_pick_by_seq_torn_and_both_bad)
  * The origin identity hash is on disk (origin_uid): a change to it would
  * make every cache refuse its own origin.  Pinned values.
  */
+/*
+ * The alt frame's xor is on-disk meaning: pinned.  Format 4's is a
+ * nonzero multiple of min(64, S/4) below S, every choice about as likely
+ * among the origin sets of one cache set; format 3's is S/2.
+ */
+TEST(codec_alt_xor_is_pinned_and_spread)
+{
+	u32 count[16] = { 0 }, set_blocks, n = 0, i;
+	u64 o;
+
+	ASSERT_EQ(ssdp_alt_xor(0, 1024, SSDP_FORMAT_VERSION), 896);
+	ASSERT_EQ(ssdp_alt_xor(1, 1024, SSDP_FORMAT_VERSION), 576);
+	ASSERT_EQ(ssdp_alt_xor(12345, 1024, SSDP_FORMAT_VERSION), 128);
+	ASSERT_EQ(ssdp_alt_xor(0, 512, SSDP_FORMAT_VERSION), 448);
+	ASSERT_EQ(ssdp_alt_xor(2, 512, SSDP_FORMAT_VERSION), 320);
+	ASSERT_EQ(ssdp_alt_xor(0, 16, SSDP_FORMAT_VERSION), 12);
+	ASSERT_EQ(ssdp_alt_xor(0, 4, SSDP_FORMAT_VERSION), 3);
+	ASSERT_EQ(ssdp_alt_xor(0, 2, SSDP_FORMAT_VERSION), 1);
+	ASSERT_EQ(ssdp_alt_xor(0, 1, SSDP_FORMAT_VERSION), 0);
+	for (set_blocks = 1; set_blocks <= 1024; set_blocks <<= 1) {
+		ASSERT_EQ(ssdp_alt_xor(7, set_blocks, SSDP_FORMAT_V3),
+			  set_blocks / 2);
+		ASSERT_EQ(ssdp_alt_xor(7, set_blocks, SSDP_FORMAT_V2),
+			  set_blocks / 2);
+		for (o = 0; o < 2000; o++) {
+			u32 x = ssdp_alt_xor(o, set_blocks,
+					     SSDP_FORMAT_VERSION);
+			u32 g = set_blocks / 4 < 64 ? set_blocks / 4 : 64;
+
+			if (set_blocks < 4) {
+				ASSERT_EQ(x, set_blocks / 2);
+				continue;
+			}
+			ASSERT_TRUE(x && x < set_blocks && x % g == 0);
+		}
+	}
+	/* Origin sets of cache set 3 of 8 (1024-frame sets): 15 choices. */
+	for (o = 0; n < 15 * 200; o++) {
+		if (ssdp_oset_cset(o, 8) != 3)
+			continue;
+		count[ssdp_alt_xor(o, 1024, SSDP_FORMAT_VERSION) / 64]++;
+		n++;
+	}
+	ASSERT_EQ(count[0], 0);
+	for (i = 1; i < 16; i++) {
+		ASSERT_GT(count[i], 140);
+		ASSERT_LT(count[i], 260);
+	}
+}
+
+/*
+ * A record is sealed for its format version: under a superblock whose
+ * version was changed to 3 (another meaning of the alt bits) a version 4
+ * record fails its checksum instead of being misread; versions 2 and 3
+ * share a seed (version 2 records are taken over as version 3 ones).
+ */
+TEST(codec_rec_seed_tells_the_version)
+{
+	const u8 *uuid = (const u8 *)"0123456789abcdef";
+	u32 s4 = ssdp_rec_seed(uuid, SSDP_FORMAT_VERSION);
+	u32 s3 = ssdp_rec_seed(uuid, SSDP_FORMAT_V3);
+	struct ssdp_rec_view in, out;
+	u32 rb = ssdp_rec_bytes(16);
+	u8 rec[1024];
+
+	ASSERT_EQ(s3, ssdp_rec_seed(uuid, SSDP_FORMAT_V2));
+	ASSERT_NE(s3, s4);
+	rv_fill(&in, 5, 3, 100, 16, 5, 1);
+	ssdp_rec_encode(rec, rb, s4, 3, 16, &in);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, s4, 3, 16, 100, SSDP_FORMAT_VERSION,
+				  &out), 0);
+	ASSERT_EQ(ssdp_rec_decode(rec, rb, s3, 3, 16, 100, SSDP_FORMAT_V3,
+				  &out), -EBADMSG);
+}
+
 TEST(codec_uid_hash_is_pinned)
 {
 	static const char lvm[] = "LVM-abcdefghijklmnopqrstuvwxyz0123456789";

@@ -53,7 +53,7 @@ static void img_geom(struct img *im, u32 flags, u64 seq, u32 version,
 	im->sb.format_time = 1700000000;
 	ssdp_sb_encode(&im->sb, sector);
 	ASSERT_EQ(pwrite(im->fd, sector, 512, 0), 512);
-	im->seed = ssdp_rec_seed(im->sb.uuid);
+	im->seed = ssdp_rec_seed(im->sb.uuid, im->sb.version);
 }
 
 static void img_open(struct img *im, u32 flags, u64 seq)
@@ -189,9 +189,10 @@ TEST(scan_blank_foreign_and_old_version)
 }
 
 /*
- * Alt frames: a block of a tag in frame b ^ half.  The scan names a
- * block's frame as the kernel finds it (ssdprio-tool dirty lists the
- * origin sectors of dirty blocks by it).
+ * Alt frames: a block of a tag in frame b ^ x, x its origin set's alt xor
+ * (format 4) or half the set (format 3).  The scan names a block's frame
+ * as the kernel finds it (ssdprio-tool dirty lists the origin sectors of
+ * dirty blocks by it).
  */
 TEST(scan_finds_blocks_in_their_alt_frames)
 {
@@ -199,30 +200,41 @@ TEST(scan_finds_blocks_in_their_alt_frames)
 	struct ssdp_rec_view v;
 	struct ssdp_scan s;
 	struct img im;
-	u32 a0, a1, half = SET_BLOCKS / 2;
+	u32 a0, a1, x, ver, n;
 
-	img_open(&im, SSDP_SB_CLEAN, 10);
-	a0 = oset_in(&im, 0, 0, 0);
-	a1 = oset_in(&im, 0, 0, 1);
-	rv_init(&v, 3);
-	/* a0: blocks 0-3 home, dirty; a1: blocks 0-3 alt (frames half..+3). */
-	rv_tag(&v, 0, a0, 0, 4, 4);
-	rv_tag(&v, 1, a1, half, 4, 2);
-	v.alt[half / 8] |= 0xf << (half % 8);
-	put_view(&im, 0, 0, 0, &v);
-	scan(&im, &s);
-	ASSERT_EQ(scan_errors(&s), 0);
-	ss = set_of(&s, 0);
-	ASSERT_TRUE(ss != NULL);
-	ASSERT_EQ(scan_set_frame(ss, SET_BLOCKS, 0, 2), 2);
-	ASSERT_EQ(scan_set_frame(ss, SET_BLOCKS, 1, 2), (int)(half + 2));
-	ASSERT_EQ(scan_set_frame(ss, SET_BLOCKS, 1, half + 2), -1);
-	ASSERT_EQ(scan_set_frame(ss, SET_BLOCKS, 1, 5), -1);
-	ASSERT_TRUE(scan_set_dirty(ss, half + 1));
-	ASSERT_FALSE(scan_set_dirty(ss, half + 2));
-	ASSERT_EQ(ss->tag_dirty[1], 2);
-	scan_free(&s);
-	close(im.fd);
+	for (ver = SSDP_FORMAT_V3; ver <= SSDP_FORMAT_VERSION; ver++) {
+		img_geom(&im, SSDP_SB_CLEAN, 10, ver, 8, SET_BLOCKS);
+		a0 = oset_in(&im, 0, 0, 0);
+		/* One whose format 4 xor is not half the set. */
+		for (n = 1;; n++) {
+			a1 = oset_in(&im, 0, 0, n);
+			if (ssdp_alt_xor(a1, SET_BLOCKS, SSDP_FORMAT_VERSION) !=
+			    SET_BLOCKS / 2)
+				break;
+		}
+		x = ssdp_alt_xor(a1, SET_BLOCKS, ver);
+		ASSERT_EQ(x % 8, 0);
+		rv_init(&v, 3);
+		/* a0: blocks 0-3 home, dirty; a1: blocks 0-3 alt (x..x+3). */
+		rv_tag(&v, 0, a0, 0, 4, 4);
+		rv_tag(&v, 1, a1, x, 4, 2);
+		v.alt[x / 8] |= 0xf << (x % 8);
+		put_view(&im, 0, 0, 0, &v);
+		scan(&im, &s);
+		ASSERT_EQ(scan_errors(&s), 0);
+		ss = set_of(&s, 0);
+		ASSERT_TRUE(ss != NULL);
+		ASSERT_EQ(scan_set_frame(ss, SET_BLOCKS, ver, 0, 2), 2);
+		ASSERT_EQ(scan_set_frame(ss, SET_BLOCKS, ver, 1, 2),
+			  (int)(x + 2));
+		ASSERT_EQ(scan_set_frame(ss, SET_BLOCKS, ver, 1, x + 2), -1);
+		ASSERT_EQ(scan_set_frame(ss, SET_BLOCKS, ver, 1, 5), -1);
+		ASSERT_TRUE(scan_set_dirty(ss, x + 1));
+		ASSERT_FALSE(scan_set_dirty(ss, x + 2));
+		ASSERT_EQ(ss->tag_dirty[1], 2);
+		scan_free(&s);
+		close(im.fd);
+	}
 }
 
 TEST(scan_picks_as_the_kernel_and_counts)
