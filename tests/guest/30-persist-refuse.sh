@@ -81,13 +81,30 @@ fio_run --name=keep --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 
 dm_remove sp
 
 # --- format version 1 (an earlier ssdprio): refused, or started afresh when empty -----
-sb_rewrite() { # DEV VERSION FLAGS: the superblock as an older module would write it
+# sb_rewrite DEV VERSION FLAGS: the superblock as an older module would write it,
+# and the records that check out sealed again as that version seals them
+# (ssdp_rec_seed(): from version 4 the version is in the seed).
+sb_rewrite() {
+	echo 1 >/proc/sys/vm/drop_caches
 	python3 - "$(dirname "$0")" "$@" <<'PY'
 import os, struct, sys
 sys.path.insert(0, sys.argv.pop(1))
-from metacorrupt import crc32c
+from metacorrupt import SB, SB_FIELDS, crc32c
 fd = os.open(sys.argv[1], os.O_RDWR | os.O_SYNC)
 sb = bytearray(os.pread(fd, 512, 0))
+f = dict(zip(SB_FIELDS, SB.unpack_from(sb, 0)))
+def seed(version):
+    s = crc32c(0xFFFFFFFF, f["uuid"])
+    return crc32c(s, struct.pack("<I", version)) if version >= 4 else s
+old, new = seed(f["version"]), seed(int(sys.argv[2]))
+rb = f["rec_bytes"]
+for copy in (0, 1):
+    base = (8 + copy * f["rec_sectors"]) * 512
+    for cset in range(f["nr_csets"]):
+        rec = bytearray(os.pread(fd, rb, base + cset * rb))
+        if struct.unpack_from("<I", rec)[0] == crc32c(old, bytes(rec[4:])):
+            struct.pack_into("<I", rec, 0, crc32c(new, bytes(rec[4:])))
+            os.pwrite(fd, bytes(rec), base + cset * rb)
 struct.pack_into("<II", sb, 8, int(sys.argv[2]), int(sys.argv[3]))
 struct.pack_into("<I", sb, 508, crc32c(0xFFFFFFFF, bytes(sb[:508])))
 os.pwrite(fd, bytes(sb), 0)
