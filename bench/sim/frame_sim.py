@@ -17,6 +17,10 @@ frame b or b ^ alt_xor(o), a hash of o onto the nonzero multiples of
 min(64, S/4) below S (ssdp_alt_xor() of engine/ssdprio_format.h), so that the
 origin sets sharing a cache set pair their blocks with different partners
 and a hot offset's conflicts spread; "2" is format 3's b ^ S/2.
+The victim between two clean candidates is the block used least recently,
+except in "2s-t", the engine's own choice: the block whose origin set was
+used least recently (its cache set's tag recency; the engine keeps no
+recency per block within its 1-byte budget).
 Tags are not limited (the steady scenario's origin sets fit the 15 tags).
 
     frame_sim.py NR_CSETS SET_BLOCKS WARM_LOG MEASURED_LOG [DIRTY_CAP...]
@@ -26,7 +30,8 @@ Prints a table: ways, dirty cap, read hit ratio over the measured trace,
 accesses locked out by a dirty block, share of frames holding data.  With
 --json, one object for the engine's own placement (format 4's skewed second
 frame, dirty cap 0.2, the automatic pressure point):
-what the steady scenario sets beside the engine's measured hit ratio.
+what the steady scenario sets beside the engine's measured hit ratio; and
+read_hit_ratio_tag_victim, the same with the engine's victim choice ("2s-t").
 """
 import json
 import sys
@@ -60,15 +65,23 @@ def alt_xor(o, S):
     return g * (1 + (((z >> 32) * (S // g - 1)) >> 32))
 
 
-def run(nsets, S, dirty_cap, trace, start, ways):
+def run(nsets, S, dirty_cap, trace, start, ways, victim="block"):
     frames = [dict() for _ in range(nsets)]    # frame -> [oset, off, dirty, stamp]
+    ostamp = {}                                 # oset -> last access
     dirty_sets = OrderedDict()                  # oldest first
     ndirty, c, cap = 0, Counter(), nsets * S
+    # The victim of two clean candidates: the block used least recently
+    # (a stamp per frame), or the engine's own choice, the block whose
+    # origin set was used least recently (the tag recency of its cache set).
+    def age(v):
+        return v[3] if victim == "block" else ostamp[v[0]]
+
     step = [0, S // 2, S // 4, 3 * S // 4][:ways if ways != "2s" else 2]
     for i, (is_read, b) in enumerate(trace):
         o, off = divmod(b, S)
         cs = oset_cset(o, nsets)
         fr, counted = frames[cs], i >= start
+        ostamp[o] = i
         if ways == "2s":
             cands = [off, off ^ alt_xor(o, S)]
         else:
@@ -89,7 +102,8 @@ def run(nsets, S, dirty_cap, trace, start, ways):
             if f not in fr:
                 best = f
                 break
-            if not fr[f][2] and (best is None or fr[f][3] < fr[best][3]):
+            if not fr[f][2] and (best is None or
+                                 age(fr[f]) < age(fr[best])):
                 best = f
         if best is None:
             c["locked"] += counted
@@ -121,15 +135,20 @@ def main():
     trace = warm + list(ios(args[3]))
     if as_json:
         hr, locked, used = run(nsets, S, 0.2, trace, len(warm), "2s")
+        hrt = run(nsets, S, 0.2, trace, len(warm), "2s", "tag")[0]
         print(json.dumps({"read_hit_ratio": round(hr, 4), "locked_out": locked,
-                          "frames_used": round(used, 4)}))
+                          "frames_used": round(used, 4),
+                          "read_hit_ratio_tag_victim": round(hrt, 4)}))
         return
     caps = [float(x) for x in args[4:]] or [1.0, 0.2, 0.1]
     print(f"{'ways':>4} {'dirty cap':>9} {'read hits':>9} {'locked out':>10} {'frames used':>11}")
-    for ways in (1, 2, "2s", 4):
+    for label, ways, victim in ((1, 1, "block"), (2, 2, "block"),
+                                ("2s", "2s", "block"), ("2s-t", "2s", "tag"),
+                                (4, 4, "block")):
         for cap in caps:
-            hr, locked, used = run(nsets, S, cap, trace, len(warm), ways)
-            print(f"{ways!s:>4} {cap:9.2f} {hr:9.3f} {locked:10} {used:11.1%}")
+            hr, locked, used = run(nsets, S, cap, trace, len(warm), ways,
+                                   victim)
+            print(f"{label!s:>4} {cap:9.2f} {hr:9.3f} {locked:10} {used:11.1%}")
 
 
 if __name__ == "__main__":
