@@ -162,6 +162,7 @@ tools-test: tools
 	./tests/unit/test-install.sh
 	./tests/unit/test-generator.sh
 	./tests/fstests/test-compare.sh
+	./tests/unit/test-py-format.sh
 
 # `make check T=name` runs one guest test (two vCPUs). Without T, the guest
 # suite runs in two one-vCPU guests at once (tests/vm/run-parallel says why),

@@ -56,6 +56,8 @@ def oset_cset(o, n):
 
 def alt_xor(o, S):
     """ssdp_alt_xor() of engine/ssdprio_format.h, format 4."""
+    if S < 4:
+        return S // 2
     m64 = (1 << 64) - 1
     z = (o + 0x9e3779b97f4a7c15) & m64
     z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & m64
