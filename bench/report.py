@@ -750,7 +750,7 @@ def steady(rows):
     mixes = list(dict.fromkeys(r["workload"] for r in runs))
     res = {"mixes": {}, "skipped": skipped(rows)}
     md = ["| mix (dist:param:read%) | config | IOPS | vs best | read hit ratio | block-LRU ideal | "
-          "hit / ideal | frame-map model | p99 ms | bypassed | SSD blocks valid |",
+          "hit / ideal | frame-map model (block / tag victim) | p99 ms | bypassed | SSD blocks valid |",
           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for m in mixes:
         res["mixes"][m] = {}
@@ -767,20 +767,27 @@ def steady(rows):
                  "bypassed_share": med([r["bypassed_share"] for r in rs if r.get("bypassed_share") is not None]),
                  "valid_share": med([r["valid_share"] for r in rs if r.get("valid_share") is not None]),
                  "frame_model": med([(r.get("frame_model") or {}).get("read_hit_ratio") for r in rs
-                                     if (r.get("frame_model") or {}).get("read_hit_ratio") is not None])}
+                                     if (r.get("frame_model") or {}).get("read_hit_ratio") is not None]),
+                 "frame_model_tag_victim": med([(r.get("frame_model") or {}).get("read_hit_ratio_tag_victim")
+                                                for r in rs if (r.get("frame_model") or {})
+                                                .get("read_hit_ratio_tag_victim") is not None])}
             d["hit_vs_ideal"] = ratio(d["read_hit_ratio"], ideal)
             res["mixes"][m][c] = d
         best = max([d["iops"] for d in res["mixes"][m].values() if d["iops"] is not None], default=None)
         for c, d in res["mixes"][m].items():
             d["vs_best"] = ratio(d["iops"], best)
+            model = fmt(d["frame_model"])
+            if d["frame_model_tag_victim"] is not None:
+                model += " / " + fmt(d["frame_model_tag_victim"])
             md.append(f"| {m} | {c} | {fmt(d['iops'], 0)} | {fmt(d['vs_best'])} | {fmt(d['read_hit_ratio'])} | "
-                      f"{fmt(d['lru_ideal'])} | {fmt(d['hit_vs_ideal'])} | {fmt(d['frame_model'])} | {fmt(d['lat_p99_ms'], 1)} | "
+                      f"{fmt(d['lru_ideal'])} | {fmt(d['hit_vs_ideal'])} | {model} | {fmt(d['lat_p99_ms'], 1)} | "
                       f"{pct(d['bypassed_share'])} | {pct(d['valid_share'])} |")
     md.append("\n- Medians over repetitions. Goals (cache engine v2): IOPS at least the best peer's, hit ratio "
               "within 10% of the block-LRU ideal, bypassed under 5% of bios, RAM at most 1 byte per 4 KiB block. "
               "bypassed, SSD blocks valid and the frame-map model (the hit ratio of ssdprio's placement replayed over "
               "the same trace with instant cleaning at 20% dirty, bench/sim/frame_sim.py: what the structure "
-              "allows): ssdprio only. QEMU TCG: ratios, not absolute figures.")
+              "allows, replacing the least recently used block of two, and with the engine's choice, the block "
+              "of the least recently used origin set): ssdprio only. QEMU TCG: ratios, not absolute figures.")
     return res, md
 
 
