@@ -39,7 +39,7 @@ ${CC:-cc} -std=gnu11 -Wall -Werror -I. -o "$D/ref" "$D/ref.c"
 "$D/ref" >"$D/ref.out"
 [[ $(wc -l <"$D/ref.out") -gt 1000 ]] || fail "reference printed too little"
 
-python3 - "$D/ref.out" <<'PY'
+if ! PYTHONDONTWRITEBYTECODE=1 python3 - "$D/ref.out" <<'PY'
 import sys
 sys.path[:0] = ["bench/sim", "tests/guest"]
 import frame_sim
@@ -63,4 +63,7 @@ with open(sys.argv[1]) as f:
                 print("mismatch:", line.strip(), "python:", got)
 sys.exit(1 if bad else 0)
 PY
+then
+	fail "a Python copy places blocks otherwise than the format header"
+fi
 echo "test-py-format: frame_sim.py and metacorrupt.py place blocks as the format header does"
