@@ -51,6 +51,9 @@ PACKAGES=(
 FSTESTS_PACKAGES=(
 	autoconf automake libtool make gcc pkg-config xfslibs-dev uuid-dev libattr1-dev
 	libacl1-dev libaio-dev liburing-dev libgdbm-dev attr acl quota bc psmisc gawk
+	# keyctl (encryption tests' keyrings), fsverity (verity tests): without
+	# them fstests skips those tests or, for generic/398, fails them.
+	keyutils fsverity
 )
 
 PACKAGES+=("${FSTESTS_PACKAGES[@]}")
