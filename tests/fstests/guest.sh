@@ -51,7 +51,7 @@ SSDPRIO_ARGS=${SSDP_FSTESTS_SSDPRIO_ARGS:-3 format evict_wait 50}
 [[ -x $FST/check && -x $FST/ltp/fsx ]] ||
 	fail "no fstests build in $FST (tests/fstests/build on the host)"
 
-# fstests' users (fsgqa, fsgqa2, 123456-fsgqa) and groups (fsgqa, fsgqa2): the guest's /etc is
+# fstests' users (fsgqa, fsgqa2, 123456-fsgqa) and groups (fsgqa, fsgqa2, 123456-fsgqa): the guest's /etc is
 # the host's, read-only; bind-mount writable copies of passwd and group.
 # The project quota tests (generic/603) write /etc/project and /etc/projid,
 # which do not exist there: an overlay over /etc (upper layer in /run) takes
@@ -72,6 +72,8 @@ add_users() {
 	grep -q '^fsgqa:' /etc/group || echo 'fsgqa:x:60000:' >>/etc/group
 	# generic/597 and 598 want a group of fsgqa2's own.
 	grep -q '^fsgqa2:' /etc/group || echo 'fsgqa2:x:60001:' >>/etc/group
+	# generic/381 also wants a group named 123456-fsgqa.
+	grep -q '^123456-fsgqa:' /etc/group || echo '123456-fsgqa:x:60002:' >>/etc/group
 	grep -q '^fsgqa:' /etc/passwd ||
 		echo 'fsgqa:x:60000:60000:fstests:/tmp:/bin/bash' >>/etc/passwd
 	grep -q '^fsgqa2:' /etc/passwd ||
@@ -161,7 +163,11 @@ EOF
 	rc=0
 	# check cds into its own directory and needs bash; -R xunit writes
 	# result.xml with each test's status and the reason of a "not run".
-	(cd "$FST" && HOST_OPTIONS=$conf ./check -R xunit "${args[@]}") 2>&1 |
+	# The encryption tests add their keys under the session keyring, and
+	# the guest's shell has none: keyctl gives ./check a new one.
+	local keyring=()
+	if command -v keyctl >/dev/null; then keyring=(keyctl session -); fi
+	(cd "$FST" && HOST_OPTIONS=$conf "${keyring[@]}" ./check -R xunit "${args[@]}") 2>&1 |
 		tee "$res/check.out"
 	rc=${PIPESTATUS[0]}
 	echo "$((SECONDS - start))" >"$res/seconds"
