@@ -179,7 +179,7 @@ EOF
 load_module
 modprobe -a dm-flakey dm-log-writes dm-thin-pool 2>/dev/null || true
 # The guest has no network, not even the loopback: generic/131's lock server
-# and client talk TCP to the guest's own name.
+# and client talk TCP to localhost (so does generic/571's).
 ip link set lo up 2>/dev/null || echo "no loopback: generic/131 will fail on every setup"
 add_users
 trap del_users EXIT
