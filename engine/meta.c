@@ -103,6 +103,24 @@ const char *ssdp_meta_state_name(enum ssdp_meta_state st)
 	       ssdp_meta_state_names[st] : "?";
 }
 
+/*
+ * A metadata write failed: nothing can be made durable from now on, so
+ * the records on the SSD keep naming every frame's owner as of the last
+ * commit.  No frame may change hands after that (a frame they call dirty
+ * or clean, given to another block, would be read back as that block after
+ * a restart): a degraded cache takes no free or foreign frame.
+ */
+static void ssdp_meta_fail_locked(struct ssdprio *sp, const char *why)
+{
+	unsigned long flags;
+
+	lockdep_assert_held(&sp->meta->lock);
+	sp->meta->state = SSDP_META_FAILED;
+	spin_lock_irqsave(&sp->cache_lock, flags);
+	ssdp_degrade_locked(sp, why);
+	spin_unlock_irqrestore(&sp->cache_lock, flags);
+}
+
 static inline u32 ssdp_recs_per_block(struct ssdprio *sp)
 {
 	return SSDP_META_BLOCK_BYTES / sp->layout.rec_bytes;
@@ -963,8 +981,9 @@ out:
  * superblock unclean before any I/O can change the cache.
  *
  * Once the map is loaded, a failed metadata write does not stop the
- * device: flushes and FUA writes fail (nothing can be made durable), but
- * reads and writes go on and suspend, resume and remove work; a resume
+ * device: flushes and FUA writes fail (nothing can be made durable), the
+ * cache is degraded (no frame changes hands), but reads and writes go on
+ * and suspend, resume and remove work; a resume
  * that refused would leave the device suspended with its I/O queued.
  * The superblock stays unclean on the SSD (postsuspend never marks a
  * failed cache clean), so the next load treats every valid block as
@@ -998,7 +1017,7 @@ int ssdp_meta_preresume(struct ssdprio *sp)
 			r = ssdp_meta_load(sp);
 		}
 		if (r) {
-			sp->meta->state = SSDP_META_FAILED;
+			sp->meta->state = SSDP_META_FAILED;	/* serves nothing */
 			goto out;
 		}
 		sp->meta->loaded = true;
@@ -1026,7 +1045,7 @@ int ssdp_meta_preresume(struct ssdprio *sp)
 			sp->meta->fixups = 0;
 	}
 	if (r) {
-		sp->meta->state = SSDP_META_FAILED;
+		ssdp_meta_fail_locked(sp, "superblock write failed");
 		/*
 		 * The first resume must not serve a cache whose resolution
 		 * is not durable; later ones serve on (see above).
@@ -1224,10 +1243,7 @@ static int ssdp_meta_commit_locked(struct ssdprio *sp)
 	if (r) {
 		DMERR("%s: metadata commit failed: %d; flushes will fail from now on (meta_state failed), I/O goes on",
 		      ssdp_name(sp), r);
-		sp->meta->state = SSDP_META_FAILED;
-		spin_lock_irqsave(&sp->cache_lock, flags);
-		ssdp_degrade_locked(sp, "metadata write failed");
-		spin_unlock_irqrestore(&sp->cache_lock, flags);
+		ssdp_meta_fail_locked(sp, "metadata write failed");
 		return r;
 	}
 	sp->meta->commits++;
@@ -1256,7 +1272,7 @@ void ssdp_meta_postsuspend(struct ssdprio *sp)
 	mutex_lock(&sp->meta->lock);
 	if (sp->meta->state != SSDP_META_NONE &&
 	    sp->meta->state != SSDP_META_FAILED && ssdp_meta_write_sb(sp, true))
-		sp->meta->state = SSDP_META_FAILED;
+		ssdp_meta_fail_locked(sp, "superblock write failed");
 	mutex_unlock(&sp->meta->lock);
 }
 
