@@ -26,7 +26,8 @@
  *    whole-block write turns the clean blocks it covers into claims for
  *    its flight instead, so the set stays open to other writes.
  *  - A promotion copies the data of a read miss; it is dropped if an
- *    origin write completed (promo_gen moved), one is still in flight,
+ *    origin write completed or a block was dropped (promo_gen moved), one
+ *    is still in flight,
  *    or a block of the set was replaced meanwhile (set_io.replaced), so an
  *    older origin copy never wins.
  */
@@ -335,7 +336,10 @@ static void ssdp_note_replaced_locked(struct ssdprio *sp, u32 cset,
  * Drop blocks [first, first + nr) of @line from the cache; cache_lock held.
  * Every drop goes through here: a set held aside after a failed writeback
  * is a dirty set (the eviction worker counts on it), so one whose last
- * dirty block goes is let go, with nothing left to write back.
+ * dirty block goes is let go, with nothing left to write back.  A dropped
+ * block may have been written since a pending promotion read the origin,
+ * and written back since (no origin write of the user's to move promo_gen):
+ * the promotion would bring the older data back, so it is stopped.
  */
 static void ssdp_drop_locked(struct ssdprio *sp, u32 line, u32 first, u32 nr)
 {
@@ -343,6 +347,7 @@ static void ssdp_drop_locked(struct ssdprio *sp, u32 line, u32 first, u32 nr)
 
 	lockdep_assert_held(&sp->cache_lock);
 	ssdp_fmap_drop(&sp->fmap, line, first, nr);
+	sp->promo_gen++;
 	if (!ssdp_fmap_nr_dirty(&sp->fmap, cset))
 		ssdp_wb_unfail_locked(sp, cset);
 }

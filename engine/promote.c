@@ -13,7 +13,9 @@
  * under an emulated CPU, 10% of the miss).  Another worker writes the copy
  * into the set's SSD blocks at idle priority.  The copy is
  * committed only if nothing could have made it older than the origin: no
- * origin write completed since the miss was issued (promo_gen), none is in
+ * origin write completed and no block was dropped since the miss was
+ * issued (promo_gen: a block written since could have been written back,
+ * then dropped after a failed SSD read), none is in
  * flight, no block of the set changed hands meanwhile (a block written
  * since could have been written back and replaced: set_io.replaced), the
  * blocks are still invalid and no user write holds the set.

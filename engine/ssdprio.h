@@ -331,7 +331,8 @@ struct ssdprio {
 	struct ssdp_seq_detect wseq;	/* [cache_lock] recent write streams */
 	/*
 	 * promo_gen moves whenever a user write or discard to the origin
-	 * completes; origin_writes counts those in flight.  Together with
+	 * completes and whenever a block is dropped; origin_writes counts
+	 * those writes in flight.  Together with
 	 * the set's set_io.replaced they tell a promotion whether its data
 	 * may be older than the origin's or the cache's.
 	 */
