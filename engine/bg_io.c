@@ -76,24 +76,24 @@ static struct bio *ssdp_buf_bio_at(struct ssdprio *sp, struct ssdp_buf *buf,
 	return bio;
 }
 
-void ssdp_buf_copy_from_bio(struct ssdp_buf *buf, struct bio *bio,
-			    struct bvec_iter iter)
+/* @buf's bytes into @bio's pages, from @iter on. */
+void ssdp_buf_copy_to_bio(const struct ssdp_buf *buf, struct bio *bio,
+			  struct bvec_iter iter)
 {
 	unsigned int page = 0, off = 0;
 	struct bio_vec bv;
 	struct bvec_iter it;
 
-	/* The loop advances by bv.bv_len: consume a copy, not bv itself. */
 	__bio_for_each_segment(bv, bio, it, iter) {
 		unsigned int done = 0;
 
 		while (done < bv.bv_len) {
 			unsigned int n = min_t(unsigned int, bv.bv_len - done,
 					       PAGE_SIZE - off);
-			char *src = kmap_local_page(bv.bv_page);
+			char *src = kmap_local_page(buf->pages[page]);
 
-			memcpy_to_page(buf->pages[page], off,
-				       src + bv.bv_offset + done, n);
+			memcpy_to_page(bv.bv_page, bv.bv_offset + done,
+				       src + off, n);
 			kunmap_local(src);
 			done += n;
 			off += n;

@@ -452,7 +452,6 @@ static enum ssdp_dest ssdp_route_read(struct ssdprio *sp, struct bio *bio,
 	pb->line = line;
 	pb->gen = sp->promo_gen;
 	pb->replaced = sp->set_io[ssdp_line_cset(line)].replaced;
-	pb->saved_iter = bio->bi_iter;
 	return SSDP_TO_ORIGIN;
 }
 
@@ -883,6 +882,8 @@ static int ssdp_dispatch(struct ssdprio *sp, struct bio *bio,
 		fallthrough;
 	case SSDP_TO_ORIGIN:
 	default:
+		if (pb->promote)
+			ssdp_promote_bounce(sp, bio, pb);
 		bio_set_dev(bio, sp->origin->bdev);
 		return ssdp_sched_map(sp, bio, pb->idle);
 	}
@@ -1198,7 +1199,7 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 	case SSDP_BK_COMMITTED:
 		return DM_ENDIO_DONE;
 	case SSDP_BK_ORIGIN_READ:
-		if (pb->promote && ok && ssdp_promote_read_done(sp, bio, pb))
+		if (pb->promote && ssdp_promote_read_done(sp, bio, pb, ok))
 			return DM_ENDIO_INCOMPLETE;
 		return DM_ENDIO_DONE;
 	default:

@@ -2,14 +2,17 @@
 /*
  * dm-ssdprio promotion: a read miss's data, copied into the cache.
  *
- * The data a read miss just read is copied into pages of our own before
- * the user's read completes: no second origin read, and no window in which
- * the user could change the pages under the copy.  A small read (the
- * scattered misses a cache is for) is copied by end_io itself, in whatever
- * context it runs: a page or a few, taken without reclaim.  A larger one
- * is held (DM_ENDIO_INCOMPLETE) and copied by a worker, then completed: no
- * copy of up to a whole set in interrupt context, for a context switch
- * that costs little against a long read (but a millisecond per 4 KiB miss
+ * A read miss to promote reads into pages of our own (a bounce), and its
+ * end_io copies them into the user's: the cache takes what the origin
+ * returned, whatever the user does to its own pages meanwhile (an
+ * O_DIRECT buffer another thread rewrites, or one page that several reads
+ * share, as a guest's "dummy page" for data it discards), and there is no
+ * second origin read.  A small read (the scattered misses a cache is for)
+ * is copied out by end_io itself, in whatever context it runs.  A larger
+ * one is held (DM_ENDIO_INCOMPLETE) and copied out by a worker, then
+ * completed: no copy of up to a whole set in interrupt context, for a
+ * context switch that costs little against a long read (but a millisecond
+ * per 4 KiB miss
  * under an emulated CPU, 10% of the miss).  Another worker writes the copy
  * into the set's SSD blocks at idle priority.  The copy is
  * committed only if nothing could have made it older than the origin: no
@@ -24,9 +27,9 @@
 
 #include "ssdprio.h"
 
-/* Pages held by copies waiting for the worker, at most. */
+/* Pages held by bounces and copies waiting for the worker, at most. */
 #define SSDP_PROMOTE_MAX_BYTES (8U << 20)
-/* A read miss this small is copied by end_io, not held for a worker. */
+/* A read miss this small is copied out by end_io, not held for a worker. */
 #define SSDP_PROMOTE_INLINE_BYTES (16U << 10)
 
 /* promote.c's state. */
@@ -43,6 +46,9 @@ struct ssdp_promote {
 struct ssdp_promo {
 	struct list_head list;
 	struct ssdp_buf buf;
+	/* The read's own vector while it reads into @buf (@bvec). */
+	struct bio_vec *user_vec;
+	struct bio_vec *bvec;
 	u64 oset;
 	u64 gen;
 	u32 replaced;
@@ -55,6 +61,7 @@ struct ssdp_promo {
 
 static void ssdp_promo_free(struct ssdprio *sp, struct ssdp_promo *p)
 {
+	kfree(p->bvec);
 	ssdp_buf_free(&p->buf);
 	atomic_sub(p->bytes, &sp->pr->bytes);
 	kfree(p);
@@ -68,70 +75,111 @@ static unsigned int ssdp_promo_bytes(struct ssdprio *sp, struct ssdp_bio *pb)
 }
 
 /*
- * The copy, from end_io or the capture worker: its bytes are reserved by
- * ssdp_promote_read_done().  No sleeping: end_io may run in interrupt context.
+ * A read miss to promote, about to go to the origin: it reads into pages of
+ * ours instead of the user's (restored by ssdp_promote_read_done()).  No
+ * room in the budget or no memory: it reads as it is, and is not promoted.
+ * Process context, no lock held; the clone's vector is the user's, shared:
+ * it is replaced, never written.
  */
-static void ssdp_promote_capture(struct ssdprio *sp, struct bio *bio,
-				 struct ssdp_bio *pb)
+void ssdp_promote_bounce(struct ssdprio *sp, struct bio *bio,
+			 struct ssdp_bio *pb)
 {
-	unsigned int bytes = ssdp_promo_bytes(sp, pb);
+	unsigned int bytes = ssdp_promo_bytes(sp, pb), left, i;
 	/*
-	 * Not even GFP_NOIO: the user's read waits on this, and reclaim is
-	 * no place for it to wait; a copy is only an optimisation and may be
-	 * skipped.  The total held is bounded by SSDP_PROMOTE_MAX_BYTES.
+	 * Not even GFP_NOIO: this is the I/O path, and reclaim is no place
+	 * for a read to wait; a copy is only an optimisation and may be
+	 * skipped.
 	 */
 	gfp_t gfp = GFP_NOWAIT | __GFP_NOWARN;
 	struct ssdp_promo *p;
-	unsigned long flags;
 
+	pb->promote = false;
+	if (WARN_ON_ONCE(bio->bi_iter.bi_size != bytes))
+		return;
+	if (atomic_add_return(bytes, &sp->pr->bytes) > SSDP_PROMOTE_MAX_BYTES)
+		goto unreserve;
 	p = kzalloc(sizeof(*p), gfp);
 	if (!p)
-		goto skip;
-	if (ssdp_buf_alloc(&p->buf, bytes, gfp)) {
-		kfree(p);
-		goto skip;
+		goto unreserve;
+	p->bytes = bytes;
+	if (ssdp_buf_alloc(&p->buf, bytes, gfp))
+		goto free;
+	p->bvec = kcalloc(p->buf.nr_pages, sizeof(*p->bvec), gfp);
+	if (!p->bvec)
+		goto free;
+	for (i = 0, left = bytes; i < p->buf.nr_pages; i++) {
+		p->bvec[i].bv_page = p->buf.pages[i];
+		p->bvec[i].bv_len = min_t(unsigned int, left, PAGE_SIZE);
+		p->bvec[i].bv_offset = 0;
+		left -= p->bvec[i].bv_len;
 	}
-	ssdp_buf_copy_from_bio(&p->buf, bio, pb->saved_iter);
 	p->oset = pb->oset;
 	p->gen = pb->gen;
 	p->replaced = pb->replaced;
 	p->line = pb->line;
 	p->first = pb->first;
 	p->nr = pb->nr;
-	p->bytes = bytes;
-	atomic_inc(&sp->bg_jobs);
-
-	spin_lock_irqsave(&sp->cache_lock, flags);
-	list_add_tail(&p->list, &sp->pr->list);
-	spin_unlock_irqrestore(&sp->cache_lock, flags);
-	queue_work(sp->wq, &sp->pr->work);
+	p->user_vec = bio->bi_io_vec;
+	pb->saved_iter = bio->bi_iter;
+	bio->bi_io_vec = p->bvec;
+	bio->bi_iter.bi_idx = 0;
+	bio->bi_iter.bi_bvec_done = 0;
+	pb->bounce = p;
+	pb->promote = true;
 	return;
 
-skip:
+free:
+	ssdp_promo_free(sp, p);	/* gives the bytes back */
+	ssdp_count(sp, SSDP_ST_PROMOTIONS_SKIPPED);
+	return;
+unreserve:
 	atomic_sub(bytes, &sp->pr->bytes);
 	ssdp_count(sp, SSDP_ST_PROMOTIONS_SKIPPED);
 }
 
 /*
- * From end_io (any context), for a read miss to promote whose copy fits the
- * budget: copy it now if it is small, or hold it for the capture worker.
- * A held read's second end_io (kind COMMITTED, no longer an origin bio for
- * the scheduler) completes it.  True if held.
+ * The read's data into the user's pages, and the copy to the worker that
+ * writes it into the cache.  From end_io or the capture worker: no
+ * sleeping.
  */
-bool ssdp_promote_read_done(struct ssdprio *sp, struct bio *bio,
-			struct ssdp_bio *pb)
+static void ssdp_promote_land(struct ssdprio *sp, struct bio *bio,
+			      struct ssdp_bio *pb)
 {
-	unsigned int bytes = ssdp_promo_bytes(sp, pb);
+	struct ssdp_promo *p = pb->bounce;
 	unsigned long flags;
 
-	if (atomic_add_return(bytes, &sp->pr->bytes) >
-	    SSDP_PROMOTE_MAX_BYTES) {
-		atomic_sub(bytes, &sp->pr->bytes);
+	pb->bounce = NULL;
+	ssdp_buf_copy_to_bio(&p->buf, bio, pb->saved_iter);
+	atomic_inc(&sp->bg_jobs);
+	spin_lock_irqsave(&sp->cache_lock, flags);
+	list_add_tail(&p->list, &sp->pr->list);
+	spin_unlock_irqrestore(&sp->cache_lock, flags);
+	queue_work(sp->wq, &sp->pr->work);
+}
+
+/*
+ * From end_io (any context), for a read miss that read into its bounce
+ * pages: the user's vector back; on success, copy the data out now if it
+ * is small, or hold the read for the capture worker.  A held read's
+ * second end_io (kind COMMITTED, no longer an origin bio for the
+ * scheduler) completes it.  True if held.
+ */
+bool ssdp_promote_read_done(struct ssdprio *sp, struct bio *bio,
+			    struct ssdp_bio *pb, bool ok)
+{
+	struct ssdp_promo *p = pb->bounce;
+	unsigned long flags;
+
+	bio->bi_io_vec = p->user_vec;
+	if (!ok) {
+		/* What the user's pages hold is undefined anyway. */
+		pb->bounce = NULL;
+		ssdp_promo_free(sp, p);
 		ssdp_count(sp, SSDP_ST_PROMOTIONS_SKIPPED);
 		return false;
 	}
-	if (bytes <= SSDP_PROMOTE_INLINE_BYTES) {
-		ssdp_promote_capture(sp, bio, pb);
+	if (p->bytes <= SSDP_PROMOTE_INLINE_BYTES) {
+		ssdp_promote_land(sp, bio, pb);
 		return false;
 	}
 	pb->kind = SSDP_BK_COMMITTED;
@@ -143,7 +191,7 @@ bool ssdp_promote_read_done(struct ssdprio *sp, struct bio *bio,
 	return true;
 }
 
-/* Copy the held reads' data, then let them complete. */
+/* Copy the held reads' data out, then let them complete. */
 static void ssdp_capture_work_fn(struct work_struct *work)
 {
 	struct ssdprio *sp = container_of(work, struct ssdp_promote,
@@ -153,7 +201,7 @@ static void ssdp_capture_work_fn(struct work_struct *work)
 
 	ssdp_bios_take(sp, &sp->pr->captures, &list);
 	while ((bio = bio_list_pop(&list))) {
-		ssdp_promote_capture(sp, bio, ssdp_pb(bio));
+		ssdp_promote_land(sp, bio, ssdp_pb(bio));
 		/* The lower queue's accounting already ran once. */
 		bio_clear_flag(bio, BIO_QOS_THROTTLED);
 		bio_clear_flag(bio, BIO_QOS_MERGED);

@@ -120,6 +120,7 @@ enum ssdp_meta_state {
 struct ssdp_bio {
 	struct ssdp_qnode qn;
 	struct bvec_iter saved_iter;	/* for the promotion copy */
+	struct ssdp_promo *bounce;	/* a promoted miss's own pages */
 	u64 oset;
 	u64 gen;			/* promo_gen when the miss was issued */
 	u32 replaced;			/* set_io.replaced when issued */
@@ -228,6 +229,7 @@ struct ssdp_sched;		/* sched.c */
 struct ssdp_meta;
 struct ssdp_evict;
 struct ssdp_promote;
+struct ssdp_promo;
 
 struct ssdprio {
 	struct dm_target *ti;
@@ -493,8 +495,10 @@ static inline void ssdp_bios_take(struct ssdprio *sp, struct bio_list *from,
 }
 
 /* promote.c */
+void ssdp_promote_bounce(struct ssdprio *sp, struct bio *bio,
+			 struct ssdp_bio *pb);
 bool ssdp_promote_read_done(struct ssdprio *sp, struct bio *bio,
-			struct ssdp_bio *pb);
+			    struct ssdp_bio *pb, bool ok);
 int ssdp_promote_init(struct ssdprio *sp);
 void ssdp_promote_exit(struct ssdprio *sp);
 void ssdp_promote_drain(struct ssdprio *sp);
@@ -536,8 +540,8 @@ void ssdp_idle_cgroup_clear(struct ssdprio *sp);
 
 int ssdp_buf_alloc(struct ssdp_buf *buf, unsigned int bytes, gfp_t gfp);
 void ssdp_buf_free(struct ssdp_buf *buf);
-void ssdp_buf_copy_from_bio(struct ssdp_buf *buf, struct bio *bio,
-			    struct bvec_iter iter);
+void ssdp_buf_copy_to_bio(const struct ssdp_buf *buf, struct bio *bio,
+			  struct bvec_iter iter);
 /* An extent of a buffer and where it goes. */
 struct ssdp_io_ext {
 	sector_t sector;
