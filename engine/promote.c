@@ -101,6 +101,8 @@ void ssdp_promote_bounce(struct ssdprio *sp, struct bio *bio,
 	p = kzalloc(sizeof(*p), gfp);
 	if (!p)
 		goto unreserve;
+	/* A background job from now on: ssdp_promo_free() ends it. */
+	atomic_inc(&sp->bg_jobs);
 	p->bytes = bytes;
 	if (ssdp_buf_alloc(&p->buf, bytes, gfp))
 		goto free;
@@ -150,7 +152,6 @@ static void ssdp_promote_land(struct ssdprio *sp, struct bio *bio,
 
 	pb->bounce = NULL;
 	ssdp_buf_copy_to_bio(&p->buf, bio, pb->saved_iter);
-	atomic_inc(&sp->bg_jobs);
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	list_add_tail(&p->list, &sp->pr->list);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);

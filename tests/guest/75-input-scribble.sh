@@ -9,7 +9,8 @@
 # would serve the reader's scribble to everyone afterwards.  Here a thread
 # rewrites the buffer without pause while cold blocks are read into it,
 # small reads (copied out by end_io) and large ones (held for a worker);
-# then every block, read again, must be the origin's.
+# then every block, read again, must be the origin's.  A read miss the
+# origin fails leaves nothing behind that suspend would wait for.
 # timeout: 300
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -84,6 +85,23 @@ if bad:
 PY
 assert_ge "$(status_get sp read_hits)" $((h0 + 1)) "read hits in the check (the cached copies were read)"
 dm_remove sp
+
+# A read miss the origin fails: its pages of our own go back, it ends no
+# background job it never began, and suspend and remove do not wait for one.
+leg_load ohdd "0 800 linear $hdd 0
+800 8 error
+808 $((nh - 808)) linear $hdd 808"
+dev=$(dm_create sp "0 $nh ssdprio /dev/mapper/ohdd $ssd 3 format seq_cutoff 0")
+for _ in 1 2; do
+	if dd if="$dev" of=/dev/null bs=4k skip=100 count=1 iflag=direct status=none 2>/dev/null; then
+		fail "a read of the failing origin block succeeded"
+	fi
+done
+assert_ge "$(status_get sp origin_read_errors)" 1 "origin_read_errors"
+dmsetup suspend sp || fail "suspend after failed read misses"
+dmsetup resume sp || fail "resume"
+dm_remove sp
+dm_remove ohdd
 remove_nullb hdd
 remove_nullb ssd
 log "ok"
