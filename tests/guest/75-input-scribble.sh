@@ -88,6 +88,8 @@ dm_remove sp
 
 # A read miss the origin fails: its pages of our own go back, it ends no
 # background job it never began, and suspend and remove do not wait for one.
+# (A fresh cache: "format" loads a cache that carries a superblock.)
+dd if=/dev/zero of="$ssd" bs=1M count=4 oflag=direct status=none || fail "wipe the cache"
 leg_load ohdd "0 800 linear $hdd 0
 800 8 error
 808 $((nh - 808)) linear $hdd 808"
