@@ -181,13 +181,14 @@ endif
 # CI's second kernel (.ci/run: `make check-subset KVER=6.12`): what touches
 # the kernel interfaces that changed between 6.1 and 6.12 (queue limits,
 # bio ioprio, blkcg, flush/FUA, discard, suspend) plus the data paths
-# (fio verify and file systems) and one power-cut scenario; the origin's
+# (fio verify and file systems, reads into the cache's own pages) and one
+# power-cut scenario; the origin's
 # identity (partition and dm metadata), ext4's journal waiting on idle I/O.
 # Table parsing, the cache engine's own logic and error handling, the tools
 # and warm restart (the power cut covers the metadata's flushes) depend on
 # no kernel interface that differs: 6.1's run has them.
 CHECK_SUBSET ?= 00-smoke 11-target-io 14-kernel-compat \
-	22-cache-discard 36-persist-origin \
+	22-cache-discard 36-persist-origin 75-input-scribble \
 	40-sched-throttle 41-sched-nohold 42-sched-cgroup 43-sched-suspend 47-sched-journal
 CRASH_SUBSET ?= powercut
 
