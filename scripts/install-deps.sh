@@ -51,9 +51,10 @@ PACKAGES=(
 FSTESTS_PACKAGES=(
 	autoconf automake libtool make gcc pkg-config xfslibs-dev uuid-dev libattr1-dev
 	libacl1-dev libaio-dev liburing-dev libgdbm-dev attr acl quota bc psmisc gawk
-	# keyctl (encryption tests' keyrings), fsverity (verity tests): without
-	# them fstests skips those tests or, for generic/398, fails them.
-	keyutils fsverity
+	# keyctl (encryption tests' keyrings), fsverity (verity tests), xfsdump
+	# (xfs's dump and restore tests): without them fstests skips those tests
+	# or, for generic/398, fails them.
+	keyutils fsverity xfsdump
 )
 
 PACKAGES+=("${FSTESTS_PACKAGES[@]}")
