@@ -19,33 +19,12 @@
 
 load_module
 modprobe dm-delay || fail "modprobe dm-delay"
-BLK=4096
-SET=16                     # blocks per set: B's frames b and b ^ 8 are a pair
+SET=$PAIR_SET
 HOLD_MS=8000               # how long the commit's metadata writes are held
-FEATS="set_size $SET evict_wait 3600000 dirty_max_age 0 lockout_clean off seq_cutoff 0 read_alloc off idle_dispatch_interval 5"
+FEATS=$PAIR_FEATS
 NF=$(wc -w <<<"$FEATS")
 
-pat() { head -c "$BLK" </dev/zero | tr '\0' "$1"; }
-put() { # put DEV BLOCKNR CHAR
-	set -o pipefail
-	pat "$3" | dd of="$1" bs=$BLK seek="$2" count=1 oflag=direct conv=notrunc status=none
-}
-# what DEV BLOCKNR: the character the block is made of (0: zeroes), or "mixed ..."
-what() {
-	local s
-	s=$(dd if="$1" bs=$BLK skip="$2" count=1 iflag=direct status=none | tr '\0' '0') ||
-		fail "read of block $2 of $1"
-	if [[ ${#s} -eq $BLK && -z ${s//"${s:0:1}"/} ]]; then
-		echo "${s:0:1}"
-	else
-		echo "mixed (${#s} bytes: ${s:0:16}...)"
-	fi
-}
-
-hdd=$(make_hdd hdd 16 0 32)
-ssd=$(make_ssd ssd 2)
-nh=$(sectors "$hdd")
-ns=$(sectors "$ssd")
+pair_devices
 META=2048                  # data_start: the first MiB holds the metadata
 ssd_table() { # ssd_table HOLD_MS: the cache leg, metadata writes held that long
 	if (($1)); then
@@ -59,27 +38,9 @@ leg_load ssdleg "$(ssd_table 0)"
 dev=$(dm_create sp "0 $nh ssdprio $hdd /dev/mapper/ssdleg $((NF + 1)) format $FEATS")
 assert_eq "$(status_get sp set_blocks)" $SET "set_blocks"
 
-# Two origin sets of one cache set (the placement hash of ssdprio_format.h),
-# the second's block b in frame b or b ^ 8 (its alt xor).
-ncs=$(status_get sp total_sets)
-read -r A B < <(python3 - "$(dirname "$0")" "$ncs" $((nh / 8 / SET)) <<'PY'
-import sys
-sys.path.insert(0, sys.argv.pop(1))
-from metacorrupt import alt_xor, oset_cset
-n, nos = int(sys.argv[1]), int(sys.argv[2])
-b = next((o for o in range(1, nos)
-          if oset_cset(o, n) == oset_cset(0, n) and alt_xor(o, 16, 4) == 8), "")
-print(0, b)
-PY
-)
-[[ -n $B ]] || fail "no second origin set in cache set of origin set 0 with its alt frames 8 away"
-log "origin sets $A and $B share a cache set ($ncs sets of $SET blocks)"
-a0=$((A * SET)) a8=$((A * SET + 8)) b0=$((B * SET))
-
-# A's blocks 0 and 8 dirty, in frames 0 and 8 (each its home frame).
-put "$dev" $a0 a || fail "write A:0"
-put "$dev" $a8 c || fail "write A:8"
-assert_eq "$(status_get sp dirty_blocks)" 2 "dirty blocks"
+# Origin sets A and B of one cache set; A's blocks 0 and 8 dirty in frames 0
+# and 8 (their home frames), B's block 0's two candidates.
+pair_dirty sp "$dev" "$nh" $SET
 # A flush: the records say so on the SSD.
 c0=$(status_get sp meta_commits)
 sync "$dev" || fail "flush"
@@ -95,7 +56,7 @@ dmsetup message sp 0 flush_dirty || fail "flush_dirty"
 wait_status sp blocks_written_back -ge $((w0 + 2)) 60
 # B's block 0: its candidate frames 0 and 8 hold A's blocks, clean in memory,
 # dirty in the records on the SSD.
-put "$dev" $b0 b &
+blk_put "$dev" $b0 b &
 writer=$!
 sleep 1
 # The crash image: what the devices hold now.
@@ -107,9 +68,9 @@ wait "$writer" || fail "write B:0"
 log "B:0 written through $(status_get sp bypassed) bypassed, $(status_get sp dirty_blocks) dirty"
 wait_status sp meta_commits -gt "$c0" 120
 leg_load ssdleg "$(ssd_table 0)"
-assert_eq "$(what "$dev" $a0)" a "A:0 live"
-assert_eq "$(what "$dev" $a8)" c "A:8 live"
-assert_eq "$(what "$dev" $b0)" b "B:0 live"
+assert_eq "$(blk_what "$dev" $a0)" a "A:0 live"
+assert_eq "$(blk_what "$dev" $a8)" c "A:8 live"
+assert_eq "$(blk_what "$dev" $b0)" b "B:0 live"
 dm_remove sp
 dm_remove ssdleg
 
@@ -120,10 +81,10 @@ dd if=/tmp/hdd.img of="$hdd2" bs=1M oflag=direct status=none || fail "origin ima
 dd if=/tmp/ssd.img of="$ssd2" bs=1M oflag=direct status=none || fail "SSD image"
 dev=$(dm_create sp2 "0 $nh ssdprio $hdd2 $ssd2 $NF $FEATS")
 assert_eq "$(status_get sp2 meta_state)" recovered "meta_state after the crash"
-assert_eq "$(what "$dev" $a0)" a \
+assert_eq "$(blk_what "$dev" $a0)" a \
 	"A:0 after the crash (its frame given to B:0 before 'clean' was durable reads as B's data)"
-assert_eq "$(what "$dev" $a8)" c "A:8 after the crash"
-got=$(what "$dev" $b0)
+assert_eq "$(blk_what "$dev" $a8)" c "A:8 after the crash"
+got=$(blk_what "$dev" $b0)
 [[ $got == b || $got == 0 ]] ||
 	fail "B:0 after the crash: neither what was written nor what was there before: $got"
 dm_remove sp2

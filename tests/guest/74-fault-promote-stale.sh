@@ -15,28 +15,11 @@
 
 load_module
 modprobe dm-delay || fail "modprobe dm-delay"
-BLK=4096
 SET=16
 HOLD_MS=300                # each queued copy's SSD write
 NQ=60                      # copies queued before b's: NQ * HOLD_MS of backlog
 FEATS="set_size $SET evict_wait 3600000 dirty_max_age 0 seq_cutoff 0 lockout_clean off"
 NF=$(wc -w <<<"$FEATS")
-
-pat() { head -c "$BLK" </dev/zero | tr '\0' "$1"; }
-put() { # put DEV BLOCKNR CHAR
-	set -o pipefail
-	pat "$3" | dd of="$1" bs=$BLK seek="$2" count=1 oflag=direct conv=notrunc status=none
-}
-what() { # what DEV BLOCKNR: the character the block is made of, or "mixed ..."
-	local s
-	s=$(dd if="$1" bs=$BLK skip="$2" count=1 iflag=direct status=none | tr '\0' '0') ||
-		fail "read of block $2 of $1"
-	if [[ ${#s} -eq $BLK && -z ${s//"${s:0:1}"/} ]]; then
-		echo "${s:0:1}"
-	else
-		echo "mixed (${#s} bytes: ${s:0:16}...)"
-	fi
-}
 
 hdd=$(make_hdd hdd 64 0 32)
 ssd=$(make_ssd ssd 32)
@@ -54,7 +37,7 @@ cb=$(place $SB)
 mapfile -t others < <("$REPO/build/ssdprio-tool" debug-placement "$ssd" $(seq 100 400) |
 	awk -v cb="$cb" '$2 != cb { print $1 }' | head -n $NQ)
 ((${#others[@]} == NQ)) || fail "only ${#others[@]} origin sets outside cache set $cb"
-put "$hdd" $b o || fail "b's old data on the origin"
+blk_put "$hdd" $b o || fail "b's old data on the origin"
 
 # data_leg ERROR: the SSD leg, data writes held HOLD_MS; with ERROR=1, b's
 # cache set (its 16 frames) fails every I/O.
@@ -75,7 +58,7 @@ data_leg 0
 
 p0=$(($(status_get sp promotions) + $(status_get sp promotions_skipped)))
 # One process, so that the copies queue up faster than they drain.
-python3 - "$dev" $BLK $SET "${others[@]}" <<'PY' || fail "reads of the other origin sets"
+python3 - "$dev" $BLK_BYTES $SET "${others[@]}" <<'PY' || fail "reads of the other origin sets"
 import mmap, os, sys
 dev, blk, setb = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 fd = os.open(dev, os.O_RDONLY | os.O_DIRECT)
@@ -84,21 +67,21 @@ for o in sys.argv[4:]:
     if os.preadv(fd, [buf], int(o) * setb * blk) != blk:
         sys.exit("short read of origin set " + o)
 PY
-assert_eq "$(what "$dev" $b)" o "b read (a miss: its copy queued last)"
+assert_eq "$(blk_what "$dev" $b)" o "b read (a miss: its copy queued last)"
 log "$((NQ + 1)) copies queued, $(($(status_get sp promotions) + $(status_get sp promotions_skipped) - p0)) done"
 
-put "$dev" $b n || fail "write of b"
+blk_put "$dev" $b n || fail "write of b"
 assert_eq "$(status_get sp dirty_blocks)" 1 "b dirty"
 dmsetup message sp 0 flush_dirty || fail "flush_dirty"
 wait_status sp dirty_blocks -eq 0 120
-assert_eq "$(what "$hdd" $b)" n "b written back to the origin"
+assert_eq "$(blk_what "$hdd" $b)" n "b written back to the origin"
 done_now=$(($(status_get sp promotions) + $(status_get sp promotions_skipped) - p0))
 log "before the drop: $done_now of $((NQ + 1)) copies done ($(status_get sp promotions) promoted, $(status_get sp promotions_skipped) skipped)"
 ((done_now <= NQ)) ||
 	fail "b's copy was no longer queued when b was dropped: the test proves nothing"
 data_leg 1
 f0=$(status_get sp read_fallbacks)
-assert_eq "$(what "$dev" $b)" n "b read while its frame fails (from the origin)"
+assert_eq "$(blk_what "$dev" $b)" n "b read while its frame fails (from the origin)"
 assert_ge "$(status_get sp read_fallbacks)" $((f0 + 1)) "b's failed SSD read served from the origin"
 data_leg 0
 for _ in $(seq 120); do
@@ -106,8 +89,8 @@ for _ in $(seq 120); do
 	sleep 1
 done
 log "copies: $(status_get sp promotions) promoted, $(status_get sp promotions_skipped) skipped"
-assert_eq "$(what "$dev" $b)" n "b after the queued copy of its old data ran (old: the copy went in)"
-assert_eq "$(what "$dev" $b)" n "b read again"
+assert_eq "$(blk_what "$dev" $b)" n "b after the queued copy of its old data ran (old: the copy went in)"
+assert_eq "$(blk_what "$dev" $b)" n "b read again"
 dm_remove sp
 dm_remove ssdleg
 remove_nullb hdd

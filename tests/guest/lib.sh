@@ -276,6 +276,76 @@ vdisk() {
 # sectors DEV: size in 512-byte sectors.
 sectors() { blockdev --getsz "$1"; }
 
+# --- blocks of one character -----------------------------------------------------------
+# For tests that place single 4 KiB blocks and read them back (crash images,
+# frame placement): blk_put DEV BLOCKNR CHAR writes block BLOCKNR of DEV
+# (O_DIRECT) as BLK_BYTES bytes of CHAR; blk_what DEV BLOCKNR echoes the
+# character the block is made of (0 for zeroes), or "mixed (...)".
+BLK_BYTES=4096
+blk_put() {
+	head -c "$BLK_BYTES" </dev/zero | tr '\0' "$3" |
+		dd of="$1" bs=$BLK_BYTES seek="$2" count=1 oflag=direct conv=notrunc status=none
+}
+blk_what() {
+	local s
+	s=$(dd if="$1" bs=$BLK_BYTES skip="$2" count=1 iflag=direct status=none | tr '\0' '0') ||
+		fail "read of block $2 of $1"
+	if [[ ${#s} -eq $BLK_BYTES && -z ${s//"${s:0:1}"/} ]]; then
+		echo "${s:0:1}"
+	else
+		echo "mixed (${#s} bytes: ${s:0:16}...)"
+	fi
+}
+
+# oset_pair NCSETS NOSETS SET_BLOCKS: "0 B", origin set 0 and the first origin
+# set B (< NOSETS) of the same cache set whose second candidate frames are
+# SET_BLOCKS / 2 from their home ones (the placement hash of
+# engine/ssdprio_format.h, in tests/guest/metacorrupt.py), so that B's block
+# b competes for A's frames b and b ^ SET_BLOCKS / 2; empty B if none.
+oset_pair() {
+	python3 - "$REPO/tests/guest" "$@" <<'PY'
+import sys
+sys.path.insert(0, sys.argv.pop(1))
+from metacorrupt import alt_xor, oset_cset
+n, nos, sb = (int(a) for a in sys.argv[1:4])
+b = next((o for o in range(1, nos)
+          if oset_cset(o, n) == oset_cset(0, n) and alt_xor(o, sb, 4) == sb // 2), "")
+print(0, b)
+PY
+}
+
+# The frame-placement tests' cache: sets of 16 blocks (B's frames b and b ^ 8
+# are a pair), no writeback but the ones a test asks for (flush_dirty, at
+# once: the idle queue's interval short), no promotion.
+PAIR_SET=16
+PAIR_FEATS="set_size $PAIR_SET evict_wait 3600000 dirty_max_age 0 lockout_clean off seq_cutoff 0 read_alloc off idle_dispatch_interval 5"
+
+# pair_devices: their devices, a fast 16 MiB "HDD" ($hdd, $nh sectors) and a
+# 2 MiB SSD ($ssd, $ns sectors).
+pair_devices() {
+	hdd=$(make_hdd hdd 16 0 32)
+	ssd=$(make_ssd ssd 2)
+	nh=$(sectors "$hdd")
+	ns=$(sectors "$ssd")
+}
+
+# pair_dirty NAME DEV NH SET_BLOCKS: the scene of the frame-placement tests,
+# on ssdprio device NAME (DEV, NH origin sectors, sets of SET_BLOCKS blocks):
+# origin sets A = 0 and B of one cache set (oset_pair), A's blocks 0 and
+# SET_BLOCKS / 2 written (as "a" and "c"), dirty in those two frames, which
+# are B's block 0's two candidates.  Sets a0, a8 and b0 (block numbers).
+pair_dirty() {
+	local ncs a b half=$(($4 / 2))
+	ncs=$(status_get "$1" total_sets)
+	read -r a b < <(oset_pair "$ncs" $(($3 / 8 / $4)) "$4")
+	[[ -n $b ]] || fail "no second origin set in cache set of origin set 0 with its alt frames $half away"
+	log "origin sets $a and $b share a cache set ($ncs sets of $4 blocks)"
+	a0=$((a * $4)) a8=$((a * $4 + half)) b0=$((b * $4))
+	blk_put "$2" $a0 a || fail "write A:0"
+	blk_put "$2" $a8 c || fail "write A:$half"
+	assert_eq "$(status_get "$1" dirty_blocks)" 2 "dirty blocks"
+}
+
 # --- device-mapper --------------------------------------------------------------------
 _udev_running() { [[ -S /run/udev/control ]]; }
 
