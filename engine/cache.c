@@ -27,9 +27,8 @@
  *    its flight instead, so the set stays open to other writes.
  *  - A promotion copies the data of a read miss; it is dropped if an
  *    origin write completed or a block was dropped (promo_gen moved), one
- *    is still in flight,
- *    or a block of the set was replaced meanwhile (set_io.replaced), so an
- *    older origin copy never wins.
+ *    is still in flight, or a block of the set was replaced meanwhile
+ *    (set_io.replaced), so an older origin copy never wins.
  */
 #include <linux/blkdev.h>
 #include <linux/hash.h>

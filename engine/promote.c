@@ -12,14 +12,13 @@
  * one is held (DM_ENDIO_INCOMPLETE) and copied out by a worker, then
  * completed: no copy of up to a whole set in interrupt context, for a
  * context switch that costs little against a long read (but a millisecond
- * per 4 KiB miss
- * under an emulated CPU, 10% of the miss).  Another worker writes the copy
- * into the set's SSD blocks at idle priority.  The copy is
+ * per 4 KiB miss under an emulated CPU, 10% of the miss).  Another worker
+ * writes the copy into the set's SSD blocks at idle priority.  The copy is
  * committed only if nothing could have made it older than the origin: no
  * origin write completed and no block was dropped since the miss was
  * issued (promo_gen: a block written since could have been written back,
- * then dropped after a failed SSD read), none is in
- * flight, no block of the set changed hands meanwhile (a block written
+ * then dropped after a failed SSD read), none is in flight, no block of
+ * the set changed hands meanwhile (a block written
  * since could have been written back and replaced: set_io.replaced), the
  * blocks are still invalid and no user write holds the set.
  */
