@@ -630,6 +630,12 @@ static void ssdp_io_hints(struct dm_target *ti, struct queue_limits *limits)
 static struct target_type ssdp_target = {
 	.name = "ssdprio",
 	.version = {0, 1, 0},
+	/*
+	 * Two ssdprio targets of one table would pass the device claims (they
+	 * are one mapped device's) and could share a cache device or an
+	 * origin: each formats and writes the other's frames.
+	 */
+	.features = DM_TARGET_SINGLETON,
 	.module = THIS_MODULE,
 	.ctr = ssdp_ctr,
 	.dtr = ssdp_dtr,

@@ -167,8 +167,9 @@ static int ssdp_submit_origin_wait(struct ssdprio *sp, struct bio *bio,
 /*
  * @bytes of @buf from byte @off, to or from @bdev at @sector, one bio of at
  * most BIO_MAX_VECS pages at a time.  Background classes carry the idle
- * I/O priority for the device's own scheduler too; normal is a drain's
- * writeback or the metadata, which a user's flush waits for.
+ * I/O priority for the origin's own scheduler too (until our scheduler
+ * sends one on for normal I/O's sake: it is then best-effort); normal is a
+ * drain's writeback or the metadata, which a user's flush waits for.
  */
 static int ssdp_io_sync(struct ssdprio *sp, struct ssdp_buf *buf, size_t off,
 			struct block_device *bdev, sector_t sector,
@@ -185,7 +186,13 @@ static int ssdp_io_sync(struct ssdprio *sp, struct ssdp_buf *buf, size_t off,
 		struct bio *bio = ssdp_buf_bio_at(sp, buf, off, bdev, sector,
 						  n, opf);
 
-		if (class != SSDP_BG_NORMAL)
+		/*
+		 * Idle below us too on the origin only: on the SSD, a set is
+		 * held exclusively while its writeback reads or its promotion
+		 * writes, and the SSD's own scheduler would hold an idle-class
+		 * bio behind the very hits of the writes waiting for that set.
+		 */
+		if (class != SSDP_BG_NORMAL && origin)
 			bio->bi_ioprio = SSDP_IDLE_PRIO;
 		if (origin) {
 			r = ssdp_submit_origin_wait(sp, bio, class);

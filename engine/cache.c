@@ -208,6 +208,15 @@ int ssdp_cache_ctr(struct ssdprio *sp, char **error)
 	/* Nothing else runs yet; the lock is for the assertion's sake. */
 	spin_lock_irq(&sp->cache_lock);
 	ssdp_evict_knobs_locked(sp);
+	/*
+	 * Nothing starts before the first resume, which loads the metadata:
+	 * a table whose first resume failed stays live (suspended) until the
+	 * next one replaces it, and a flush_dirty sent to it meanwhile would
+	 * write back from a map never loaded, beside its successor.
+	 */
+	sp->suspended = true;
+	ssdp_esm_stop(&sp->evict);
+	sp->drain_wants = SSDP_NONE;
 	spin_unlock_irq(&sp->cache_lock);
 
 	r = dm_set_target_max_io_len(sp->ti, sp->layout.set_sectors);
@@ -281,6 +290,8 @@ static void ssdp_hold(struct ssdprio *sp, struct ssdp_bio *pb, u32 cset,
 		ssdp_fmap_pin(&sp->fmap, cset);
 	pb->guard = guard;
 	sio->guards += guard;
+	pb->idle_writer = writer && pb->idle;
+	sio->idle_writers += pb->idle_writer;
 	if (writer)
 		sio->writers++;
 	else
@@ -299,11 +310,16 @@ static void ssdp_release_locked(struct ssdprio *sp, struct ssdp_bio *pb,
 	else
 		sio->readers--;
 	sio->guards -= pb->guard;
+	sio->idle_writers -= pb->idle_writer;
+	pb->idle_writer = false;
 	if (!sio->writers)
 		sio->overlap = false;
 	ssdp_no_replace_update(sp, cset);
 	if (!sio->readers && !sio->writers) {
 		ssdp_fmap_unpin(&sp->fmap, cset);
+		ssdp_evict_unpinned_locked(sp);
+	} else if (writer && !sio->writers && sp->evict.flushing) {
+		/* A flush's job may start beside readers: now it can. */
 		ssdp_evict_unpinned_locked(sp);
 	}
 }
@@ -640,6 +656,9 @@ static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
 	bool replaced, note_lockout, overlap = false;
 	u32 cset, n, runs;
 
+	if (unlikely(sp->drain_wants != SSDP_NONE) &&
+	    ssdp_fmap_set_of(&sp->fmap, pb->oset) == sp->drain_wants)
+		return SSDP_DEFERRED;
 	if (line != SSDP_NONE && sp->set_io[ssdp_line_cset(line)].excl) {
 		/* A writeback started in a quiet window stops for it. */
 		sp->set_io[ssdp_line_cset(line)].wb_yield = true;
@@ -1085,6 +1104,23 @@ static void ssdp_deferred_work_fn(struct work_struct *work)
 	}
 }
 
+/*
+ * A block just made dirty under writethrough: a write routed as writeback
+ * before a drain switched the policy, whose flush may have found nothing
+ * dirty and ended.  The drain goes on, or it would leave dirty data behind
+ * with nothing under load to write it back.
+ */
+static void ssdp_drain_again_locked(struct ssdprio *sp)
+{
+	lockdep_assert_held(&sp->cache_lock);
+	if (READ_ONCE(sp->cfg.write_policy) != SSDP_WP_WRITETHROUGH ||
+	    sp->evict.flushing)
+		return;
+	sp->draining = true;
+	ssdp_esm_flush_all(&sp->evict);
+	ssdp_evict_kick_locked(sp);
+}
+
 /* SSD read errors before the cache stops trusting the SSD for clean data. */
 #define SSDP_SSD_READ_ERRORS_DEGRADE	8
 
@@ -1097,6 +1133,8 @@ static void ssdp_deferred_work_fn(struct work_struct *work)
 static bool ssdp_ssd_read_failed_locked(struct ssdprio *sp,
 					struct ssdp_bio *pb)
 {
+	u32 blk;
+
 	lockdep_assert_held(&sp->cache_lock);
 	ssdp_count(sp, SSDP_ST_SSD_READ_ERRORS);
 	if (atomic64_read(&sp->stats[SSDP_ST_SSD_READ_ERRORS]) >=
@@ -1104,9 +1142,17 @@ static bool ssdp_ssd_read_failed_locked(struct ssdprio *sp,
 		ssdp_degrade_locked(sp, "SSD read errors");
 	if (!pb->clean)
 		return false;
-	/* A writer in flight may be about to make them dirty: leave them. */
+	/*
+	 * pb->clean is the state when the read was mapped: a write since may
+	 * have made a block dirty (its acknowledged data only on the SSD), so
+	 * only blocks clean now are dropped.  A writer in flight may be about
+	 * to make them dirty: leave them all.
+	 */
 	if (!sp->set_io[ssdp_line_cset(pb->line)].writers)
-		ssdp_drop_locked(sp, pb->line, pb->first, pb->nr);
+		for (blk = pb->first; blk < pb->first + pb->nr; blk++)
+			if (ssdp_fmap_block(&sp->fmap, pb->line, blk) ==
+			    SSDP_FMAP_CLEAN)
+				ssdp_drop_locked(sp, pb->line, blk, 1);
 	ssdp_count(sp, SSDP_ST_READ_FALLBACKS);
 	return true;
 }
@@ -1232,6 +1278,7 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 					    pb->nr);
 			sp->ssd_unflushed++;
 			ssdp_evict_unpinned_locked(sp);
+			ssdp_drain_again_locked(sp);
 		} else {
 			ssdp_write_failed_locked(sp, pb, true);
 		}
@@ -1257,10 +1304,17 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 	case SSDP_BK_ORIGIN_WRITE:
 	case SSDP_BK_DISCARD:
 		if (pb->drop) {
-			/* The origin has newer data than the cache's copy. */
+			/*
+			 * The origin has newer data than the cache's copy; or,
+			 * failed, anything: the clean copies go either way,
+			 * or a read would answer differently once they went.
+			 * A dirty block keeps its only copy on an error.
+			 */
 			if (ok)
 				ssdp_drop_locked(sp, pb->line, pb->first,
 						 pb->nr);
+			else
+				ssdp_write_failed_locked(sp, pb, false);
 			ssdp_release_locked(sp, pb, cset, true);
 		}
 		sp->origin_writes--;
@@ -1350,6 +1404,8 @@ void ssdp_cache_presuspend(struct ssdprio *sp)
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	sp->suspended = true;
 	ssdp_esm_stop(&sp->evict);
+	/* No writeback starts now: what waited for one goes on. */
+	ssdp_drain_unwant_locked(sp);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 }
 

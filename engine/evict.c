@@ -209,6 +209,18 @@ void ssdp_evict_kick_locked(struct ssdprio *sp)
 		queue_work(sp->wq, &sp->ev->work);
 }
 
+/* The set a drain waited for is let go: the writes deferred on it go on. */
+void ssdp_drain_unwant_locked(struct ssdprio *sp)
+{
+	u32 cset = sp->drain_wants;
+
+	lockdep_assert_held(&sp->cache_lock);
+	if (cset == SSDP_NONE)
+		return;
+	sp->drain_wants = SSDP_NONE;
+	sp->set_released(sp, cset);
+}
+
 /*
  * A set was unpinned (a reader, a writer or a promotion let go): a flush,
  * eviction or cleaning that found it pinned stalled until an event, and
@@ -1075,6 +1087,9 @@ static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset, u32 only,
 	INIT_WORK(&job->work, ssdp_wb_job_fn);
 	atomic_inc(&sp->bg_jobs);
 	queue_work(sp->wq, &job->work);
+	/* The writes a drain held for it meet a writeback now (excl). */
+	if (cset == sp->drain_wants)
+		ssdp_drain_unwant_locked(sp);
 	return true;
 }
 
@@ -1099,6 +1114,53 @@ static u32 ssdp_wb_victim_locked(struct ssdprio *sp, u32 max_scan)
 			return c;
 	}
 	return SSDP_NONE;
+}
+
+/*
+ * A flush's next set: the one a drain waits for once its writes are done,
+ * else the oldest no write holds.
+ */
+static u32 ssdp_flush_victim_locked(struct ssdprio *sp)
+{
+	u32 c = sp->drain_wants;
+	const struct ssdp_set_io *sio;
+
+	lockdep_assert_held(&sp->cache_lock);
+	if (c != SSDP_NONE) {
+		sio = &sp->set_io[c];
+		if (!ssdp_fmap_nr_dirty(&sp->fmap, c) || sio->excl ||
+		    sio->wb_failed)
+			ssdp_drain_unwant_locked(sp);
+		else if (!sio->writers)
+			return c;
+	}
+	return ssdp_wb_victim_locked(sp, U32_MAX);
+}
+
+/*
+ * A drain found every dirty set held by writes in flight: it waits for
+ * the oldest of them, and new writes to it wait meanwhile (drain_wants).
+ * Not for a set with an idle-class write in flight: the idle queue may
+ * hold that one as long as normal I/O is pending, and normal writes would
+ * wait behind it; new writes to the set wait, so none comes later.
+ */
+static void ssdp_drain_want_locked(struct ssdprio *sp)
+{
+	u32 c;
+	const struct ssdp_set_io *sio;
+
+	lockdep_assert_held(&sp->cache_lock);
+	if (!sp->draining || sp->drain_wants != SSDP_NONE)
+		return;
+	for (c = ssdp_fmap_oldest_dirty(&sp->fmap); c != SSDP_NONE;
+	     c = ssdp_fmap_next_dirty_set(&sp->fmap, c)) {
+		sio = &sp->set_io[c];
+		if (sio->writers && !sio->idle_writers && !sio->excl &&
+		    !sio->wb_failed) {
+			sp->drain_wants = c;
+			return;
+		}
+	}
 }
 
 static u32 ssdp_oldest_dirty_locked(struct ssdprio *sp)
@@ -1177,11 +1239,19 @@ static void ssdp_evict_work_fn(struct work_struct *work)
 				ssdp_esm_action_failed(&sp->evict, act.type);
 			continue;
 		case SSDP_EVICT_ACT_START_FLUSH:
-			cset = ssdp_wb_victim_locked(sp, U32_MAX);
-			if (!ssdp_wb_start_locked(sp, cset, SSDP_NONE,
-						  SSDP_WB_FLUSH,
-						  false))
-				ssdp_esm_action_failed(&sp->evict, act.type);
+			cset = ssdp_flush_victim_locked(sp);
+			if (ssdp_wb_start_locked(sp, cset, SSDP_NONE,
+						 SSDP_WB_FLUSH, false))
+				continue;
+			ssdp_esm_action_failed(&sp->evict, act.type);
+			/*
+			 * Not started for want of memory: no write may wait
+			 * on a start that is not coming.
+			 */
+			if (cset != SSDP_NONE)
+				ssdp_drain_unwant_locked(sp);
+			else
+				ssdp_drain_want_locked(sp);
 			continue;
 		case SSDP_EVICT_ACT_START_CLEAN:
 			cset = ssdp_oldest_dirty_locked(sp);
@@ -1218,6 +1288,7 @@ static void ssdp_evict_work_fn(struct work_struct *work)
 			      "flush_dirty", sp->nr_wb_failed);
 		}
 		sp->draining = false;
+		ssdp_drain_unwant_locked(sp);
 	}
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 }

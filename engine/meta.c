@@ -103,12 +103,51 @@ const char *ssdp_meta_state_name(enum ssdp_meta_state st)
 	       ssdp_meta_state_names[st] : "?";
 }
 
+static int ssdp_meta_write_sb(struct ssdprio *sp, bool clean);
+
+/*
+ * Caches (by uuid) whose metadata failed since the module was loaded: the
+ * superblock's META_FAILED may never have reached the SSD (its write may
+ * be what failed), and a table created or reloaded over such a cache once
+ * the SSD answers again must refuse it all the same.  A ring: the oldest
+ * is forgotten first.
+ */
+#define SSDP_FAILED_CACHES	32
+static DEFINE_MUTEX(ssdp_failed_lock);
+static u8 ssdp_failed_uuids[SSDP_FAILED_CACHES][16];
+static unsigned int ssdp_failed_next;
+
+static void ssdp_failed_note(const u8 uuid[16])
+{
+	mutex_lock(&ssdp_failed_lock);
+	memcpy(ssdp_failed_uuids[ssdp_failed_next], uuid, 16);
+	ssdp_failed_next = (ssdp_failed_next + 1) % SSDP_FAILED_CACHES;
+	mutex_unlock(&ssdp_failed_lock);
+}
+
+static bool ssdp_failed_before(const u8 uuid[16])
+{
+	static const u8 zero[16];
+	bool found = false;
+	unsigned int i;
+
+	if (!memcmp(uuid, zero, 16))
+		return false;
+	mutex_lock(&ssdp_failed_lock);
+	for (i = 0; i < SSDP_FAILED_CACHES && !found; i++)
+		found = !memcmp(ssdp_failed_uuids[i], uuid, 16);
+	mutex_unlock(&ssdp_failed_lock);
+	return found;
+}
+
 /*
  * A metadata write failed: nothing can be made durable from now on, so
  * the records on the SSD keep naming every frame's owner as of the last
  * commit.  No frame may change hands after that (a frame they call dirty
  * or clean, given to another block, would be read back as that block after
- * a restart): a degraded cache takes no free or foreign frame.
+ * a restart): a degraded cache takes no free or foreign frame.  The device
+ * serves on, so the records fall behind it: the cache is marked never to
+ * be loaded again (META_FAILED, best effort, and in memory).
  */
 static void ssdp_meta_fail_locked(struct ssdprio *sp, const char *why)
 {
@@ -119,6 +158,14 @@ static void ssdp_meta_fail_locked(struct ssdprio *sp, const char *why)
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	ssdp_degrade_locked(sp, why);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
+	if (!sp->meta->loaded ||
+	    (sp->meta->sb.incompat & SSDP_SB_INCOMPAT_META_FAILED))
+		return;
+	sp->meta->sb.incompat |= SSDP_SB_INCOMPAT_META_FAILED;
+	ssdp_failed_note(sp->meta->sb.uuid);
+	if (!ssdp_meta_write_sb(sp, false))
+		DMERR("%s: cache marked as failed on the SSD: it will not be loaded again (drain it now, then retire it: runbook.md)",
+		      ssdp_name(sp));
 }
 
 static inline u32 ssdp_recs_per_block(struct ssdprio *sp)
@@ -442,6 +489,14 @@ static int ssdp_meta_check(struct ssdprio *sp, char **error)
 			DMWARN("cache was bypassed by a 'cache off' table: its contents are out of date and are discarded; starting empty");
 		sp->meta->must_format = true;
 		return 0;
+	}
+	if ((sb->incompat & SSDP_SB_INCOMPAT_META_FAILED) ||
+	    ssdp_failed_before(sb->uuid)) {
+		DMERR("cache's metadata writes failed while it was in use%s: its records are older than the device",
+		      sb->incompat & SSDP_SB_INCOMPAT_META_FAILED ? "" :
+		      " (noted in memory: the superblock could not say so)");
+		*error = "Cache metadata failed while in use: its records are out of date (ssdprio-tool dirty lists what it held; wipe it: runbook.md)";
+		return r;
 	}
 	/* The superblock's layout rules, even if the device has grown. */
 	ssdp_sb_layout(sb, &sp->layout);
@@ -772,25 +827,33 @@ static int ssdp_meta_format(struct ssdprio *sp)
 }
 
 /*
- * One record read back at load: restore it into the frame map.  A tag past
- * the end of the table without dirty blocks is dropped, its record marked
- * changed and counted in meta_fixups: it must be rewritten before the
- * device serves I/O (ssdp_meta_preresume), or a later shorter or longer
- * table could find it again.  Dirty blocks past the end: refused.
+ * One record read back at load: restore it into the frame map.  Clean
+ * blocks past the end of the table are dropped (a tag left without blocks
+ * freed), the record marked changed and counted in meta_fixups: it must be
+ * rewritten before the device serves I/O (ssdp_meta_preresume), or a later
+ * shorter or longer table could find them again.  Dirty blocks past the
+ * end: refused.  The last origin set may be cut by the end: its blocks are
+ * judged one by one.
  */
 static int ssdp_meta_restore(struct ssdprio *sp, u32 cset,
 			     struct ssdp_rec_view *v, bool keep_clean)
 {
-	u32 set_blocks = sp->cfg.set_blocks, t, b;
+	u32 set_blocks = sp->cfg.set_blocks, t, b, blk, nr_past;
+	u64 nr_osets = ssdp_nr_osets(sp);
 	bool fixed = false;
 	int r;
 
 	for (t = 0; t < SSDP_REC_TAGS; t++) {
 		if (v->tags[t] == SSDP_REC_TAG_FREE ||
-		    v->tags[t] < ssdp_nr_osets(sp))
+		    v->tags[t] < nr_osets - 1)
 			continue;
+		nr_past = 0;
 		for (b = 0; b < set_blocks; b++) {
 			if (ssdp_rec_owner(v, b) != t)
+				continue;
+			blk = ssdp_rec_block(v, set_blocks, sp->fmap.version, b);
+			if (((sector_t)v->tags[t] << sp->set_shift) +
+			    ((sector_t)blk << sp->block_shift) < sp->ti->len)
 				continue;
 			if (ssdp_rec_dirty(v, b)) {
 				DMERR("%s: cache set %u holds dirty blocks of origin set %u, past the end of the table",
@@ -799,11 +862,18 @@ static int ssdp_meta_restore(struct ssdprio *sp, u32 cset,
 			}
 			v->owners[b / 2] |= 0xf << (b % 2 * 4);
 			v->alt[b / 8] &= ~(1U << (b % 8));
+			nr_past++;
 		}
-		DMWARN("%s: cache set %u holds origin set %u past the end; dropped (clean)",
-		       ssdp_name(sp), cset, v->tags[t]);
-		v->tags[t] = SSDP_REC_TAG_FREE;
-		fixed = true;
+		if (v->tags[t] >= nr_osets) {
+			DMWARN("%s: cache set %u holds origin set %u past the end; dropped (clean)",
+			       ssdp_name(sp), cset, v->tags[t]);
+			v->tags[t] = SSDP_REC_TAG_FREE;
+			fixed = true;
+		} else if (nr_past) {
+			DMWARN("%s: cache set %u holds %u blocks of origin set %u past the end; dropped (clean)",
+			       ssdp_name(sp), cset, nr_past, v->tags[t]);
+			fixed = true;
+		}
 	}
 	r = ssdp_fmap_load_set(&sp->fmap, cset, v, keep_clean);
 	if (!r && fixed) {
@@ -1218,6 +1288,15 @@ static int ssdp_meta_commit_locked(struct ssdprio *sp)
 			ssdp_meta_encode_block(sp, list[i],
 				ssdp_buf_addr(&sp->meta->buf,
 					      (size_t)i << SSDP_MB_SHIFT));
+		/*
+		 * What this chunk encodes may be newer than the counts taken
+		 * above: a block dropped because a write went to the origin
+		 * since is encoded free, and that write is flushed first.
+		 */
+		origin_dirty += sp->origin_unflushed;
+		ssd_dirty += sp->ssd_unflushed;
+		sp->origin_unflushed = 0;
+		sp->ssd_unflushed = 0;
 		spin_unlock_irqrestore(&sp->cache_lock, flags);
 		/* Data first: the records just encoded may vouch for it. */
 		if (origin_dirty) {

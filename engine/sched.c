@@ -17,6 +17,7 @@
  * worker.  Submission never happens under the lock.
  */
 #include <linux/hrtimer.h>
+#include <linux/ioprio.h>
 #include <linux/ktime.h>
 #include <linux/slab.h>
 
@@ -159,6 +160,19 @@ static void count_inflight(struct ssdp_sched *s, struct ssdp_qnode *qn,
 }
 
 /* Take @qn off queue @q, count it in flight and add it to @out. */
+/*
+ * An idle bio sent on so that normal I/O stops waiting for it (inherited,
+ * boosted, aged, the pressure share, suspend) competes as normal I/O below
+ * us too: the device's own scheduler (mq-deadline, bfq) would otherwise
+ * hold an idle-class bio again behind the normal I/O waiting for it.
+ */
+static void unidle(struct bio *bio)
+{
+	if (IOPRIO_PRIO_CLASS(bio->bi_ioprio) == IOPRIO_CLASS_IDLE)
+		bio->bi_ioprio = IOPRIO_PRIO_VALUE(IOPRIO_CLASS_BE,
+						   IOPRIO_BE_NORM);
+}
+
 static void dispatch_locked(struct ssdp_sched *s, int q,
 			    struct ssdp_qnode *qn, struct list_head *out)
 {
@@ -180,6 +194,7 @@ static void release_all_locked(struct ssdp_sched *s, struct list_head *out)
 		while ((qn = qn_head(s, q))) {
 			if (q_idle(q))
 				s->idle_unheld++;
+			unidle(qn->bio);
 			dispatch_locked(s, q, qn, out);
 		}
 	}
@@ -288,6 +303,9 @@ static void run_locked(struct ssdp_sched *s, u64 now, struct list_head *out)
 		}
 		if (WARN_ON_ONCE(!qn))
 			return;
+		if (d.act == SSDP_SCHED_IDLE_AS_NORMAL ||
+		    d.act == SSDP_SCHED_PRESSURE)
+			unidle(qn->bio);
 		dispatch_locked(s, q, qn, out);
 	}
 }
@@ -495,6 +513,8 @@ int ssdp_sched_map(struct ssdprio *sp, struct bio *bio, bool idle)
 		}
 	} else {
 		if (s->passthrough || !s->throttle || qn->inherit) {
+			if (s->passthrough || qn->inherit)
+				unidle(bio);
 			count_inflight(s, qn, true);
 			if (qn->inherit)
 				s->idle_boosted++;
@@ -588,6 +608,8 @@ void ssdp_sched_submit_internal(struct ssdprio *sp, struct ssdp_qnode *qn,
 			run_locked(s, now, &s->ready);
 		}
 	} else if (s->passthrough || !s->throttle || s->boost) {
+		if (s->passthrough || s->boost)
+			unidle(qn->bio);
 		count_inflight(s, qn, true);
 		if (s->boost)
 			s->idle_boosted++;
@@ -630,10 +652,12 @@ void ssdp_sched_boost(struct ssdprio *sp, bool on)
 			if (!(qn->flags & SSDP_QN_INTERNAL))
 				continue;
 			s->idle_boosted++;
+			unidle(qn->bio);
 			dispatch_locked(s, SSDP_Q_IDLE, qn, &s->ready);
 		}
 		while ((qn = qn_head(s, SSDP_Q_PRESSURE))) {
 			s->idle_boosted++;
+			unidle(qn->bio);
 			dispatch_locked(s, SSDP_Q_PRESSURE, qn, &s->ready);
 		}
 	}
@@ -658,6 +682,7 @@ void ssdp_sched_inherit(struct ssdprio *sp, struct ssdp_qnode *qn)
 	qn->inherit = true;
 	if (qn->flags & SSDP_QN_HELD) {
 		s->idle_boosted++;
+		unidle(qn->bio);
 		dispatch_locked(s, SSDP_Q_IDLE, qn, &s->ready);
 		kick(s);
 	}

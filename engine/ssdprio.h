@@ -147,6 +147,7 @@ struct ssdp_bio {
 	 */
 	bool drop;
 	bool guard;			/* counted in set_io.guards */
+	bool idle_writer;		/* counted in set_io.idle_writers */
 	/*
 	 * A deferred write whose frames are not consecutive: its SSD leg
 	 * goes as one write per run of consecutive frames.
@@ -167,6 +168,11 @@ struct ssdp_wb_job;		/* evict.c */
 struct ssdp_set_io {
 	u16 readers;			/* user reads in flight on the SSD */
 	u16 writers;			/* user writes in flight (cache or drop) */
+	/*
+	 * Those of them of the idle class: the idle queue may hold one as
+	 * long as normal I/O is pending, so a drain never waits for them.
+	 */
+	u16 idle_writers;
 	/*
 	 * Those of them that read or rewrite valid blocks in place: no
 	 * clean block of the set changes hands while any is in flight
@@ -329,6 +335,15 @@ struct ssdprio {
 	 * under any load.  Cleared when the flush ends.
 	 */
 	bool draining;			/* [cache_lock] */
+	/*
+	 * The cache set a drain waits to write back while writes are in
+	 * flight on it (a writeback cannot start beside a write it does not
+	 * know of): new writes to it wait (deferred) until its writeback
+	 * starts, or a set written without pause would never be drained.
+	 * SSDP_NONE: none.  Let go when the job starts or cannot, when the
+	 * flush ends and at suspend (ssdp_drain_unwant_locked).
+	 */
+	u32 drain_wants;		/* [cache_lock] */
 	struct ssdp_seq_detect seq;	/* [cache_lock] recent read streams */
 	struct ssdp_seq_detect wseq;	/* [cache_lock] recent write streams */
 	/*
@@ -474,6 +489,7 @@ void ssdp_evict_exit(struct ssdprio *sp);
 void ssdp_evict_drain(struct ssdprio *sp);
 void ssdp_evict_kick_locked(struct ssdprio *sp);
 void ssdp_evict_unpinned_locked(struct ssdprio *sp);
+void ssdp_drain_unwant_locked(struct ssdprio *sp);
 void ssdp_lockout_note_locked(struct ssdprio *sp, u32 cset, u32 frame);
 void ssdp_wb_retry_now_locked(struct ssdprio *sp);
 void ssdp_wb_unfail_locked(struct ssdprio *sp, u32 cset);

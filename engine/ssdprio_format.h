@@ -150,7 +150,17 @@
  * that does not know it refuses the cache instead of trusting it.
  */
 #define SSDP_SB_INCOMPAT_BYPASSED	0x1U
-#define SSDP_SB_INCOMPAT_KNOWN		SSDP_SB_INCOMPAT_BYPASSED
+/*
+ * META_FAILED: a metadata write failed while the cache was in use, and the
+ * device served on: the records are older than the device (a block written
+ * back and written again since still reads as dirty, with its older data).
+ * A caching table refuses it; what it holds is for ssdprio-tool (dirty,
+ * wipe).  Written best effort when the failure happens: the superblock
+ * write may be what failed.
+ */
+#define SSDP_SB_INCOMPAT_META_FAILED	0x2U
+#define SSDP_SB_INCOMPAT_KNOWN		(SSDP_SB_INCOMPAT_BYPASSED | \
+					 SSDP_SB_INCOMPAT_META_FAILED)
 
 #define SSDP_REC_TAGS		15U
 #define SSDP_REC_TAG_FREE	0xffffffffU

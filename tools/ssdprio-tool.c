@@ -462,6 +462,8 @@ static void show_text(const char *path, const struct ssdp_scan *s, bool live,
 	       "clean");
 	if (sb->incompat & SSDP_SB_INCOMPAT_BYPASSED)
 		printf("  bypassed:      yes (a 'cache off' table went live over it: the next caching table starts it empty)\n");
+	if (sb->incompat & SSDP_SB_INCOMPAT_META_FAILED)
+		printf("  failed:        yes (its metadata writes failed while in use: its records are out of date, no table loads it; wipe it)\n");
 	printf("  seq:           %llu (newest record %llu)\n",
 	       (unsigned long long)sb->seq,
 	       (unsigned long long)s->max_rec_seq);
@@ -580,6 +582,8 @@ static void show_json(const char *path, const struct ssdp_scan *s, bool live,
 	printf(",\n  \"clean\": %s", s->clean ? "true" : "false");
 	printf(",\n  \"bypassed\": %s",
 	       sb->incompat & SSDP_SB_INCOMPAT_BYPASSED ? "true" : "false");
+	printf(",\n  \"meta_failed\": %s",
+	       sb->incompat & SSDP_SB_INCOMPAT_META_FAILED ? "true" : "false");
 	if (sb->compat & SSDP_SB_COMPAT_ORIGIN_UID)
 		printf(",\n  \"origin_uid\": \"%s\",\n  \"origin_uid_type\": %u",
 		       hex(sb->origin_uid, sb->origin_uid_len, h),

@@ -9,6 +9,8 @@ load_module
 hdd=$(make_hdd hdd 64 0 64)
 ssd=$(make_ssd ssd 32)
 other=$(make_ssd small 1)
+hdd2=$(make_hdd hdd2 64 0 64)
+ssd2=$(make_ssd ssd2 32)
 len=$(sectors "$hdd")
 
 # --- malformed tables: each rejected, with a message, without a splat -------------
@@ -41,6 +43,9 @@ bad_tables=(
 	"0 $len ssdprio $hdd $other 2 set_size 1024"
 	"0 $len ssdprio $hdd $ssd x block_size 8"
 	"0 $len ssdprio $hdd $ssd 3 format free_floor 1000000"
+	# Two caches of one table: on one cache device, over one origin.
+	"0 $len ssdprio $hdd $ssd 1 format"$'\n'"$len $len ssdprio $hdd2 $ssd 1 format"
+	"0 $len ssdprio $hdd $ssd 1 format"$'\n'"$len $len ssdprio $hdd $ssd2 1 format"
 )
 i=0
 for t in "${bad_tables[@]}"; do

@@ -82,6 +82,24 @@ wait_status sp flush_state == idle 60
 cmp <(dd if="$hdd" bs=4k count=1 iflag=direct status=none) /tmp/drain.c ||
 	fail "the flushed block on the origin"
 log "flushed once the reader let go"
+
+# A write routed as writeback just before a drain (its SSD write held) makes
+# its block dirty after the drain's flush found nothing dirty and ended: the
+# drain must go on and write it back (no quiet-window cleaning here).
+hold_data_io slow "$ssd" 0 3000
+head -c 4096 /dev/urandom >/tmp/drain.d
+dd if=/tmp/drain.d of="$dm" bs=4k seek=8192 oflag=direct status=none &
+held=$!
+sleep 1
+kill -0 "$held" 2>/dev/null || fail "the write was not slow: the test proves nothing"
+dmsetup message sp 0 drain || fail "drain"
+wait "$held" || fail "the held write"
+hold_data_io slow "$ssd" 0 0
+wait_status sp dirty_blocks -eq 0 60
+wait_status sp flush_state == idle 60
+cmp <(dd if="$hdd" bs=4k skip=8192 count=1 iflag=direct status=none) /tmp/drain.d ||
+	fail "the block written as the drain began, on the origin"
+log "a write in flight when the drain began: written back"
 # Fast again before the shutdown writes its metadata.
 dmsetup reload slow --table "0 $(sectors "$ssd") linear $ssd 0" || fail "reload slow"
 dmsetup resume slow || fail "resume slow"

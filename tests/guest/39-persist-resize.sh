@@ -82,10 +82,55 @@ fi
 dmesg | grep -q "dirty blocks" || fail "no reason for the refusal: $(dmesg | grep ssdprio)"
 dmsetup info sp >/dev/null 2>&1 && dmsetup remove sp
 log "shrunk below dirty data: $(dmesg | grep -m1 'dirty blocks' | sed 's/^\[[^]]*\] //')"
+# The new end in the middle of an origin set (4 MiB): its blocks are judged
+# one by one, dirty ones past the end refused.
+og 74
+dmesg -C
+if dm_try_create sp "$(sp_table 74)" >/dev/null 2>&1; then
+	fail "a table over an origin shrunk below dirty data in the middle of a set was accepted"
+fi
+dmesg | grep -q "dirty blocks" || fail "no reason for the refusal at 74 MiB: $(dmesg | grep ssdprio)"
+dmsetup info sp >/dev/null 2>&1 && dmsetup remove sp
 og 128
 dm_create sp "$(sp_table 128)" >/dev/null
 region a 8 1 --verify_only=1
 region b 70 2 --verify_only=1
+
+# Shrunk under a live cache (lvreduce, then a reload): the new table's first
+# resume is refused and it stays live, suspended, with its metadata never
+# loaded; a flush_dirty sent to it (what its refusal message suggests) may
+# start nothing until a table that loads replaces it.
+dmsetup suspend sp || fail "suspend sp"
+og 72
+dmsetup reload sp --table "$(sp_table 72)" || fail "reload sp at 72 MiB"
+if dmsetup resume sp 2>/dev/null; then
+	fail "a reload over an origin shrunk below dirty data was resumed"
+fi
+dmsetup message sp 0 flush_dirty 2>/dev/null || true
+sleep 3
+assert_eq "$(status_get sp blocks_written_back)" 0 "blocks written back by a table whose first resume was refused"
+og 128
+dmsetup reload sp --table "$(sp_table 128)" && dmsetup resume sp || fail "reload sp at 128 MiB"
+region a 8 1 --verify_only=1
+region b 70 2 --verify_only=1
+dmsetup message sp 0 flush_dirty || fail "flush_dirty"
+wait_status sp dirty_blocks -eq 0 300
+dm_remove sp
+
+# --- shrunk into a set of clean blocks: those past the end dropped -----------------------
+# A clean copy kept past the end would be served again once the origin grows
+# back, over whatever was written there meanwhile.
+og 74
+dm_create sp "$(sp_table 74)" >/dev/null
+dm_remove sp
+og 128
+dd if="$origin" of=/tmp/39-b75 bs=4096 skip=$((75 * 256)) count=1 iflag=direct status=none ||
+	fail "read of region b's block at 75 MiB"
+blk_put "$origin" $((75 * 256)) z || fail "write past the old end, on the origin"
+dm_create sp "$(sp_table 128)" >/dev/null
+assert_eq "$(blk_what /dev/mapper/sp $((75 * 256)))" z "the block at 75 MiB after a shrink to 74 and a grow (region b's data: a clean copy past the end was kept)"
+dd if=/tmp/39-b75 of=/dev/mapper/sp bs=4096 seek=$((75 * 256)) count=1 oflag=direct conv=notrunc status=none ||
+	fail "region b's block at 75 MiB put back"
 dmsetup message sp 0 flush_dirty || fail "flush_dirty"
 wait_status sp dirty_blocks -eq 0 300
 dm_remove sp

@@ -13,6 +13,8 @@
 # And a write around a writeback that the origin fails (dm-flakey under a
 # dm-linear origin leg): the error reaches its submitter at once, the
 # writeback and its dirty data are untouched, the cache keeps no copy.
+# What is released goes on as best-effort: the devices' own mq-deadline
+# (its prio_aging_expire an hour here) would hold an idle-class bio again.
 # timeout: 900
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -22,6 +24,15 @@ modprobe dm-flakey || fail "modprobe dm-flakey"
 hdd=$(make_hdd hdd 256)
 ssd=$(make_ssd ssd 64)
 len=$(sectors "$hdd")
+# Under the devices, mq-deadline (a SATA disk's default) holds an idle-class
+# request while others are pending, for prio_aging_expire (10 s by default):
+# an hour here, so that a bio released for a normal one's sake but still
+# idle-class below would hold it for that long.
+for d in hdd ssd; do
+	echo mq-deadline >"/sys/block/$d/queue/scheduler" || fail "mq-deadline on $d"
+	echo 3600000 >"/sys/block/$d/queue/iosched/prio_aging_expire" ||
+		fail "prio_aging_expire on $d"
+done
 dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 11 format evict_wait 3600000 read_alloc off seq_cutoff 0 idle_dispatch_interval 3600000 batch_mode_delay 3600000")
 st() { status_get sp "$1"; }
 

@@ -7,9 +7,11 @@
 # fails).  A write of another origin set B of the same cache set, whose
 # candidate frames are A's, must not take them: after a restart the
 # records would bring B's data back as A's.  A failed metadata write
-# degrades the cache, so B's write goes to the origin.  Loaded again from
-# the SSD (the superblock never said clean: recovered), A reads as written
-# and B as written.
+# degrades the cache, so B's write goes to the origin.  Such a cache is not
+# loaded again (its records are behind the device) while the module
+# remembers it, the superblock write having failed too; after a restart
+# (the module forgets), loaded from the SSD (the superblock never said
+# clean: recovered), A reads as written and B as written.
 # timeout: 600
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -56,10 +58,23 @@ blk_put "$dev" $b0 b || fail "write B:0"
 assert_eq "$(blk_what "$dev" $a0)" a "A:0 live"
 assert_eq "$(blk_what "$dev" $a8)" c "A:8 live"
 assert_eq "$(blk_what "$dev" $b0)" b "B:0 live"
-# What the devices hold now, as after a power cut.
 dm_remove sp
 dm_remove ssdleg
 
+# The SSD answers again, but the records fell behind the device (the
+# superblock could not say so): not loaded again while the module
+# remembers.
+dmesg -C
+if dm_try_create sp "0 $nh ssdprio $hdd $ssd $NF $FEATS" >/dev/null 2>&1; then
+	fail "a cache whose metadata failed in use was loaded again"
+fi
+dmesg | grep -q "metadata writes failed while it was in use (noted in memory" ||
+	fail "no reason for the refusal: $(dmesg | grep ssdprio)"
+dmsetup info sp >/dev/null 2>&1 && dmsetup remove sp
+
+# What the devices hold now, as after a power cut (the module forgets).
+unload_module
+load_module
 dev=$(dm_create sp "0 $nh ssdprio $hdd $ssd $NF $FEATS")
 assert_eq "$(status_get sp meta_state)" recovered "meta_state: the superblock never said clean"
 assert_eq "$(blk_what "$dev" $a0)" a \

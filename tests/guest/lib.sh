@@ -647,18 +647,20 @@ cache_data_start() {
 		fail "data_start of $1"
 }
 
-# hold_data_reads LEG CACHE MS: reload LEG, a dm device over all of the
-# formatted CACHE, so that reads of the data area wait MS ms. The metadata
-# area, its writes and the last MiB stay fast: udev's probe on resume reads
-# the first and last sectors, and resume waits for it.
-hold_data_reads() {
+# hold_data_io LEG CACHE READ_MS WRITE_MS: reload LEG, a dm device over all of
+# the formatted CACHE, so that reads of the data area wait READ_MS ms and its
+# writes and flushes WRITE_MS. The metadata area and the last MiB stay fast:
+# udev's probe on resume reads the first and last sectors, and resume waits
+# for it. hold_data_reads LEG CACHE MS: reads only.
+hold_data_io() {
 	local n ds
 	n=$(sectors "$2")
 	ds=$(cache_data_start "$2")
-	leg_load "$1" "$(printf '0 %s linear %s 0\n%s %s delay %s %s %s %s %s 0\n%s 2048 linear %s %s\n' \
-		"$ds" "$2" "$ds" $((n - 2048 - ds)) "$2" "$ds" "$3" "$2" "$ds" \
+	leg_load "$1" "$(printf '0 %s linear %s 0\n%s %s delay %s %s %s %s %s %s\n%s 2048 linear %s %s\n' \
+		"$ds" "$2" "$ds" $((n - 2048 - ds)) "$2" "$ds" "$3" "$2" "$ds" "$4" \
 		$((n - 2048)) "$2" $((n - 2048)))"
 }
+hold_data_reads() { hold_data_io "$1" "$2" "$3" 0; }
 
 # range_apart CACHE LEN_MB FROM_MB [START_MB:LEN_MB]...: the first offset in
 # MiB, from FROM_MB on in steps of the set size, of a LEN_MB range whose
