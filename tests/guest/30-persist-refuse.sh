@@ -19,18 +19,10 @@ meta_sum() { dd if="$1" bs=1M count=$META_MB iflag=direct status=none | sha256su
 # refused NAME TABLE PATTERN: the table fails, the kernel says PATTERN, and the
 # cache's first MiBs are unchanged.
 refused() {
-	local name=$1 table=$2 pat=$3 before msg
+	local before
 	before=$(meta_sum "$ssd")
-	dmesg -C
-	if dm_try_create "$name" "$table" 2>/dev/null; then
-		fail "table accepted: $table"
-	fi
-	msg=$(dmesg | grep 'ssdprio' || true)
-	grep -qE "$pat" <<<"$msg" || fail "expected '$pat' for: $table; kernel said: $msg"
-	log "refused: $(grep -E "$pat" <<<"$msg" | tail -1 | sed 's/^\[[^]]*\] //')"
-	[[ $(meta_sum "$ssd") == "$before" ]] || fail "cache device written by a refused table: $table"
-	dmsetup info "$name" >/dev/null 2>&1 && dmsetup remove "$name"
-	return 0
+	dm_refused "$@"
+	[[ $(meta_sum "$ssd") == "$before" ]] || fail "cache device written by a refused table: $2"
 }
 
 # --- blank and foreign caches need format -------------------------------------------

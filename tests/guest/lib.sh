@@ -371,6 +371,21 @@ dm_try_create() {
 
 # dm_create NAME "TABLE": create a dm device (TABLE may have several lines),
 # wait for /dev/mapper/NAME and echo that path. Fails the test if it cannot.
+# dm_refused NAME TABLE PATTERN: creating NAME with TABLE must fail, with a
+# kernel line matching PATTERN (extended regex) about it; a device the failed
+# create left behind is removed.
+dm_refused() {
+	local msg
+	dmesg -C
+	if dm_try_create "$1" "$2" >/dev/null 2>&1; then
+		fail "table accepted: $2"
+	fi
+	msg=$(dmesg | grep 'ssdprio' || true)
+	grep -qE "$3" <<<"$msg" || fail "expected '$3' for: $2; kernel said: $msg"
+	log "refused: $(grep -E "$3" <<<"$msg" | tail -1 | sed 's/^\[[^]]*\] //')"
+	if dmsetup info "$1" >/dev/null 2>&1; then dmsetup remove "$1"; fi
+	return 0
+}
 dm_create() {
 	[[ $# -eq 2 ]] || fail "usage: dm_create NAME TABLE"
 	dm_try_create "$1" "$2" || fail "dm_create $1 failed; table: $2"
