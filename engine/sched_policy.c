@@ -130,6 +130,20 @@ static struct ssdp_sched_decision dispatch_idle(struct ssdp_sched_state *st,
 			SSDP_SCHED_IDLE_FIFO, 0);
 }
 
+/*
+ * A due pressure share or aged idle bio without room: the next slot is
+ * kept for it (normal bios wait too, or a normal stream alone could keep
+ * it out for ever), unless idle I/O alone fills the device: then normal
+ * bios with room of their own go on, and it is the due bio that waits for
+ * idle completions, not they.
+ */
+static bool no_room_for_due(const struct ssdp_sched_knobs *k,
+			    const struct ssdp_sched_view *v)
+{
+	return v->normal_inflight + v->idle_inflight >= k->normal_depth &&
+	       v->idle_inflight < k->normal_depth;
+}
+
 struct ssdp_sched_decision ssdp_sched_decide(struct ssdp_sched_state *st,
 					     u64 now,
 					     const struct ssdp_sched_view *v)
@@ -160,9 +174,11 @@ struct ssdp_sched_decision ssdp_sched_decide(struct ssdp_sched_state *st,
 		t = st->pressure_ever ? st->last_pressure + k->idle_interval_ns :
 					now;
 		if (now >= t) {
+			if (no_room_for_due(k, v))
+				return decision(SSDP_SCHED_NOTHING, 0);
 			if (v->normal_inflight + v->idle_inflight >=
 			    k->normal_depth)
-				return decision(SSDP_SCHED_NOTHING, 0);
+				goto normal;
 			st->pressure_ever = true;
 			st->last_pressure = now;
 			st->pressure_dispatched++;
@@ -175,9 +191,11 @@ struct ssdp_sched_decision ssdp_sched_decide(struct ssdp_sched_state *st,
 	if (k->idle_max_wait_ns && v->nr_idle) {
 		t = v->idle_oldest + k->idle_max_wait_ns;
 		if (now >= t) {
+			if (no_room_for_due(k, v))
+				return decision(SSDP_SCHED_NOTHING, 0);
 			if (v->normal_inflight + v->idle_inflight >=
 			    k->normal_depth)
-				return decision(SSDP_SCHED_NOTHING, 0);
+				goto normal;
 			st->idle_promoted++;
 			st->idle_dispatched++;
 			st->pressure_last = false;
@@ -186,6 +204,7 @@ struct ssdp_sched_decision ssdp_sched_decide(struct ssdp_sched_state *st,
 		wake = min(wake, t);
 	}
 
+normal:
 	if (v->nr_read || v->nr_write) {
 		/* A completion calls again; aging waits for room as well. */
 		if (v->normal_inflight >= k->normal_depth)
