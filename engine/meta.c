@@ -113,6 +113,7 @@ static int ssdp_meta_write_sb(struct ssdprio *sp, bool clean);
  * is forgotten first.
  */
 #define SSDP_FAILED_CACHES	32
+/* The ring; taken alone or under meta->lock, nothing under it. */
 static DEFINE_MUTEX(ssdp_failed_lock);
 static u8 ssdp_failed_uuids[SSDP_FAILED_CACHES][16];
 static unsigned int ssdp_failed_next;
