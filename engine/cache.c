@@ -659,6 +659,7 @@ static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
 	if (unlikely(sp->drain_wants != SSDP_NONE) &&
 	    ssdp_fmap_set_of(&sp->fmap, pb->oset) == sp->drain_wants)
 		return SSDP_DEFERRED;
+	pb->under_writeback = policy == SSDP_WP_WRITEBACK;
 	if (line != SSDP_NONE && sp->set_io[ssdp_line_cset(line)].excl) {
 		/* A writeback started in a quiet window stops for it. */
 		sp->set_io[ssdp_line_cset(line)].wb_yield = true;
@@ -1105,15 +1106,18 @@ static void ssdp_deferred_work_fn(struct work_struct *work)
 }
 
 /*
- * A block just made dirty under writethrough: a write routed as writeback
- * before a drain switched the policy, whose flush may have found nothing
- * dirty and ended.  The drain goes on, or it would leave dirty data behind
- * with nothing under load to write it back.
+ * A block made dirty by a write routed under writeback that completes
+ * under writethrough: a drain switched the policy meanwhile, and its flush
+ * may have found nothing dirty and ended.  The drain goes on, or it would
+ * leave dirty data behind with nothing under load to write it back.  (A
+ * partial write to a dirty block stays on the SSD whatever the policy: not
+ * a reason to start a drain nobody asked for.)
  */
-static void ssdp_drain_again_locked(struct ssdprio *sp)
+static void ssdp_drain_again_locked(struct ssdprio *sp, struct ssdp_bio *pb)
 {
 	lockdep_assert_held(&sp->cache_lock);
-	if (READ_ONCE(sp->cfg.write_policy) != SSDP_WP_WRITETHROUGH ||
+	if (!pb->under_writeback ||
+	    READ_ONCE(sp->cfg.write_policy) != SSDP_WP_WRITETHROUGH ||
 	    sp->evict.flushing)
 		return;
 	sp->draining = true;
@@ -1278,7 +1282,7 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 					    pb->nr);
 			sp->ssd_unflushed++;
 			ssdp_evict_unpinned_locked(sp);
-			ssdp_drain_again_locked(sp);
+			ssdp_drain_again_locked(sp, pb);
 		} else {
 			ssdp_write_failed_locked(sp, pb, true);
 		}

@@ -1087,8 +1087,12 @@ static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset, u32 only,
 	INIT_WORK(&job->work, ssdp_wb_job_fn);
 	atomic_inc(&sp->bg_jobs);
 	queue_work(sp->wq, &job->work);
-	/* The writes a drain held for it meet a writeback now (excl). */
-	if (cset == sp->drain_wants)
+	/*
+	 * The writes a drain held for a set this job holds now (its own or a
+	 * neighbour) meet a writeback: they go beside or around it.
+	 */
+	if (sp->drain_wants != SSDP_NONE &&
+	    sp->set_io[sp->drain_wants].excl)
 		ssdp_drain_unwant_locked(sp);
 	return true;
 }

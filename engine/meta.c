@@ -80,6 +80,7 @@ struct ssdp_meta {
 	struct ssdp_buf buf;
 	bool must_format;		/* blank cache + format, or bypassed */
 	bool loaded;			/* format or load done: the map is real */
+	bool served;			/* a resume let I/O in: records may lag */
 	u32 fixups;			/* load: records left stale on the SSD */
 	enum ssdp_meta_state state;
 	u64 commits;
@@ -150,6 +151,23 @@ static bool ssdp_failed_before(const u8 uuid[16])
  * serves on, so the records fall behind it: the cache is marked never to
  * be loaded again (META_FAILED, best effort, and in memory).
  */
+static void ssdp_meta_mark_failed_locked(struct ssdprio *sp)
+{
+	lockdep_assert_held(&sp->meta->lock);
+	if (!sp->meta->loaded ||
+	    (sp->meta->sb.incompat & SSDP_SB_INCOMPAT_META_FAILED))
+		return;
+	sp->meta->sb.incompat |= SSDP_SB_INCOMPAT_META_FAILED;
+	ssdp_failed_note(sp->meta->sb.uuid);
+	if (!ssdp_meta_write_sb(sp, false))
+		DMERR("%s: cache marked as failed on the SSD: it will not be loaded again (drain it now, then retire it: runbook.md)",
+		      ssdp_name(sp));
+}
+
+/*
+ * A cache that never served (its first resume refuses) is not marked: its
+ * records are as current as the device, and a later table may load it.
+ */
 static void ssdp_meta_fail_locked(struct ssdprio *sp, const char *why)
 {
 	unsigned long flags;
@@ -159,14 +177,8 @@ static void ssdp_meta_fail_locked(struct ssdprio *sp, const char *why)
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	ssdp_degrade_locked(sp, why);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
-	if (!sp->meta->loaded ||
-	    (sp->meta->sb.incompat & SSDP_SB_INCOMPAT_META_FAILED))
-		return;
-	sp->meta->sb.incompat |= SSDP_SB_INCOMPAT_META_FAILED;
-	ssdp_failed_note(sp->meta->sb.uuid);
-	if (!ssdp_meta_write_sb(sp, false))
-		DMERR("%s: cache marked as failed on the SSD: it will not be loaded again (drain it now, then retire it: runbook.md)",
-		      ssdp_name(sp));
+	if (sp->meta->served)
+		ssdp_meta_mark_failed_locked(sp);
 }
 
 static inline u32 ssdp_recs_per_block(struct ssdprio *sp)
@@ -1127,6 +1139,12 @@ int ssdp_meta_preresume(struct ssdprio *sp)
 			r = 0;
 	}
 out:
+	if (!r) {
+		/* It serves from here on, failed or not. */
+		sp->meta->served = true;
+		if (sp->meta->state == SSDP_META_FAILED)
+			ssdp_meta_mark_failed_locked(sp);
+	}
 	mutex_unlock(&sp->meta->lock);
 	return r;
 }

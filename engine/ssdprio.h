@@ -148,6 +148,7 @@ struct ssdp_bio {
 	bool drop;
 	bool guard;			/* counted in set_io.guards */
 	bool idle_writer;		/* counted in set_io.idle_writers */
+	bool under_writeback;		/* routed while write_policy was writeback */
 	/*
 	 * A deferred write whose frames are not consecutive: its SSD leg
 	 * goes as one write per run of consecutive frames.
