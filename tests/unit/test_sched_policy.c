@@ -756,47 +756,41 @@ TEST(sched_pressure_burst_follows_in_flight)
  * A due pressure share or an aged idle bio without room because idle I/O
  * sent on unheld fills normal_depth by itself: a queued normal bio with room
  * of its own goes on (it would wait for idle completions otherwise); once
- * normal I/O shares the depth, the next slot is the due bio's again.
+ * idle I/O leaves room beside the normal I/O, the next slot is the due
+ * bio's again (normal waits), and then it goes.
  */
-TEST(sched_due_share_without_room_lets_normal_go)
+TEST(sched_due_bio_without_room_lets_normal_go)
 {
+	static const struct {
+		u32 nr_pressure, nr_idle;
+		enum ssdp_sched_act due;
+	} c[] = {
+		{ 1, 0, SSDP_SCHED_PRESSURE },		/* the share */
+		{ 0, 1, SSDP_SCHED_IDLE_AS_NORMAL },	/* aged idle */
+	};
 	struct ssdp_sched_state st;
 	struct ssdp_sched_knobs k;
-	struct ssdp_sched_view v = {
-		.nr_write = 1, .write_has_next = true,
-		.nr_pressure = 1,
-		.normal_inflight = 0, .idle_inflight = 32,
-	};
+	struct ssdp_sched_view v;
+	unsigned int i;
 
-	ssdp_sched_default_knobs(&k);
-	ssdp_sched_init(&st, &k, 0);
-	ASSERT_EQ(act(&st, 1000 * MS, &v), SSDP_SCHED_NORMAL_WRITE_SORTED);
-	ASSERT_EQ(st.pressure_dispatched, 0);
-	v.normal_inflight = 4;
-	v.idle_inflight = 28;
-	ASSERT_EQ(act(&st, 1001 * MS, &v), SSDP_SCHED_NOTHING);
-	v.idle_inflight = 27;
-	ASSERT_EQ(act(&st, 1002 * MS, &v), SSDP_SCHED_PRESSURE);
-}
-
-TEST(sched_aged_idle_without_room_lets_normal_go)
-{
-	struct ssdp_sched_state st;
-	struct ssdp_sched_knobs k;
-	struct ssdp_sched_view v = {
-		.nr_write = 1, .write_has_next = true,
-		.nr_idle = 1, .idle_has_next = true, .idle_oldest = 0,
-		.normal_inflight = 0, .idle_inflight = 32,
-	};
-
-	ssdp_sched_default_knobs(&k);
-	k.idle_max_wait_ns = 2000 * MS;
-	ssdp_sched_init(&st, &k, 0);
-	ASSERT_EQ(act(&st, 3000 * MS, &v), SSDP_SCHED_NORMAL_WRITE_SORTED);
-	ASSERT_EQ(st.idle_promoted, 0);
-	v.normal_inflight = 1;
-	v.idle_inflight = 31;
-	ASSERT_EQ(act(&st, 3001 * MS, &v), SSDP_SCHED_NOTHING);
-	v.idle_inflight = 30;
-	ASSERT_EQ(act(&st, 3002 * MS, &v), SSDP_SCHED_IDLE_AS_NORMAL);
+	for (i = 0; i < 2; i++) {
+		memset(&v, 0, sizeof(v));
+		v.nr_write = 1;
+		v.write_has_next = true;
+		v.nr_pressure = c[i].nr_pressure;
+		v.nr_idle = c[i].nr_idle;
+		v.idle_has_next = c[i].nr_idle;
+		v.idle_inflight = 32;
+		ssdp_sched_default_knobs(&k);
+		k.idle_max_wait_ns = 2000 * MS;
+		ssdp_sched_init(&st, &k, 0);
+		ASSERT_EQ(act(&st, 3000 * MS, &v),
+			  SSDP_SCHED_NORMAL_WRITE_SORTED);
+		ASSERT_EQ(st.pressure_dispatched + st.idle_promoted, 0);
+		v.normal_inflight = 4;
+		v.idle_inflight = 28;
+		ASSERT_EQ(act(&st, 3001 * MS, &v), SSDP_SCHED_NOTHING);
+		v.idle_inflight = 27;
+		ASSERT_EQ(act(&st, 3002 * MS, &v), c[i].due);
+	}
 }
