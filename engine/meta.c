@@ -143,13 +143,8 @@ static bool ssdp_failed_before(const u8 uuid[16])
 }
 
 /*
- * A metadata write failed: nothing can be made durable from now on, so
- * the records on the SSD keep naming every frame's owner as of the last
- * commit.  No frame may change hands after that (a frame they call dirty
- * or clean, given to another block, would be read back as that block after
- * a restart): a degraded cache takes no free or foreign frame.  The device
- * serves on, so the records fall behind it: the cache is marked never to
- * be loaded again (META_FAILED, best effort, and in memory).
+ * A failed cache that serves: its records fall behind the device, so it is
+ * marked never to be loaded again (META_FAILED, best effort, and in memory).
  */
 static void ssdp_meta_mark_failed_locked(struct ssdprio *sp)
 {
@@ -165,8 +160,13 @@ static void ssdp_meta_mark_failed_locked(struct ssdprio *sp)
 }
 
 /*
- * A cache that never served (its first resume refuses) is not marked: its
- * records are as current as the device, and a later table may load it.
+ * A metadata write failed: nothing can be made durable from now on, so
+ * the records on the SSD keep naming every frame's owner as of the last
+ * commit.  No frame may change hands after that (a frame they call dirty
+ * or clean, given to another block, would be read back as that block after
+ * a restart): a degraded cache takes no free or foreign frame.  A cache
+ * that never served (its first resume refuses) is not marked: its records
+ * are as current as the device, and a later table may load it.
  */
 static void ssdp_meta_fail_locked(struct ssdprio *sp, const char *why)
 {
