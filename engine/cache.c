@@ -192,13 +192,18 @@ int ssdp_cache_ctr(struct ssdprio *sp, char **error)
 
 	r = ssdp_fmap_init(&sp->fmap, sp->layout.nr_csets, sp->cfg.set_blocks);
 	if (r) {
+		DMERR("cannot allocate the map of %llu cache sets of %u blocks (the more and smaller the blocks, the more RAM)",
+		      (unsigned long long)sp->layout.nr_csets,
+		      sp->cfg.set_blocks);
 		*error = "Cannot allocate the cache map";
 		goto bad_meta;
 	}
 	/* Dirty blocks loaded at resume count as dirty since then. */
 	sp->fmap.clock = ktime_get_seconds();
+	/* Its share of the RAM budget (docs/design.md, "Memory"). */
+	BUILD_BUG_ON(sizeof(*sp->set_io) > 32);
 	sp->set_io = kvcalloc(sp->layout.nr_csets, sizeof(*sp->set_io),
-			      GFP_KERNEL);
+			      GFP_KERNEL | __GFP_NOWARN);
 	if (!sp->set_io) {
 		*error = "Cannot allocate the cache map";
 		r = -ENOMEM;
@@ -1134,12 +1139,19 @@ static void ssdp_drain_again_locked(struct ssdprio *sp, struct ssdp_bio *pb)
  * using these SSD copies.  A dirty block's only copy is gone: the error
  * stands.  Returns true if the bio is to be read again.
  */
-static bool ssdp_ssd_read_failed_locked(struct ssdprio *sp,
+static bool ssdp_ssd_read_failed_locked(struct ssdprio *sp, struct bio *bio,
 					struct ssdp_bio *pb)
 {
 	u32 blk;
 
 	lockdep_assert_held(&sp->cache_lock);
+	/*
+	 * A readahead may be refused with nothing wrong (the SSD a dm device
+	 * being suspended, a fail-fast transport): its reader ignores the
+	 * error, and the SSD is not to blame for it.
+	 */
+	if (bio->bi_opf & REQ_RAHEAD)
+		return false;
 	ssdp_count(sp, SSDP_ST_SSD_READ_ERRORS);
 	if (atomic64_read(&sp->stats[SSDP_ST_SSD_READ_ERRORS]) >=
 	    SSDP_SSD_READ_ERRORS_DEGRADE)
@@ -1260,7 +1272,7 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 	switch (pb->kind) {
 	case SSDP_BK_SSD_READ:
 		if (!ok) {
-			retry = ssdp_ssd_read_failed_locked(sp, pb);
+			retry = ssdp_ssd_read_failed_locked(sp, bio, pb);
 		} else if (WARN_ON_ONCE(sp->set_io[cset].replaced !=
 					pb->replaced)) {
 			/* A frame changed hands under a reader (a bug). */

@@ -920,8 +920,10 @@ static void ssdp_wb_job_fn(struct work_struct *work)
 	u32 i;
 	int r;
 
-	r = ssdp_buf_alloc(&buf, min_t(u32, SSDP_WB_BUF_BYTES,
-				       sp->layout.set_sectors << SECTOR_SHIFT),
+	/* At least one block: a write of none would never advance. */
+	r = ssdp_buf_alloc(&buf, min_t(u32, max_t(u32, SSDP_WB_BUF_BYTES,
+			   sp->cfg.block_sectors << SECTOR_SHIFT),
+			   sp->layout.set_sectors << SECTOR_SHIFT),
 			   GFP_NOIO | __GFP_NOWARN);
 	if (!r) {
 		r = ssdp_writeback_set(sp, job, &buf);
@@ -1275,8 +1277,10 @@ static void ssdp_evict_work_fn(struct work_struct *work)
 		case SSDP_EVICT_ACT_ARM_TIMER:
 			if (!sp->suspended)
 				mod_delayed_work(sp->wq, &sp->ev->timer,
-						 nsecs_to_jiffies(act.deadline -
-								  now) + 1);
+						 nsecs_to_jiffies(act.deadline >
+								  now ?
+								  act.deadline -
+								  now : 0) + 1);
 			break;
 		case SSDP_EVICT_ACT_NONE:
 		default:

@@ -404,9 +404,17 @@ static struct ssdp_evict_action evict_action(struct ssdp_evict_sm *sm,
 				pressure_at = sm->max_wait_ns ?
 					since + sm->max_wait_ns : ~0ULL;
 
-				if (now < pressure_at || v->head != SSDP_HEAD_DIRTY)
+				/*
+				 * Past the pressure point with no dirty head
+				 * (all pinned): the quiet window's end, never
+				 * a time already gone.
+				 */
+				if (now < pressure_at)
 					return act(SSDP_EVICT_ACT_ARM_TIMER,
 						   min(pressure_at, deadline));
+				if (v->head != SSDP_HEAD_DIRTY)
+					return act(SSDP_EVICT_ACT_ARM_TIMER,
+						   deadline);
 				/* One at a time; its completion calls again. */
 				if (sm->nr_wb || inflight >= sm->inflight_max)
 					return act(SSDP_EVICT_ACT_NONE, 0);

@@ -73,9 +73,10 @@
 #define blk_mode_t fmode_t
 #endif
 
+/* A cache map too big for RAM fails the table, with no allocation splat. */
 static inline void *ssdp_zalloc(size_t size)
 {
-	return kvzalloc(size, GFP_KERNEL);
+	return kvzalloc(size, GFP_KERNEL | __GFP_NOWARN);
 }
 
 static inline void ssdp_free(void *p)

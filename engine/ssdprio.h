@@ -167,6 +167,15 @@ struct ssdp_wb_job;		/* evict.c */
 
 /* Per cache set I/O holds, beside the pure map (cache_lock). */
 struct ssdp_set_io {
+	/* The pointer and the u32 first, then u16s and bools: 32 bytes. */
+	struct ssdp_wb_job *wb;		/* the writeback holding it, or NULL */
+	/*
+	 * Bumped whenever a clean block of the set was taken by another
+	 * origin set (or its tag evicted): a promotion prepared since then
+	 * is dropped (a block written since could have been written back
+	 * and replaced).  No read of the set is in flight then.
+	 */
+	u32 replaced;
 	u16 readers;			/* user reads in flight on the SSD */
 	u16 writers;			/* user writes in flight (cache or drop) */
 	/*
@@ -192,7 +201,6 @@ struct ssdp_set_io {
 	 * blocks beside a writeback (@wb, wb_track.h).
 	 */
 	bool excl;
-	struct ssdp_wb_job *wb;		/* the writeback holding it, or NULL */
 	bool wb_failed;			/* writeback failed: pinned until retry */
 	bool wb_failed_ssd;		/* ... reading the SSD: retry unbridged */
 	bool lockout;			/* in the lock-out ring (evict.c) */
@@ -206,13 +214,6 @@ struct ssdp_set_io {
 	 * commit.
 	 */
 	bool wb_keep_clean;
-	/*
-	 * Bumped whenever a clean block of the set was taken by another
-	 * origin set (or its tag evicted): a promotion prepared since then
-	 * is dropped (a block written since could have been written back
-	 * and replaced).  No read of the set is in flight then.
-	 */
-	u32 replaced;
 };
 
 struct ssdp_idle_cgroups;	/* classify.c */

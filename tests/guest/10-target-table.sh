@@ -133,6 +133,18 @@ assert_ge "$(status_get cl bios_idle)" 40 "ionice -c3 reads counted idle"
 assert_eq "$(status_get cl bios_normal)" "$n_normal" "idle reads not counted normal"
 dm_remove cl
 
+# --- a map too big for RAM: refused, no allocation splat ---------------------------
+# 64 GiB of 512-byte blocks, one per set: 134 M cache sets, 8 GB of map
+# (null_blk without memory behind it: only its size is read).
+_nullb_setup
+big=$NULLB_CONFIGFS/bigssd
+mkdir "$big" && echo 65536 >"$big/size" && echo 512 >"$big/blocksize" &&
+	echo 0 >"$big/memory_backed" && echo 1 >"$big/power" || fail "null_blk bigssd"
+for _ in {1..50}; do [[ -b /dev/bigssd ]] && break; sleep 0.1; done
+dm_refused big "0 $len ssdprio $hdd /dev/bigssd 5 format block_size 1 set_size 1" \
+	"cannot allocate the map of [0-9]+ cache sets"
+echo 0 >"$big/power" && rmdir "$big" || fail "removing bigssd"
+
 # --- create/remove loop: nothing leaks ------------------------------------------------
 mem_kb() { awk '/^(Slab|VmallocUsed):/ { s += $2 } END { print s }' /proc/meminfo; }
 # Straight dmsetup, no udev round trips. Each cycle costs ~0.6 s of TCG.

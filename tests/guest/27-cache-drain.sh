@@ -105,4 +105,23 @@ dmsetup reload slow --table "0 $(sectors "$ssd") linear $ssd 0" || fail "reload 
 dmsetup resume slow || fail "resume slow"
 dm_remove sp
 dm_remove slow
+
+# Blocks bigger than the writeback's 256 KiB buffer: a writeback copies at
+# least one whole block (it wrote none and went round for ever, past the end
+# of its job).
+for bs in 1024 2048; do
+	# A cache of another geometry is not formatted over: start blank.
+	dd if=/dev/zero of="$ssd" bs=1M count=1 oflag=direct status=none || fail "wipe"
+	dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 5 format block_size $bs set_size 4")
+	head -c 4M /dev/urandom >/tmp/drain.e
+	dd if=/tmp/drain.e of="$dm" bs=1M oflag=direct status=none || fail "block_size $bs: write"
+	assert_ge "$(st dirty_blocks)" 1 "block_size $bs: dirty blocks"
+	dmsetup message sp 0 flush_dirty || fail "block_size $bs: flush_dirty"
+	wait_status sp dirty_blocks -eq 0 120
+	wait_status sp flush_state == idle 60
+	cmp <(dd if="$hdd" bs=1M count=4 iflag=direct status=none) /tmp/drain.e ||
+		fail "block_size $bs: the written-back data on the origin"
+	dm_remove sp
+	log "block_size $bs: written back"
+done
 log "ok"

@@ -168,6 +168,30 @@ TEST(evict_wait_restarted_by_every_arrival_then_pressure)
 	ASSERT_EQ(ssdp_esm_state(&sm), SSDP_EVICT_NORMAL);
 }
 
+/*
+ * Past the pressure point with every set pinned (no head to write back):
+ * the timer is armed for the end of the quiet window, never for a time
+ * already gone (the work would sleep for days).
+ */
+TEST(evict_pressure_past_with_pinned_head_arms_ahead)
+{
+	struct ssdp_evict_sm sm;
+	u64 dl, t;
+
+	setup(&sm);
+	ssdp_esm_set_max_wait(&sm, WAIT);
+	ASSERT_EQ(next(&sm, 0, 5, 20, SSDP_HEAD_DIRTY, &dl),
+		  SSDP_EVICT_ACT_ARM_TIMER);
+	for (t = 100 * MS; t <= 3 * WAIT; t += 100 * MS) {
+		ssdp_esm_io_arrival(&sm, t);
+		ASSERT_EQ(next(&sm, t + MS, 5, 20, SSDP_HEAD_NONE, &dl),
+			  SSDP_EVICT_ACT_ARM_TIMER);
+		ASSERT_TRUE(dl > t + MS);
+		ASSERT_EQ(dl, t < WAIT ? min(WAIT, t + WAIT) : t + WAIT);
+	}
+	ASSERT_EQ(sm.wb_started, 0);
+}
+
 /* enter writeback at time 'at' with nr_free free sets */
 static void to_writeback(struct ssdp_evict_sm *sm, u64 at, u32 nr_free)
 {
