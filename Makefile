@@ -59,12 +59,13 @@ T ?=
 
 # ssdprio-tool: user space, shares the on-SSD codec with the module.
 TOOL := build/ssdprio-tool
-TOOL_SRCS := tools/ssdprio-tool.c tools/tab.c tools/boot.c tools/cache_scan.c tools/origin_ident.c engine/meta_codec.c \
+TOOL_SRCS := tools/ssdprio-tool.c tools/tab.c tools/boot.c tools/cache_scan.c tools/origin_ident.c tools/signature.c engine/meta_codec.c \
 	engine/config.c tools/live.c tools/dm_status.c
-TOOL_HDRS := tools/cache_scan.h tools/msg.h tools/tab.h tools/boot.h tools/origin_ident.h engine/meta_codec.h engine/ssdprio_format.h \
+TOOL_HDRS := tools/cache_scan.h tools/msg.h tools/tab.h tools/boot.h tools/origin_ident.h tools/signature.h engine/meta_codec.h engine/ssdprio_format.h \
 	engine/ssdp_compat.h engine/config.h tools/live.h tools/dm_status.h
-# status and flush talk to the kernel through libdevmapper (libdevmapper-dev).
-TOOL_LIBS := -ldevmapper -lm
+# status and flush talk to the kernel through libdevmapper (libdevmapper-dev);
+# a device is probed for signatures before a format with libblkid (libblkid-dev).
+TOOL_LIBS := -ldevmapper -lblkid -lm
 TOOL_CFLAGS ?= -O2 -g
 PREFIX ?= /usr/local
 SBINDIR ?= $(PREFIX)/sbin
@@ -161,6 +162,7 @@ tools-test: tools
 	python3 tests/crash/logwrites/test-replay-log.py build/tools/replay-log
 	./tests/unit/test-install.sh
 	./tests/unit/test-generator.sh
+	./tests/unit/test-tool-signature.sh
 	./tests/fstests/test-compare.sh
 	./tests/unit/test-py-format.sh
 

@@ -35,6 +35,7 @@ PACKAGES=(
 	qemu-system-x86 busybox-static cpio zstd
 	# ssdprio-tool status/flush: libdevmapper (headers and the library).
 	libdevmapper-dev
+	libblkid-dev
 	# Debian packages (scripts/deb-check): debhelper with the DKMS addon.
 	debhelper dh-dkms dpkg-dev build-essential
 	# Man pages checked with groff (make unit).

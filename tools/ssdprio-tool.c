@@ -48,6 +48,7 @@
 #include "config.h"
 #include "live.h"
 #include "origin_ident.h"
+#include "signature.h"
 #include "msg.h"
 #include "tab.h"
 #include "boot.h"
@@ -687,9 +688,16 @@ static int cmd_show(int argc, char **argv)
 		printf("%s: ssdprio cache %s: %s\n", path,
 		       uuid_str(s.sb.uuid, u), old_version_text(s.sb.version));
 	} else if (s.sb_res != SSDP_SB_OK) {
-		printf("%s: %s\n", path, s.sb_res == SSDP_SB_BLANK ?
-		       "blank (no ssdprio superblock; a table with 'format' initialises it)" :
-		       sb_res_text(s.sb_res, s.sb.version));
+		char what[128];
+
+		if (s.sb_res == SSDP_SB_BLANK &&
+		    dev_signature(path, what, sizeof(what)) == 1)
+			printf("%s: no ssdprio superblock, but it holds %s (blkid): create and attach refuse it without --force\n",
+			       path, what);
+		else
+			printf("%s: %s\n", path, s.sb_res == SSDP_SB_BLANK ?
+			       "blank (no ssdprio superblock; a table with 'format' initialises it)" :
+			       sb_res_text(s.sb_res, s.sb.version));
 	} else {
 		show_text(path, &s, live, sets);
 	}
@@ -1437,6 +1445,16 @@ static int activate_one(const struct tab_entry *e, const char *tab,
 		       e->name, e->cache);
 		return EXIT_BAD;
 	}
+	/*
+	 * An origin already in use on its own (LVM or md activated from the
+	 * raw disk, a dm-linear): its users write around the cache, whose
+	 * dirty blocks would later be written back over their data.
+	 */
+	if (dev_held(e->origin)) {
+		notice("%s: origin %s is held by another device (LVM or md found its contents on it?): not activating; see the runbook",
+		       e->name, e->origin);
+		return EXIT_BAD;
+	}
 	r = build_table(e->origin, e->cache, e->nfeat, e->feat, false, &t, &s);
 	if (r) {
 		if (tab)
@@ -2053,6 +2071,26 @@ out:
 	return r;
 }
 
+/*
+ * A cache with a zero superblock sector that is about to be formatted:
+ * true when libblkid finds nothing else on it either (a file system,
+ * an LVM label or an md member leaves that sector zero).
+ */
+static bool blank_for_format(const char *cache)
+{
+	char what[128];
+	int r = dev_signature(cache, what, sizeof(what));
+
+	if (r == 0)
+		return true;
+	if (r > 0)
+		err("%s: holds %s (blkid), not an ssdprio cache: --force to overwrite it",
+		    cache, what);
+	else
+		err("%s: %s: --force to format it all the same", cache, what);
+	return false;
+}
+
 static int cmd_create(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -2098,6 +2136,8 @@ static int cmd_create(int argc, char **argv)
 	scan_free(&s);
 	if (res == SSDP_SB_OK)	/* ours already: load it, as the tab would */
 		return activate_one(&e, NULL, &o);
+	if (res == SSDP_SB_BLANK && !force && !blank_for_format(e.cache))
+		return EXIT_BAD;
 	if (res == SSDP_SB_FOREIGN && !force) {
 		err("%s: holds data that is not an ssdprio cache: --force to overwrite it",
 		    e.cache);
@@ -2208,7 +2248,10 @@ static char *tab_line_set(const char *text, int lineno, const char *key,
 		}
 		sbuf_add(&out, "%s %s %s", w[0], w[1], w[2]);
 		for (i = 3; i < nw; i++) {
-			bool flag = !strcmp(w[i], "format") || !strcmp(w[i], "force");
+			/* Words without a value: the kernel's and the boot's. */
+			bool flag = !strcmp(w[i], "format") ||
+				    !strcmp(w[i], "force") ||
+				    !strcmp(w[i], "nofail");
 
 			if (!flag && i + 1 < nw && !strcmp(w[i], key)) {
 				sbuf_add(&out, " %s %s", key, val);
@@ -2440,6 +2483,8 @@ static int cmd_attach(int argc, char **argv)
 		    cache);
 		return EXIT_BAD;
 	}
+	if (res == SSDP_SB_BLANK && !force && !blank_for_format(cache))
+		return EXIT_BAD;
 	if (res == SSDP_SB_FOREIGN && !force) {
 		err("%s: holds data that is not an ssdprio cache: --force to overwrite it",
 		    cache);

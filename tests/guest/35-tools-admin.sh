@@ -227,7 +227,7 @@ dmsetup info kr >/dev/null 2>&1 && fail "kr was created"
 # --- set: at run time, and with --persist in the tab line ------------------------------------
 cat >"$T/stab" <<EOF
 # a comment that stays
-st /dev/mapper/orig $ssd evict_wait 600000 idle_dispatch_interval 50   # tuned
+st /dev/mapper/orig $ssd evict_wait 600000 nofail idle_dispatch_interval 50   # tuned
 other /dev/null /dev/zero
 EOF
 cp "$T/stab" "$T/stab.orig"
@@ -248,7 +248,7 @@ expect_rc 3 "$TOOL" set --persist --tab "$T/tab2" st idle_dispatch_interval 5
 grep -q "no entry named st" "$T/err" || fail "set --persist, no tab entry: $(cat "$T/err")"
 expect_rc 0 "$TOOL" set --persist --tab "$T/stab" st idle_dispatch_interval 300 batch_mode_delay 7000
 grep -q "saved in $T/stab line 2" "$T/out" || fail "set --persist: $(cat "$T/out")"
-assert_eq "$(sed -n 2p "$T/stab")" "st /dev/mapper/orig $ssd evict_wait 600000 idle_dispatch_interval 300 batch_mode_delay 7000 # tuned" \
+assert_eq "$(sed -n 2p "$T/stab")" "st /dev/mapper/orig $ssd evict_wait 600000 nofail idle_dispatch_interval 300 batch_mode_delay 7000 # tuned" \
 	"the tab line after set --persist"
 assert_eq "$(sed -n '1p;3p' "$T/stab")" "$(sed -n '1p;3p' "$T/stab.orig")" "the other lines of the tab"
 dm_remove st

@@ -64,6 +64,9 @@ props=$(udevadm info --query=property --name="$vh")
 grep -qx "SYSTEMD_READY=0" <<<"$props" || fail "origin not hidden from systemd: $props"
 grep -qx "UDISKS_IGNORE=1" <<<"$props" || fail "origin not hidden from udisks: $props"
 grep -qx "SSDPRIO_ROLE=origin" <<<"$props" || fail "origin's role: $props"
+# LVM's, md's and btrfs's rules act on ID_FS_TYPE: not on the origin's.
+grep -qx "ID_FS_TYPE=ssdprio_origin" <<<"$props" || fail "origin's ID_FS_TYPE: $props"
+grep -qx "SSDPRIO_ID_FS_TYPE=ext4" <<<"$props" || fail "origin's type kept aside: $props"
 grep -qx "SSDPRIO_ROLE=cache" <<<"$(udevadm info --query=property --name="$vs")" ||
 	fail "cache's role"
 mapped=$(readlink -f /dev/mapper/hid)
@@ -78,5 +81,17 @@ mount "UUID=$fsuuid" /mnt/hide || fail "mount UUID=$fsuuid"
 assert_eq "$(findmnt -n -o SOURCE /mnt/hide)" "/dev/mapper/hid" "mounted by UUID"
 echo data >/mnt/hide/f
 umount /mnt/hide
+dm_remove hid
+
+# The origin taken by another device while the cache was away (here a
+# dm-linear, as LVM activating a PV found on the raw disk would make):
+# activation refuses rather than write dirty blocks back under its user.
+dm_create rawuser "0 $(sectors "$vh") linear $vh 0" >/dev/null
+out=$("$TOOL" activate --tab "$tab" hid 2>&1) && fail "activated over a held origin: $out"
+grep -q "origin .* is held by another device" <<<"$out" || fail "activate said: $out"
+[[ ! -e /dev/mapper/hid ]] || fail "hid exists"
+log "refused: $out"
+dm_remove rawuser
+"$TOOL" activate --tab "$tab" hid || fail "activate once the origin is free"
 dm_remove hid
 log "ok"
