@@ -57,7 +57,11 @@ static struct cgroup *ssdp_bio_cgroup(struct bio *bio)
 		return task_dfl_cgroup(current);
 #ifdef CONFIG_MEMCG
 	if (bio_has_data(bio) && bio->bi_iter.bi_size) {
-		memcg = folio_memcg(page_folio(bio_page(bio)));
+		/*
+		 * Not folio_memcg(): a slab page (a file system's small
+		 * metadata buffer) carries an object vector, not a memcg.
+		 */
+		memcg = page_memcg_check(bio_page(bio));
 		if (memcg)
 			return memcg->css.cgroup;
 	}

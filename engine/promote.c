@@ -272,8 +272,13 @@ static void ssdp_promote_one(struct ssdprio *sp, struct ssdp_promo *p)
 			     REQ_OP_WRITE);
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
-	if (!r)
+	if (!r) {
 		ssdp_fmap_set_valid(&sp->fmap, p->line, p->first, p->nr);
+	} else {
+		/* As a user write's: an SSD that fails writes gets no more. */
+		ssdp_count(sp, SSDP_ST_SSD_WRITE_ERRORS);
+		ssdp_degrade_locked(sp, "SSD write error");
+	}
 	sp->set_io[cset].excl = false;
 	ssdp_fmap_unpin(&sp->fmap, cset);
 	sp->set_released(sp, cset);

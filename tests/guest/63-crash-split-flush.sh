@@ -33,6 +33,8 @@
 # timeout: 1200
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/crash/logwrites/lwlib.sh
+. "$REPO/tests/crash/logwrites/lwlib.sh"
 
 LEGS=${CRASH_SPLIT_LEGS:-origin cache}
 ROUNDS=${CRASH_SPLIT_ROUNDS:-12}
@@ -104,33 +106,6 @@ workload() {
 	WRITTEN=$g
 }
 
-declare -a MARK_AT MARK_NAME
-# acked ENTRY: the newest generation whose acknowledgement is marked before ENTRY.
-acked() {
-	local i n best=0
-	for i in "${!MARK_AT[@]}"; do
-		((MARK_AT[i] <= $1)) || break
-		n=${MARK_NAME[i]}
-		[[ $n =~ ^g([0-9]+)$ ]] || continue
-		((BASH_REMATCH[1] > best)) && best=${BASH_REMATCH[1]}
-	done
-	echo "$best"
-}
-
-mark_entry() {
-	local i
-	for i in "${!MARK_NAME[@]}"; do
-		[[ ${MARK_NAME[i]} == "$1" ]] && echo "${MARK_AT[i]}" && return
-	done
-}
-
-REPLAYED=-1
-replay_to() {
-	"$REPLAY" --log "$LOGDEV" --replay "$REP" --discard-zeroes \
-		--start-entry $((REPLAYED + 1)) --limit "$1" || fail "replay-log to entry $1 failed"
-	REPLAYED=$1
-}
-
 # check_point LEG NAME ENTRY LAST: load the crash state, check it.
 check_point() {
 	local leg=$1 cp=$2 e=$3 last=$4 a out loop logged orig cache ms want
@@ -147,7 +122,7 @@ check_point() {
 	want=recovered
 	[[ $cp == end ]] && want=clean
 	[[ $ms == "$want" ]] || fail "leg $leg, crash point $cp: meta_state $ms, expected $want"
-	a=$(acked "$e")
+	a=$(acked "$e" g)
 	out=$("$STAMP" check /dev/mapper/sprec --blocks $NB --seed $SEED --writes 600 --acked "$a" --written "$WRITTEN") || {
 		echo "$out" >&2
 		log "status: $(dmsetup status sprec)"
@@ -214,8 +189,7 @@ run_leg() {
 	dm_remove spleg
 	dm_remove splw
 	"$REPLAY" --log "$LOGDEV" --list >/tmp/split.list || fail "replay-log --list failed"
-	mapfile -t MARK_AT < <(awk '$4 == "MARK" { print $1 }' /tmp/split.list)
-	mapfile -t MARK_NAME < <(awk '$4 == "MARK" { print $5 }' /tmp/split.list)
+	lw_load_marks /tmp/split.list
 	n=$(grep -c FLUSH /tmp/split.list || true)
 	log "log: $(grep -vc '^#' /tmp/split.list) entries, $n with a flush, ${#MARK_AT[@]} marks"
 	REPLAYED=-1 CHECKED=

@@ -34,6 +34,8 @@
 #   CRASH_LW_KEEP=1         keep the logs in $RESULTS_DIR even on success
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/../../guest/lib.sh"
+# shellcheck source=tests/crash/logwrites/lwlib.sh
+. "$(dirname "$0")/lwlib.sh"
 
 BIG=${CRASH_LW_BIG:-0}
 if [[ $BIG == 1 ]]; then
@@ -151,13 +153,12 @@ stack_down() {
 # --- The log -------------------------------------------------------------------
 # analyse PHASE: list the log; set CPS (crash points to check, ascending) and
 # the per-entry mark table used by acked().
-declare -a MARK_AT MARK_NAME CPS
+declare -a CPS
 RSP_UP=
 analyse() {
 	local phase=$1 list=$OUTP.$1.list first nflush
 	"$REPLAY" --log "$LOGDEV" --list >"$list" || fail "replay-log --list failed"
-	mapfile -t MARK_AT < <(awk '$4 == "MARK" { print $1 }' "$list")
-	mapfile -t MARK_NAME < <(awk '$4 == "MARK" { print $5 }' "$list")
+	lw_load_marks "$list"
 	first=$(awk '$4 == "MARK" && $5 == "'"$FIRST_MARK"'" { print $1; exit }' "$list")
 	[[ -n $first ]] || fail "$phase: no mark '$FIRST_MARK' in the log"
 	"$REPLAY" --log "$LOGDEV" --find-flushes --start-entry "$first" >/tmp/lw.flushes ||
@@ -176,35 +177,6 @@ analyse() {
 		awk -v f="$first" '$4 == "MARK" && $1 >= f { print $1 }' "$list"
 	} | sort -n -u)
 	log "$phase: log of $(grep -vc '^#' "$list") entries, $nflush flush/FUA after '$FIRST_MARK' (entry $first), ${#MARK_AT[@]} marks; checking ${#CPS[@]} crash points"
-}
-
-# acked ENTRY PREFIX: the highest N of the marks PREFIX<N> at or before ENTRY.
-acked() {
-	local e=$1 p=$2 i n best=0
-	for i in "${!MARK_AT[@]}"; do
-		((MARK_AT[i] <= e)) || break
-		n=${MARK_NAME[i]}
-		[[ $n =~ ^$p([0-9]+)$ ]] || continue
-		n=${BASH_REMATCH[1]}
-		((n > best)) && best=$n
-	done
-	echo "$best"
-}
-
-# mark_entry NAME: the entry number of mark NAME (empty if none).
-mark_entry() {
-	local i
-	for i in "${!MARK_NAME[@]}"; do
-		[[ ${MARK_NAME[i]} == "$1" ]] && echo "${MARK_AT[i]}" && return
-	done
-}
-
-# replay_to ENTRY: continue the replay onto $REP up to ENTRY (inclusive).
-REPLAYED=-1
-replay_to() {
-	"$REPLAY" --log "$LOGDEV" --replay "$REP" --discard-zeroes \
-		--start-entry $((REPLAYED + 1)) --limit "$1" || fail "replay-log to entry $1 failed"
-	REPLAYED=$1
 }
 
 # The replayed state is seen through a transient dm-snapshot of $REP, so what
