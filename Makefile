@@ -248,8 +248,9 @@ install-tools: $(TOOL)
 	install -D -m 0755 $(TOOL) $(DESTDIR)$(SBINDIR)/ssdprio-tool
 	install -d $(DESTDIR)$(UDEVRULESDIR)
 	sed 's|/usr/local/sbin/ssdprio-tool|$(SBINDIR)/ssdprio-tool|' \
-		tools/udev/60-ssdprio.rules >$(DESTDIR)$(UDEVRULESDIR)/60-ssdprio.rules
-	chmod 0644 $(DESTDIR)$(UDEVRULESDIR)/60-ssdprio.rules
+		tools/udev/63-ssdprio.rules >$(DESTDIR)$(UDEVRULESDIR)/63-ssdprio.rules
+	chmod 0644 $(DESTDIR)$(UDEVRULESDIR)/63-ssdprio.rules
+	rm -f $(DESTDIR)$(UDEVRULESDIR)/60-ssdprio.rules  # its name before
 	for m in $(MANPAGES); do \
 		install -D -m 0644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/} || exit; \
 	done
@@ -265,6 +266,7 @@ install-tools: $(TOOL)
 
 uninstall-tools:
 	rm -f $(DESTDIR)$(SBINDIR)/ssdprio-tool \
+		$(DESTDIR)$(UDEVRULESDIR)/63-ssdprio.rules \
 		$(DESTDIR)$(UDEVRULESDIR)/60-ssdprio.rules \
 		$(DESTDIR)$(BASHCOMPDIR)/ssdprio-tool \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/ssdprio@.service \

@@ -15,7 +15,7 @@ TOOL=$REPO/build/ssdprio-tool
 [[ -x $TOOL ]] || skip "$TOOL is missing: build it on the host first ('make tools'; make check does)"
 
 T=$(mktemp -d)
-RULE=/run/udev/rules.d/60-ssdprio.rules
+RULE=/run/udev/rules.d/63-ssdprio.rules
 cleanup() {
 	if [[ -e $RULE ]]; then
 		rm -f "$RULE"
@@ -256,7 +256,7 @@ grep -q "never formats" "$T/err" || fail "format in an ssdpriotab: $(cat "$T/err
 
 mkdir -p "${RULE%/*}"
 sed -e "s|/usr/local/sbin/ssdprio-tool|$TOOL|" -e "s|/etc/ssdprio/ssdpriotab|$tab|g" \
-	"$REPO/tools/udev/60-ssdprio.rules" >"$RULE"
+	"$REPO/tools/udev/63-ssdprio.rules" >"$RULE"
 udevadm control --reload || fail "udevadm control --reload"
 kmsg0=$(dmesg | grep -c 'ssdprio-tool\[' || true)
 udevadm trigger --action=add "$(readlink -f "$vh")" "$(readlink -f "$vs")" ||

@@ -18,7 +18,7 @@ TOOL=$REPO/build/ssdprio-tool
 command -v jq >/dev/null || skip "jq is missing (scripts/install-deps.sh)"
 
 T=$(mktemp -d)
-RULE=/run/udev/rules.d/60-ssdprio.rules
+RULE=/run/udev/rules.d/63-ssdprio.rules
 cleanup() {
 	if [[ -e $RULE ]]; then
 		rm -f "$RULE"
@@ -275,7 +275,7 @@ u $loop /dev/mapper/uc evict_wait 600000
 EOF
 mkdir -p "${RULE%/*}"
 sed -e "s|/usr/local/sbin/ssdprio-tool|$TOOL|" -e "s|/etc/ssdprio/ssdpriotab|$T/utab|g" \
-	"$REPO/tools/udev/60-ssdprio.rules" >"$RULE"
+	"$REPO/tools/udev/63-ssdprio.rules" >"$RULE"
 udevadm control --reload || fail "udevadm control --reload"
 kmsg() { dmesg | grep 'ssdprio-tool\[' | tail -n +$((k0 + 1)); }
 wait_dev() { # wait_dev NAME: udev's activation is asynchronous to us

@@ -12,7 +12,7 @@
 TOOL=$REPO/build/ssdprio-tool
 [[ -x $TOOL ]] || skip "$TOOL is missing: build it on the host first ('make tools'; make check does)"
 _udev_running || skip "no udevd in this guest"
-RULE=/run/udev/rules.d/60-ssdprio.rules
+RULE=/run/udev/rules.d/63-ssdprio.rules
 tab=/tmp/hide.tab
 trap 'rm -f "$RULE"; udevadm control --reload' EXIT
 
@@ -43,7 +43,7 @@ done
 echo "hid /dev/disk/by-id/virtio-hide_hdd /dev/disk/by-id/virtio-hide_ssd" >"$tab"
 mkdir -p "${RULE%/*}"
 sed -e "s|/usr/local/sbin/ssdprio-tool|$TOOL|" -e "s|/etc/ssdprio/ssdpriotab|$tab|g" \
-	"$REPO/tools/udev/60-ssdprio.rules" >"$RULE"
+	"$REPO/tools/udev/63-ssdprio.rules" >"$RULE"
 udevadm control --reload || fail "udevadm control --reload"
 udevadm trigger --action=add "$vh" "$vs" || fail "udevadm trigger"
 udevadm settle --timeout=60 || true

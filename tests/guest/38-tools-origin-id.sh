@@ -119,4 +119,59 @@ intact "$again"
 id_env=$(SUBSYSTEM=block MAJOR=$(($(stat -c 0x%t "$again"))) MINOR=$(($(stat -c 0x%T "$again"))) \
 	MD_UUID=00000000:00000000:00000000:00000001 "$TOOL" origin-id "$again" 2>/dev/null)
 [[ $id_env == 7350694401* && $id_env != "$mda" ]] || fail "the event's MD_UUID not used: $id_env"
-log "ok: serial and md array ids; equal-size other origins refused"
+log "serial and md array ids; equal-size other origins refused"
+
+# --- udev: an md origin named by md's own link --------------------------------------
+# md's rule (63-md-raid-arrays) makes /dev/md/NAME, runs blkid again and
+# raises the array's link priority; ours runs after it: the array is known
+# as the origin, hidden, and by-uuid names the mapped device.
+if _udev_running; then
+	RULE=/run/udev/rules.d/63-ssdprio.rules
+	trap 'rm -f "$RULE"; udevadm control --reload; cleanup_md' EXIT
+	mdadm --stop /dev/md101 >/dev/null 2>&1
+	_settle
+	mdadm --zero-superblock /dev/m3 /dev/m4 >/dev/null 2>&1
+	mk_md /dev/md/oidhide /dev/m3 /dev/m4
+	_settle
+	[[ -b /dev/md/oidhide ]] || fail "no /dev/md/oidhide"
+	# A file system on the array, then a cache in front of it: the raw
+	# array carries the same UUID as the mapped device.
+	fsuuid=$(cat /proc/sys/kernel/random/uuid)
+	mkfs.ext4 -q -F -U "$fsuuid" /dev/md/oidhide || fail "mkfs.ext4"
+	"$TOOL" wipe --force "$ssd" >/dev/null || fail "wipe"
+	"$TOOL" create spo /dev/md/oidhide "$ssd" >/dev/null || fail "create over /dev/md/oidhide"
+	dm_remove spo
+	echo "spo /dev/md/oidhide $ssd" >"$tab"
+	mkdir -p "${RULE%/*}"
+	sed -e "s|/usr/local/sbin/ssdprio-tool|$TOOL|" -e "s|/etc/ssdprio/ssdpriotab|$tab|g" \
+		"$REPO/tools/udev/63-ssdprio.rules" >"$RULE"
+	udevadm control --reload || fail "udevadm control --reload"
+	# The array stopped and assembled again: its events meet the rule.
+	mdadm --stop /dev/md/oidhide >/dev/null || fail "mdadm --stop oidhide"
+	_settle
+	compgen -G "/sys/block/m3/holders/md*" >/dev/null || # udev may assemble it
+		mdadm --assemble /dev/md/oidhide /dev/m3 /dev/m4 --run --quiet ||
+		fail "mdadm --assemble oidhide"
+	_settle
+	for _ in $(seq 150); do
+		[[ -b /dev/mapper/spo ]] && break
+		sleep 0.2
+	done
+	arr=$(readlink -f /dev/md/oidhide)
+	props=$(udevadm info --query=property --name="$arr")
+	[[ -b /dev/mapper/spo ]] ||
+		fail "udev did not activate spo over $arr: $(grep -E 'SSDPRIO|DEVLINKS' <<<"$props")"
+	udevadm settle --timeout=60 || true
+	props=$(udevadm info --query=property --name="$arr")
+	grep -qx "SSDPRIO_ROLE=origin" <<<"$props" || fail "the array's role: $props"
+	grep -qx "SYSTEMD_READY=0" <<<"$props" || fail "the array not hidden from systemd: $props"
+	grep -qx "ID_FS_TYPE=ssdprio_origin" <<<"$props" || fail "the array's ID_FS_TYPE: $props"
+	grep -qx "SSDPRIO_ID_FS_TYPE=ext4" <<<"$props" || fail "the array's type kept aside: $props"
+	got=$(readlink -f "/dev/disk/by-uuid/$fsuuid" || true)
+	assert_eq "$got" "$(readlink -f /dev/mapper/spo)" "by-uuid over an md origin names the mapped device"
+	log "md origin by its md link: activated by udev, hidden, by-uuid -> $got"
+	dm_remove spo
+else
+	log "udev is not running: the md origin's udev case not run"
+fi
+log "ok"

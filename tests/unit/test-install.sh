@@ -17,7 +17,7 @@ done
 make -s install-tools DESTDIR="$D" PREFIX=/usr >/dev/null
 want=(
 	usr/sbin/ssdprio-tool
-	usr/lib/udev/rules.d/60-ssdprio.rules
+	usr/lib/udev/rules.d/63-ssdprio.rules
 	usr/share/man/man8/ssdprio-tool.8
 	usr/share/man/man4/dm-ssdprio.4
 	usr/share/man/man5/ssdpriotab.5
@@ -31,7 +31,7 @@ done
 got=$(cd "$D" && find . -type f | sort | sed 's|^\./||')
 [[ $got == "$(printf '%s\n' "${want[@]}" | sort)" ]] || fail "installed files: $got"
 [[ -x $D/usr/sbin/ssdprio-tool ]] || fail "the tool is not executable"
-grep -q 'RUN+="/usr/sbin/ssdprio-tool activate --udev' "$D/usr/lib/udev/rules.d/60-ssdprio.rules" ||
+grep -q 'RUN+="/usr/sbin/ssdprio-tool activate --udev' "$D/usr/lib/udev/rules.d/63-ssdprio.rules" ||
 	fail "the rule does not name /usr/sbin/ssdprio-tool"
 for f in usr/lib/systemd/system/ssdprio@.service usr/lib/systemd/system-generators/ssdprio-generator; do
 	grep -q /usr/sbin/ssdprio-tool "$D/$f" && ! grep -q /usr/local "$D/$f" ||
@@ -44,7 +44,7 @@ bash -c ". '$D/usr/share/bash-completion/completions/ssdprio-tool' 2>/dev/null; 
 
 # The default prefix keeps the rule in /etc.
 make -s install-tools DESTDIR="$D/local" >/dev/null
-[[ -f $D/local/etc/udev/rules.d/60-ssdprio.rules && -f $D/local/usr/local/sbin/ssdprio-tool &&
+[[ -f $D/local/etc/udev/rules.d/63-ssdprio.rules && -f $D/local/usr/local/sbin/ssdprio-tool &&
 	-f $D/local/usr/local/lib/systemd/system/ssdprio@.service &&
 	-x $D/local/usr/local/lib/systemd/system-generators/ssdprio-generator ]] ||
 	fail "PREFIX=/usr/local: $(cd "$D/local" && find . -type f)"
