@@ -1016,8 +1016,11 @@ void ssdp_fmap_encode_set(struct ssdp_fmap *fm, u32 cset,
 			v->alt[b / 8] |= 1 << (b % 8);
 	}
 	__clear_bit(cset, fm->changed);
-	if (fm->flags[cset] & SSDP_FM_LIMBO_NEW)
-		fm->flags[cset] ^= SSDP_FM_LIMBO_NEW | SSDP_FM_LIMBO_ENC;
+	/* Both may be set (an encode before the last one's end): not a flip. */
+	if (fm->flags[cset] & SSDP_FM_LIMBO_NEW) {
+		fm->flags[cset] &= ~SSDP_FM_LIMBO_NEW;
+		fm->flags[cset] |= SSDP_FM_LIMBO_ENC;
+	}
 }
 
 void ssdp_fmap_commit_done(struct ssdp_fmap *fm, u32 cset)
@@ -1050,8 +1053,11 @@ void ssdp_fmap_commit_done(struct ssdp_fmap *fm, u32 cset)
 void ssdp_fmap_commit_failed(struct ssdp_fmap *fm, u32 cset)
 {
 	mark_changed(fm, cset);
-	if (fm->flags[cset] & SSDP_FM_LIMBO_ENC)
-		fm->flags[cset] ^= SSDP_FM_LIMBO_NEW | SSDP_FM_LIMBO_ENC;
+	/* Limbo made since the encode (NEW too) stays waiting with the rest. */
+	if (fm->flags[cset] & SSDP_FM_LIMBO_ENC) {
+		fm->flags[cset] &= ~SSDP_FM_LIMBO_ENC;
+		fm->flags[cset] |= SSDP_FM_LIMBO_NEW;
+	}
 }
 
 static bool set_empty(const struct ssdp_fmap *fm, u32 cset)

@@ -674,6 +674,44 @@ TEST(fmap_failed_commit_keeps_limbo)
 	ssdp_fmap_destroy(&fm);
 }
 
+/*
+ * Limbo made while a commit is out (both flags set), then that commit
+ * fails, or a second encode comes before its end: every limbo frame is
+ * freed by the next good commit, none is forgotten.
+ */
+TEST(fmap_limbo_both_flags_freed_after_failed_or_second_encode)
+{
+	struct ssdp_fmap fm;
+	struct ssdp_rec_view v;
+	int second;
+	u32 a;
+	bool repl;
+
+	for (second = 0; second < 2; second++) {
+		ASSERT_EQ(ssdp_fmap_init(&fm, 1, 4), 0);
+		a = ssdp_fmap_tag_alloc(&fm, 7, &repl);
+		ssdp_fmap_pin(&fm, 0);
+		ssdp_fmap_claim(&fm, a, 0, 2, false, &repl);
+		ssdp_fmap_set_valid(&fm, a, 0, 2);
+		ssdp_fmap_set_dirty(&fm, a, 0, 2);
+		ssdp_fmap_unpin(&fm, 0);
+		ssdp_fmap_drop(&fm, a, 0, 1);
+		ssdp_fmap_encode_set(&fm, 0, &v);
+		ssdp_fmap_drop(&fm, a, 1, 1);	/* while the commit is out */
+		if (second)
+			ssdp_fmap_encode_set(&fm, 0, &v);
+		else
+			ssdp_fmap_commit_failed(&fm, 0);
+		ASSERT_EQ(fm.total_limbo, 2);
+		ssdp_fmap_encode_set(&fm, 0, &v);
+		ssdp_fmap_commit_done(&fm, 0);
+		ASSERT_EQ(fm.total_limbo, 0);
+		ASSERT_EQ(ssdp_fmap_claimable(&fm, a, 0, 1, false), 1);
+		check_ok(&fm);
+		ssdp_fmap_destroy(&fm);
+	}
+}
+
 /* Fill set 0 of @fm: tag a clean 0..3, dirty 4..5; tag b clean 8. */
 static void fill_two_tags(struct ssdp_fmap *fm, u32 *a, u32 *b)
 {
