@@ -342,6 +342,43 @@ static void ssdp_sb_set_origin_uid(struct ssdprio *sp, struct ssdp_sb_info *sb)
 }
 
 /*
+ * ssdp_sb_origin_mismatch() where the origin reports no disk id of the
+ * recorded type.  Drivers learn get_unique_id over kernel versions (NVMe's
+ * came in 6.11): a cache recorded under a newer kernel must still load after
+ * a downgrade, dirty blocks and all.  A disk that reports an id of that type
+ * and another value is refused by the caller; here, as for a disk that never
+ * had an id, the table's origin_id (checked already) or else the size and
+ * the start on the disk tell this origin from another.  DM and partition
+ * UUIDs are not a driver's: a missing one means another device.
+ */
+static const char *ssdp_sb_origin_unreadable(struct ssdprio *sp,
+					     const struct ssdp_sb_info *sb,
+					     const u8 *origin_id, bool verbose)
+{
+	sector_t origin_sectors = bdev_nr_sectors(sp->origin->bdev);
+	sector_t start = get_start_sect(sp->origin->bdev);
+	bool by_origin_id = memchr_inv(origin_id, 0, sizeof(sb->origin_id));
+
+	if (!by_origin_id &&
+	    (origin_sectors != sb->origin_sectors || start != sb->origin_start)) {
+		if (verbose)
+			DMERR("cache was formatted over a disk with id %*phN (type %#x), which this kernel cannot read from %pg: its %llu sectors at sector %llu differ from the recorded %llu at %llu",
+			      (int)sb->origin_uid_len, sb->origin_uid,
+			      sb->origin_uid_type, sp->origin->bdev,
+			      (unsigned long long)origin_sectors,
+			      (unsigned long long)start, sb->origin_sectors,
+			      sb->origin_start);
+		return "Cache belongs to another origin (origin disk id unreadable here, and size or start differs)";
+	}
+	if (verbose)
+		DMWARN("%pg: this kernel cannot read the origin disk id recorded at format (%*phN, type %#x): taken as the origin by its %s",
+		       sp->origin->bdev, (int)sb->origin_uid_len, sb->origin_uid,
+		       sb->origin_uid_type,
+		       by_origin_id ? "origin_id" : "size and start");
+	return NULL;
+}
+
+/*
  * Does superblock @sb belong to this table's origin?  NULL if so, else
  * why not (a ti->error; the details in dmesg if @verbose).  Size and
  * origin_id as the table gives them, and the disk's own id when one was
@@ -374,8 +411,11 @@ static const char *ssdp_sb_origin_mismatch(struct ssdprio *sp,
 		return "Cache belongs to another origin (origin_id differs)";
 	if (!(sb->compat & SSDP_SB_COMPAT_ORIGIN_UID))
 		return NULL;
-	if (!ssdp_origin_uid(sp, sb->origin_uid_type, id, &len, &type) ||
-	    len != sb->origin_uid_len || type != sb->origin_uid_type ||
+	if (!ssdp_origin_uid(sp, sb->origin_uid_type, id, &len, &type) &&
+	    sb->origin_uid_type != SSDP_UID_DM_UUID &&
+	    sb->origin_uid_type != SSDP_UID_PART_UUID)
+		return ssdp_sb_origin_unreadable(sp, sb, origin_id, verbose);
+	if (len != sb->origin_uid_len || type != sb->origin_uid_type ||
 	    memcmp(id, sb->origin_uid, len) ||
 	    get_start_sect(sp->origin->bdev) != sb->origin_start) {
 		if (!verbose)

@@ -274,4 +274,79 @@ if modprobe sd_mod 2>/dev/null && modprobe scsi_debug dev_size_mb=16 num_tgts=2 
 else
 	log "SKIP part: scsi_debug or sd_mod not available: the origin disk id check is not tested"
 fi
+# --- a disk id this kernel cannot read (a newer kernel recorded it) -------------------
+# 6.11+ reads an NVMe disk's EUI-64/NGUID and records it; 6.1 cannot read it.
+# After such a downgrade the cache must still load, dirty blocks and all, the
+# origin told by its size and start (or the table's origin_id) as for a disk
+# without an id.  null_blk reports no id: record one as a newer kernel would.
+# sb_uid DEV ID_HEX TYPE [ORIGIN_SECTORS [ORIGIN_ID_HEX]]: forge those fields.
+sb_uid() {
+	echo 1 >/proc/sys/vm/drop_caches
+	python3 - "$(dirname "$0")" "$@" <<'PY'
+import os, struct, sys
+sys.path.insert(0, sys.argv.pop(1))
+from metacorrupt import SB, SB_FIELDS, crc32c
+dev, uid, typ = sys.argv[1], bytes.fromhex(sys.argv[2]), int(sys.argv[3])
+fd = os.open(dev, os.O_RDWR | os.O_SYNC)
+sb = bytearray(os.pread(fd, 512, 0))
+f = dict(zip(SB_FIELDS, SB.unpack_from(sb, 0)))
+struct.pack_into("<I", sb, 16, f["compat"] | 1)
+off = SB.size
+struct.pack_into("<16sIIQ", sb, off, uid.ljust(16, b"\0"), len(uid), typ, 0)
+if len(sys.argv) > 4:
+    struct.pack_into("<Q", sb, 56, int(sys.argv[4]))
+if len(sys.argv) > 5:
+    struct.pack_into("<16s", sb, 40, bytes.fromhex(sys.argv[5]))
+struct.pack_into("<I", sb, 508, crc32c(0xFFFFFFFF, bytes(sb[:508])))
+os.pwrite(fd, bytes(sb), 0)
+os.close(fd)
+PY
+	echo 1 >/proc/sys/vm/drop_caches
+}
+eui=0123456789abcdef
+dd if=/dev/zero of="$ssd" bs=1M count=$META_MB oflag=direct status=none
+dm_create sp "0 $len ssdprio $hdd $ssd 3 format evict_wait 60000" >/dev/null
+fio_run --name=down --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 \
+	--size=4M --randrepeat=0 --randseed=7 --verify=crc32c --ioengine=psync \
+	--do_verify=0 >/dev/null
+dirty=$(status_get sp dirty_blocks)
+assert_ge "$dirty" 1 "dirty blocks before the downgrade"
+dm_remove sp
+sb_uid "$ssd" "$eui" 2
+"$REPO/build/ssdprio-tool" show "$ssd" | grep -q "origin disk: *id $eui (designator type 2) at sector 0" ||
+	fail "forged disk id not shown: $("$REPO/build/ssdprio-tool" show "$ssd")"
+# Another size: nothing tells this origin from another, refused.
+sb_uid "$ssd" "$eui" 2 $((len + 8))
+refused sp "0 $len ssdprio $hdd $ssd" "origin disk id unreadable here, and size or start differs"
+refused sp "0 $len ssdprio $hdd $ssd 1 format" "origin disk id unreadable here, and size or start differs"
+# The same size and start: taken, with a word in dmesg, the dirty blocks kept.
+sb_uid "$ssd" "$eui" 2 "$len"
+dmesg -C
+dm_create sp "0 $len ssdprio $hdd $ssd 2 evict_wait 60000" >/dev/null
+dmesg | grep -q "cannot read the origin disk id recorded at format ($eui, type 0x2): taken as the origin by its size and start" ||
+	fail "no word of the unreadable disk id: $(dmesg | grep ssdprio)"
+assert_eq "$(status_get sp meta_state)" clean "the cache loads after the downgrade"
+assert_eq "$(status_get sp dirty_blocks)" "$dirty" "its dirty blocks kept"
+fio_run --name=down --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 \
+	--size=4M --randrepeat=0 --randseed=7 --verify=crc32c --ioengine=psync \
+	--verify_only=1 >/dev/null
+dm_remove sp
+# The recorded id is kept for the kernel that can read it.
+"$REPO/build/ssdprio-tool" show "$ssd" | grep -q "origin disk: *id $eui (designator type 2)" ||
+	fail "the disk id was not kept: $("$REPO/build/ssdprio-tool" show "$ssd")"
+# With the table's origin_id the size may differ (a grown origin).
+oid=00112233445566778899aabbccddeeff
+sb_uid "$ssd" "$eui" 2 $((len - 8)) "$oid"
+refused sp "0 $len ssdprio $hdd $ssd" "origin_id differs|origin_id this table lacks"
+dmesg -C
+dm_create sp "0 $len ssdprio $hdd $ssd 4 origin_id $oid evict_wait 60000" >/dev/null
+dmesg | grep -q "taken as the origin by its origin_id" ||
+	fail "no word of the unreadable disk id: $(dmesg | grep ssdprio)"
+assert_eq "$(status_get sp dirty_blocks)" "$dirty" "dirty blocks kept by origin_id"
+dmsetup message sp 0 flush_dirty || fail "flush_dirty"
+wait_status sp dirty_blocks -eq 0 120
+dm_remove sp
+# A DM or partition UUID missing is another device, not an older kernel.
+sb_uid "$ssd" 00112233445566778899aabbccddeeff $((0x100)) "$len" 00000000000000000000000000000000
+refused sp "0 $len ssdprio $hdd $ssd" "origin disk id differs"
 log "ok"
