@@ -138,7 +138,9 @@ static int ssdp_parse_features(struct ssdprio *sp, struct dm_arg_set *as,
  * the old one is live: a device held by the same mapped device is no
  * conflict, so claims are counted.
  *
- * ssdp_claims_lock protects ssdp_claims; taken alone, in ctr and dtr only.
+ * ssdp_claims_lock protects ssdp_claims and ssdp_tables; in ctr, dtr and
+ * preresume, outside every lock of a table (it takes a table's cache_lock
+ * inside).
  */
 struct ssdp_claim {
 	struct list_head list;
@@ -148,6 +150,12 @@ struct ssdp_claim {
 };
 
 static LIST_HEAD(ssdp_claims);
+/*
+ * Every constructed ssdprio table, until its dtr: the tables of one mapped
+ * device during a reload (the old one's dtr runs after the new one has
+ * resumed).  ssdp_claims_lock protects it too.
+ */
+static LIST_HEAD(ssdp_tables);
 static DEFINE_MUTEX(ssdp_claims_lock);
 
 static struct ssdp_claim *ssdp_claim_find(dev_t dev)
@@ -240,6 +248,50 @@ static void ssdp_unclaim(struct ssdprio *sp)
 	sp->claimed = false;
 }
 
+/*
+ * First resume of a table replacing a caching table of this device over
+ * the same origin but another cache (a reload naming another SSD, or
+ * "cache off" naming another device): that table's dirty blocks would be
+ * left on a cache nothing reads, and this table would serve the origin's
+ * older data in their place, and a later load of that cache would write
+ * them back over newer data.  The old table is suspended by now (dm
+ * suspends before the swap, and destroys it after this resume): its dirty
+ * count is final.  Giving them up is "cache off" naming that cache with
+ * force, which marks it bypassed.
+ */
+static int ssdp_swap_check(struct ssdprio *sp)
+{
+	struct mapped_device *md = dm_table_get_md(sp->ti->table);
+	struct ssdprio *old;
+	unsigned long flags;
+	u64 dirty = 0;
+	int r = 0;
+
+	if (sp->swap_checked)
+		return 0;
+	mutex_lock(&ssdp_claims_lock);
+	list_for_each_entry(old, &ssdp_tables, tables_entry) {
+		if (old == sp || !old->caching ||
+		    dm_table_get_md(old->ti->table) != md ||
+		    old->origin->bdev != sp->origin->bdev ||
+		    old->cache->bdev == sp->cache->bdev)
+			continue;
+		spin_lock_irqsave(&old->cache_lock, flags);
+		dirty = old->fmap.total_dirty;
+		spin_unlock_irqrestore(&old->cache_lock, flags);
+		if (!dirty)
+			continue;
+		DMERR("%s: the table replaced holds %llu dirty blocks on cache %pg, which this table does not use: refusing to resume (load that table again and drain it first, as ssdprio-tool detach does; to give them up, 'cache off' naming that cache with 'force')",
+		      ssdp_name(sp), dirty, old->cache->bdev);
+		r = -EBUSY;
+		break;
+	}
+	mutex_unlock(&ssdp_claims_lock);
+	if (!r)
+		sp->swap_checked = true;
+	return r;
+}
+
 static int ssdp_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 {
 	struct dm_arg_set as = { .argc = argc, .argv = argv };
@@ -274,6 +326,15 @@ static int ssdp_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	r = -EINVAL;
 	if (sp->origin->bdev == sp->cache->bdev) {
 		ti->error = "Origin and cache must be different devices";
+		goto bad;
+	}
+	/*
+	 * A zone reset or a sequential-write constraint has no meaning
+	 * through a cache that rewrites blocks anywhere (6.1 stacks a
+	 * host-aware disk's model up; dm refuses only host-managed).
+	 */
+	if (bdev_is_zoned(sp->origin->bdev) || bdev_is_zoned(sp->cache->bdev)) {
+		ti->error = "Zoned devices are not supported (origin or cache)";
 		goto bad;
 	}
 	if (ti->len > bdev_nr_sectors(sp->origin->bdev)) {
@@ -327,6 +388,9 @@ static int ssdp_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	ti->per_io_data_size = sizeof(struct ssdp_bio);
 	ti->accounts_remapped_io = true;
 	ti->private = sp;
+	mutex_lock(&ssdp_claims_lock);
+	list_add(&sp->tables_entry, &ssdp_tables);
+	mutex_unlock(&ssdp_claims_lock);
 	return 0;
 
 bad_cache:
@@ -349,6 +413,9 @@ static void ssdp_dtr(struct dm_target *ti)
 {
 	struct ssdprio *sp = ti->private;
 
+	mutex_lock(&ssdp_claims_lock);
+	list_del(&sp->tables_entry);
+	mutex_unlock(&ssdp_claims_lock);
 	/* The cache may still write back through the scheduler. */
 	ssdp_cache_dtr(sp);
 	ssdp_sched_exit_dev(sp);
@@ -432,7 +499,11 @@ static void ssdp_postsuspend(struct dm_target *ti)
 static int ssdp_preresume(struct dm_target *ti)
 {
 	struct ssdprio *sp = ti->private;
+	int r;
 
+	r = ssdp_swap_check(sp);
+	if (r)
+		return r;
 	return ssdp_cache_preresume(sp);
 }
 
@@ -477,12 +548,14 @@ static void ssdp_status(struct dm_target *ti, status_type_t type,
 		pairs += ssdp_idle_cgroup_emit(sp, features + len,
 					       PAGE_SIZE - len);
 		len = strlen(features);
-		if (memchr_inv(sp->origin_id, 0, sizeof(sp->origin_id))) {
-			snprintf(features + len, PAGE_SIZE - len,
-				 " origin_id %*phN",
-				 (int)sizeof(sp->origin_id), sp->origin_id);
+		/* Only ever whole pairs (idle_cgroup paths have a budget). */
+		if (memchr_inv(sp->origin_id, 0, sizeof(sp->origin_id)) &&
+		    snprintf(features + len, PAGE_SIZE - len,
+			     " origin_id %*phN", (int)sizeof(sp->origin_id),
+			     sp->origin_id) < PAGE_SIZE - len)
 			pairs++;
-		}
+		else
+			features[len] = '\0';
 		mutex_unlock(&sp->cfg_lock);
 		if (pairs)
 			DMEMIT(" %u %s", pairs * 2, skip_spaces(features));

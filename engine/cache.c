@@ -828,6 +828,11 @@ static void ssdp_submit_ssd_leg(struct ssdprio *sp, struct bio *bio,
 	struct bio *clone = bio_alloc_clone(sp->cache->bdev, bio, GFP_NOIO,
 					    &sp->bs);
 
+	/*
+	 * dm polls only the clone it made; a polled leg of ours would wait
+	 * on a poll queue no one polls, till the driver's timeout.
+	 */
+	bio_clear_polled(clone);
 	bio_trim(clone, offset, sectors);
 	clone->bi_iter.bi_sector = ssd;
 	clone->bi_private = bio;
@@ -1142,6 +1147,7 @@ static void ssdp_drain_again_locked(struct ssdprio *sp, struct ssdp_bio *pb)
 static bool ssdp_ssd_read_failed_locked(struct ssdprio *sp, struct bio *bio,
 					struct ssdp_bio *pb)
 {
+	struct ssdp_set_io *sio = &sp->set_io[ssdp_line_cset(pb->line)];
 	u32 blk;
 
 	lockdep_assert_held(&sp->cache_lock);
@@ -1153,18 +1159,29 @@ static bool ssdp_ssd_read_failed_locked(struct ssdprio *sp, struct bio *bio,
 	if (bio->bi_opf & REQ_RAHEAD)
 		return false;
 	ssdp_count(sp, SSDP_ST_SSD_READ_ERRORS);
-	if (atomic64_read(&sp->stats[SSDP_ST_SSD_READ_ERRORS]) >=
-	    SSDP_SSD_READ_ERRORS_DEGRADE)
+	if (++sp->ssd_read_errors >= SSDP_SSD_READ_ERRORS_DEGRADE)
 		ssdp_degrade_locked(sp, "SSD read errors");
 	if (!pb->clean)
 		return false;
 	/*
+	 * A writeback of the set failed since the read was mapped: the clean
+	 * blocks it bridged are dirty again, and where its origin write
+	 * failed the origin may hold anything.  Not read from there.
+	 */
+	if (sio->wb_failed)
+		for (blk = pb->first; blk < pb->first + pb->nr; blk++)
+			if (ssdp_fmap_block(&sp->fmap, pb->line, blk) ==
+			    SSDP_FMAP_DIRTY)
+				return false;
+	/*
 	 * pb->clean is the state when the read was mapped: a write since may
 	 * have made a block dirty (its acknowledged data only on the SSD), so
 	 * only blocks clean now are dropped.  A writer in flight may be about
-	 * to make them dirty: leave them all.
+	 * to make them dirty, and a writeback holding the set may fail and
+	 * need its bridged clean blocks back as dirty (its origin write
+	 * leaves the origin undefined there): leave them all.
 	 */
-	if (!sp->set_io[ssdp_line_cset(pb->line)].writers)
+	if (!sio->writers && !sio->wb)
 		for (blk = pb->first; blk < pb->first + pb->nr; blk++)
 			if (ssdp_fmap_block(&sp->fmap, pb->line, blk) ==
 			    SSDP_FMAP_CLEAN)
@@ -1187,10 +1204,24 @@ static void ssdp_write_failed_locked(struct ssdprio *sp,
 	u32 blk;
 
 	lockdep_assert_held(&sp->cache_lock);
-	for (blk = pb->first; blk < pb->first + pb->nr; blk++)
-		if (ssdp_fmap_block(&sp->fmap, pb->line, blk) !=
-		    SSDP_FMAP_DIRTY)
-			ssdp_drop_locked(sp, pb->line, blk, 1);
+	for (blk = pb->first; blk < pb->first + pb->nr; blk++) {
+		enum ssdp_fmap_hit state =
+			ssdp_fmap_block(&sp->fmap, pb->line, blk);
+
+		if (state == SSDP_FMAP_DIRTY)
+			continue;
+		/*
+		 * A clean block written beside a writeback of its set may be
+		 * one the writeback bridged: its origin write may yet fail
+		 * and leave the origin undefined there, and then only this
+		 * frame has the rest of the block.  Kept; the writeback
+		 * makes it dirty again if it fails.
+		 */
+		if (state == SSDP_FMAP_CLEAN &&
+		    sp->set_io[ssdp_line_cset(pb->line)].wb)
+			continue;
+		ssdp_drop_locked(sp, pb->line, blk, 1);
+	}
 	sp->promo_gen++;
 	if (ssd_failed) {
 		ssdp_count(sp, SSDP_ST_SSD_WRITE_ERRORS);
@@ -1436,8 +1467,20 @@ void ssdp_cache_postsuspend(struct ssdprio *sp)
 
 int ssdp_cache_preresume(struct ssdprio *sp)
 {
+	unsigned long flags;
+
 	if (!sp->caching)
 		return ssdp_meta_preresume_bypass(sp);
+	/*
+	 * The table this one replaces (linear, "cache off", another
+	 * program's) may have left writes it acknowledged in either
+	 * device's volatile cache; dm flushes nothing at a swap.  The first
+	 * flush after the resume must cover them too.
+	 */
+	spin_lock_irqsave(&sp->cache_lock, flags);
+	sp->origin_unflushed++;
+	sp->ssd_unflushed++;
+	spin_unlock_irqrestore(&sp->cache_lock, flags);
 	return ssdp_meta_preresume(sp);
 }
 
@@ -1459,10 +1502,21 @@ void ssdp_cache_apply_config(struct ssdprio *sp)
 {
 	unsigned long flags;
 
+	lockdep_assert_held(&sp->cfg_lock);
 	if (!sp->caching)
 		return;
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	ssdp_evict_knobs_locked(sp);
+	/*
+	 * write_policy writeback again: the drain is called off.  Its flush
+	 * goes on as a flush_dirty (idle class); left draining, it would keep
+	 * writing back at normal class and holding writes back for as long
+	 * as the new writeback writes kept sets dirty.
+	 */
+	if (sp->draining && sp->cfg.write_policy == SSDP_WP_WRITEBACK) {
+		sp->draining = false;
+		ssdp_drain_unwant_locked(sp);
+	}
 	ssdp_esm_kick(&sp->evict);
 	ssdp_evict_kick_locked(sp);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);

@@ -17,11 +17,14 @@
 #include <linux/memcontrol.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
+#include <linux/ctype.h>
 #include <linux/string.h>
 
 #include "ssdprio.h"
 
 #define SSDP_MAX_IDLE_CGROUPS	16
+/* Bytes of " idle_cgroup <path>" pairs in the table line, all of them. */
+#define SSDP_IDLE_CGROUPS_BYTES	2048
 
 /*
  * sp->idle_cgroups.  Writers (under cfg_lock) fill an entry, then publish
@@ -180,18 +183,36 @@ int ssdp_idle_cgroup_add(struct ssdprio *sp, const char *path,
 	unsigned int i;
 	char *copy;
 
+	size_t bytes = strlen(" idle_cgroup ") + (path ? strlen(path) : 0);
+
 	if (!path || !*path) {
 		*why = "idle_cgroup: empty path";
 		return -EINVAL;
 	}
+	/*
+	 * The table line (dmsetup table, what tools reload from) must give
+	 * back every path as one argument, and all of them must fit in it.
+	 */
+	for (i = 0; path[i]; i++) {
+		if (isspace(path[i]) || path[i] == '\\') {
+			*why = "idle_cgroup: a path with white space or a backslash cannot be shown in the table line";
+			return -EINVAL;
+		}
+	}
 	if (ic) {
-		for (i = 0; i < ic->nr; i++)
+		for (i = 0; i < ic->nr; i++) {
 			if (!strcmp(ic->path[i], path))
 				return 0;	/* already there */
+			bytes += strlen(" idle_cgroup ") + strlen(ic->path[i]);
+		}
 		if (ic->nr >= SSDP_MAX_IDLE_CGROUPS) {
 			*why = "idle_cgroup: too many (at most 16)";
 			return -EINVAL;
 		}
+	}
+	if (bytes > SSDP_IDLE_CGROUPS_BYTES) {
+		*why = "idle_cgroup: the paths would not fit in the table line (2048 bytes for all of them)";
+		return -EINVAL;
 	}
 	cgrp = ssdp_cgroup_lookup(path, why);
 	if (IS_ERR(cgrp))

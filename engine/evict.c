@@ -118,7 +118,17 @@ struct ssdp_evict {
 	struct ssdp_lockout lockout_ring[SSDP_LOCKOUT_RING]; /* [cache_lock] */
 	u32 lockout_head;		/* [cache_lock] */
 	u32 nr_lockout;			/* [cache_lock] */
+	/*
+	 * [cache_lock] A job could not start for want of memory: nothing
+	 * else may come to try again (an idle device), so a timer does.
+	 * Set and consumed within one cache_lock section (the worker's, the
+	 * retry's).
+	 */
+	bool start_nomem;
 };
+
+/* How soon a start that found no memory is tried again. */
+#define SSDP_WB_NOMEM_RETRY	(HZ / 20 + 1)
 
 /*
  * What a writeback gathers for the origin: pieces of lines, in origin
@@ -845,6 +855,14 @@ static void ssdp_wb_fail_locked(struct ssdprio *sp, u32 cset, bool ssd_read)
 		ssdp_fmap_pin(&sp->fmap, cset);
 		sp->nr_wb_failed++;
 	}
+	/*
+	 * To the young end of the dirty list: eviction and cleaning look at
+	 * its oldest SSDP_DIRTY_SCAN sets only, and sets held aside there
+	 * (a dead region of the origin) would hide every healthy one behind
+	 * them for good.  The retry finds it wherever it is.
+	 */
+	sp->fmap.clock = ktime_get_seconds();
+	ssdp_fmap_dirty_renew(&sp->fmap, cset);
 	if (!sp->ev->backoff_ms)
 		sp->ev->backoff_ms = SSDP_WB_BACKOFF_MIN_MS;
 	if (!sp->suspended && !delayed_work_pending(&sp->ev->retry))
@@ -892,6 +910,7 @@ static void ssdp_wb_retry_fn(struct work_struct *work)
 	unsigned long flags;
 
 	spin_lock_irqsave(&sp->cache_lock, flags);
+	sp->ev->start_nomem = false;
 	for (i = 0; i < n && budget && !sp->suspended; i++) {
 		cset = (sp->ev->retry_cursor + i) % n;
 		sio = &sp->set_io[cset];
@@ -908,6 +927,10 @@ static void ssdp_wb_retry_fn(struct work_struct *work)
 	if (busy && !sp->suspended)
 		queue_delayed_work(sp->wq, &sp->ev->retry,
 				   msecs_to_jiffies(sp->ev->backoff_ms));
+	else if (sp->ev->start_nomem && !sp->suspended)
+		queue_delayed_work(sp->wq, &sp->ev->retry,
+				   SSDP_WB_NOMEM_RETRY);
+	sp->ev->start_nomem = false;
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 }
 
@@ -1036,12 +1059,15 @@ static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset, u32 only,
 	    sp->set_io[cset].writers)
 		return false;
 	job = kzalloc(sizeof(*job), GFP_NOWAIT | __GFP_NOWARN);
-	if (!job)
+	if (!job) {
+		sp->ev->start_nomem = true;
 		return false;
+	}
 	job->track = kzalloc(ssdp_wbt_size(sp->cfg.set_blocks),
 			     GFP_NOWAIT | __GFP_NOWARN);
 	if (!job->track) {
 		kfree(job);
+		sp->ev->start_nomem = true;
 		return false;
 	}
 	job->sp = sp;
@@ -1287,6 +1313,12 @@ static void ssdp_evict_work_fn(struct work_struct *work)
 			break;
 		}
 		break;
+	}
+	if (sp->ev->start_nomem) {
+		sp->ev->start_nomem = false;
+		if (!sp->suspended)
+			mod_delayed_work(sp->wq, &sp->ev->timer,
+					 SSDP_WB_NOMEM_RETRY);
 	}
 	if (flushing && !sp->evict.flushing) {
 		if (sp->nr_wb_failed) {

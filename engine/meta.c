@@ -982,6 +982,7 @@ static int ssdp_meta_load(struct ssdprio *sp)
 	DECLARE_BITMAP(bad[SSDP_META_COPIES], SSDP_LOAD_CHUNK_BLOCKS);
 	unsigned long flags;
 	u64 k, max_seq = sp->meta->sb.seq, loaded = 0, lone_recs = 0;
+	u64 mixed_blocks = 0;
 	u64 t0 = ktime_get_ns();
 	int r = -ENOMEM, c;
 
@@ -1020,9 +1021,11 @@ static int ssdp_meta_load(struct ssdprio *sp)
 		}
 		for (s = 0; s < n && !r; s++) {
 			u64 first = (k + s) * rpb;
-			int block_pick = -1;
-			bool both_good = true;
+			struct ssdp_blk_copies bc;
+			bool both_good = true, mixed;
 			u32 j;
+
+			ssdp_blk_copies_init(&bc);
 
 			spin_lock_irqsave(&sp->cache_lock, flags);
 			for (j = 0; j < rpb && first + j < l->nr_csets && !r;
@@ -1039,8 +1042,8 @@ static int ssdp_meta_load(struct ssdprio *sp)
 						     l->nr_csets,
 						     sp->meta->sb.version, v,
 						     v + 1, &lone);
-				if (block_pick < 0)
-					block_pick = pick;
+				ssdp_blk_copies_add(&bc, pick, lone, v->seq,
+						    v[1].seq);
 				if (pick < 0 || lone)
 					both_good = false;
 				if (pick < 0)
@@ -1061,14 +1064,32 @@ static int ssdp_meta_load(struct ssdprio *sp)
 			 * next commit, so that the unreadable copy (which may
 			 * have been the newer) is replaced by what we serve.
 			 */
+			/*
+			 * So is a block whose records are newest in different
+			 * copies (a torn write): both copies, the torn one
+			 * first (ssdp_blk_copies_next()).
+			 */
+			if (ssdp_blk_copies_next(&bc, &mixed) == 0)
+				__set_bit(k + s, sp->meta->copy);
+			if (mixed) {
+				/*
+				 * Before any I/O: the frames the torn write's
+				 * records call clean or free must not change
+				 * hands while a tear of this rewrite could
+				 * bring back the copy that calls them dirty.
+				 */
+				both_good = false;
+				mixed_blocks++;
+				sp->meta->fixups += min_t(u64, rpb,
+							  l->nr_csets - first);
+			}
 			for (j = 0; j < rpb && first + j < l->nr_csets; j++)
-				if (test_bit(s, bad[0]) || test_bit(s, bad[1]))
+				if (test_bit(s, bad[0]) || test_bit(s, bad[1]) ||
+				    mixed)
 					ssdp_fmap_mark_changed(&sp->fmap,
 							       first + j);
 			spin_unlock_irqrestore(&sp->cache_lock, flags);
-			/* The next write of this block goes to the other copy. */
-			if (block_pick == 1)
-				__set_bit(k + s, sp->meta->copy);
+			/* The next write of this block: ssdp_blk_copies_next(). */
 			if (!both_good)
 				__set_bit(k + s, sp->meta->both);
 		}
@@ -1082,7 +1103,16 @@ static int ssdp_meta_load(struct ssdprio *sp)
 			goto out;
 		}
 	}
+	if (max_seq >= SSDP_SEQ_LIMIT) {
+		DMERR("%s: metadata sequence number %llu is past any a cache reaches (forged or corrupt, with a good checksum): refused, as the next commits would wrap it and later loads believe stale copies ('ssdprio-tool check'; wipe the cache to start it anew)",
+		      ssdp_name(sp), max_seq);
+		r = -EUCLEAN;
+		goto out;
+	}
 	sp->meta->seq = max_seq;
+	if (mixed_blocks)
+		DMWARN("%s: %llu metadata blocks torn (records newest in different copies): both copies rewritten at the next commit, the torn one first",
+		       ssdp_name(sp), mixed_blocks);
 	if (lone_recs && !recovering)
 		DMWARN("%s: %llu cache sets' records good in one copy only: their clean blocks dropped",
 		       ssdp_name(sp), lone_recs);
@@ -1159,9 +1189,10 @@ int ssdp_meta_preresume(struct ssdprio *sp)
 		/*
 		 * Records of clean blocks past the end of the table: write
 		 * them without those now, before a table of another length
-		 * could find them again.
+		 * could find them again.  Blocks a torn write left mixed:
+		 * both copies, before any frame changes hands.
 		 */
-		DMINFO("%s: %u stale metadata records rewritten as free",
+		DMINFO("%s: %u metadata records rewritten before serving (clean blocks past the end, or torn)",
 		       ssdp_name(sp), sp->meta->fixups);
 		r = ssdp_meta_commit_locked(sp);
 		if (!r)

@@ -396,3 +396,36 @@ int ssdp_rec_pick(const void *rec0, const void *rec1, u32 rec_bytes,
 	}
 	return -1;
 }
+
+void ssdp_blk_copies_init(struct ssdp_blk_copies *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->hi_copy = -1;
+}
+
+void ssdp_blk_copies_add(struct ssdp_blk_copies *b, int pick, bool lone,
+			 u64 seq, u64 seq1)
+{
+	if (pick < 0)
+		return;
+	/* Equal seqs pick copy 0: copy 1 picked is strictly newer. */
+	if (lone || pick == 1 || seq > seq1)
+		b->only[pick] = true;
+	if (b->hi_copy < 0 || seq > b->hi_seq) {
+		b->hi_seq = seq;
+		b->hi_copy = pick;
+	}
+}
+
+unsigned int ssdp_blk_copies_next(const struct ssdp_blk_copies *b,
+				  bool *mixed)
+{
+	*mixed = b->only[0] && b->only[1];
+	if (*mixed)
+		return b->hi_copy;
+	if (b->only[0])
+		return 1;
+	if (b->only[1])
+		return 0;
+	return 1;	/* the same everywhere: either */
+}

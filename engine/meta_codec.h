@@ -161,4 +161,33 @@ int ssdp_rec_pick(const void *rec0, const void *rec1, u32 rec_bytes,
 		  u32 version, struct ssdp_rec_view *out,
 		  struct ssdp_rec_view *scratch, bool *lone);
 
+/*
+ * Which copy of a metadata block its next write goes to first, from the
+ * picks of its records at load.  A record whose newest version is in one
+ * copy only keeps it until the next write is durable: that write goes to
+ * the other copy.  A torn write (sectors of a 4 KiB block, records of 1 KiB
+ * and more spanning two) may leave records of one block newest in
+ * different copies (mixed): then the write goes first to the copy with the
+ * highest seq, the torn write's.  That commit never completed, so should
+ * this write tear too, what is left is the commit before it, as the load's
+ * rules allow (meta.c); the other copy may hold the only version of a
+ * record one commit older, which no fallback could replace.
+ */
+struct ssdp_blk_copies {
+	u64 hi_seq;
+	int hi_copy;
+	bool only[2];	/* some record's newest version is in this copy only */
+};
+
+void ssdp_blk_copies_init(struct ssdp_blk_copies *b);
+/*
+ * One record: @pick and @lone from ssdp_rec_pick(), @seq the picked copy's
+ * seq, @seq1 copy 1's (used when copy 0 was picked and both decoded).
+ */
+void ssdp_blk_copies_add(struct ssdp_blk_copies *b, int pick, bool lone,
+			 u64 seq, u64 seq1);
+/* The copy to write first (0 or 1); *@mixed: newest versions in both. */
+unsigned int ssdp_blk_copies_next(const struct ssdp_blk_copies *b,
+				  bool *mixed);
+
 #endif

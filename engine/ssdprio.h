@@ -280,6 +280,14 @@ struct ssdprio {
 	 */
 	bool bypass_live_here;
 	bool bypass_check_at_resume;
+	/*
+	 * No table of this device it replaces strands dirty blocks on a
+	 * cache this one does not use (checked at the first resume).  ctr
+	 * and preresume only.
+	 */
+	bool swap_checked;
+	/* In the module's list of tables; ssdp_claims_lock (glue). */
+	struct list_head tables_entry;
 
 	/*
 	 * cache_lock protects every field below tagged [cache_lock], the
@@ -357,6 +365,11 @@ struct ssdprio {
 	 */
 	u64 promo_gen;			/* [cache_lock] */
 	u32 origin_writes;		/* [cache_lock] */
+	/*
+	 * [cache_lock] SSD read errors of this table, for the degrade
+	 * threshold: reset_stats zeroes only what status shows.
+	 */
+	u32 ssd_read_errors;
 	/* [cache_lock] User writes completed since each device's flush. */
 	u32 origin_unflushed;
 	u32 ssd_unflushed;

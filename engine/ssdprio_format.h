@@ -162,6 +162,15 @@
 #define SSDP_SB_INCOMPAT_KNOWN		(SSDP_SB_INCOMPAT_BYPASSED | \
 					 SSDP_SB_INCOMPAT_META_FAILED)
 
+/*
+ * Sequence numbers grow by one per commit: 2^56 is past what any cache
+ * reaches (a million commits a second for two thousand years).  A seq
+ * from there on is forged or corrupt, however good its checksum: the
+ * commits after it would wrap to small numbers, and a later load would
+ * believe the stale copies of every record rewritten since.
+ */
+#define SSDP_SEQ_LIMIT		(1ULL << 56)
+
 #define SSDP_REC_TAGS		15U
 #define SSDP_REC_TAG_FREE	0xffffffffU
 #define SSDP_REC_HDR_BYTES	80U

@@ -27,6 +27,8 @@ static const struct {
 		"tags naming an origin set past the end of the origin (clean ones are dropped at load; with dirty blocks the kernel refuses the cache)" },
 	[SCAN_NEWER_THAN_SB] = { "newer_than_superblock",
 		"records newer than the clean superblock" },
+	[SCAN_SEQ_PAST_LIMIT] = { "seq_past_limit",
+		"a sequence number past any a cache reaches (forged or corrupt; the kernel refuses the cache)" },
 	[SCAN_UNREADABLE] = { "unreadable",
 		"records with no good copy that are not blank (treated as free: stale records of an earlier format, or damage)" },
 	[SCAN_TORN] = { "torn",
@@ -268,6 +270,8 @@ static int scan_record(struct ssdp_scan *s, u64 *cap, u32 seed, u32 cset,
 		s->max_rec_seq = v->seq;
 	if (s->clean && v->seq > s->sb.seq)
 		note(s, SCAN_NEWER_THAN_SB, cset);
+	if (v->seq >= SSDP_SEQ_LIMIT)
+		note(s, SCAN_SEQ_PAST_LIMIT, cset);
 	memset(&ss, 0, sizeof(ss));
 	ss.seq = v->seq;
 	ss.cset = cset;

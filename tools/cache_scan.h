@@ -20,6 +20,7 @@ enum scan_kind {
 	SCAN_STRAY,		/* a record of this cache past the last set */
 	SCAN_PAST_ORIGIN,	/* a tag names an origin set past the origin */
 	SCAN_NEWER_THAN_SB,	/* record newer than a clean superblock */
+	SCAN_SEQ_PAST_LIMIT,	/* a seq at SSDP_SEQ_LIMIT or past it */
 	SCAN_UNREADABLE,	/* no good copy, not blank: treated as free */
 	SCAN_TORN,		/* one copy fails its checksum, other used */
 	SCAN_NR_KINDS

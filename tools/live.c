@@ -373,10 +373,14 @@ static void flush_left(const struct dm_status *st)
 
 /*
  * Follow a flush or drain of @name to its end: progress on a terminal,
- * a line every 5 s otherwise.  Returns 0 when no dirty block is left, or
- * EXIT_BAD (failed), EXIT_TIMEOUT, EXIT_INTR, EXIT_FAIL.
+ * a line every 5 s otherwise.  Returns 0 when it ended (a flush_dirty may
+ * end with blocks written since it was asked still dirty: nothing writes
+ * them back but cleaning, so waiting for zero could last for ever), or
+ * EXIT_BAD (failed; a drain that ended with dirty blocks left, which only
+ * a write_policy set back to writeback does), EXIT_TIMEOUT, EXIT_INTR,
+ * EXIT_FAIL.
  */
-static int flush_follow(const char *name, double timeout)
+static int flush_follow(const char *name, double timeout, bool drain)
 {
 	double t0, t_rate = 0, last_line = -1, rate = -1;
 	unsigned long long dirty, dirty_rate = 0, wberr = 0, failed = 0;
@@ -402,6 +406,22 @@ static int flush_follow(const char *name, double timeout)
 			printf("%s: flushed: no dirty blocks left (%.1f s)\n",
 			       name, t - t0);
 			r = 0;
+			break;
+		}
+		if (!strcmp(fs, "idle")) {
+			if (printed && tty)
+				putchar('\n');
+			if (drain) {
+				printf("%s: the drain ended with %.1f MiB dirty (%llu blocks): write_policy is writeback again?\n",
+				       name, st_blocks_bytes(&st, dirty) / MiB,
+				       dirty);
+				r = EXIT_BAD;
+			} else {
+				printf("%s: flushed: what was dirty when asked is written back (%.1f s); %.1f MiB (%llu blocks) written since are dirty\n",
+				       name, t - t0,
+				       st_blocks_bytes(&st, dirty) / MiB, dirty);
+				r = 0;
+			}
 			break;
 		}
 		if (!strcmp(fs, "failed")) {
@@ -528,7 +548,7 @@ int cmd_flush(int argc, char **argv)
 		       name, msg, TOOL, name);
 		return 0;
 	}
-	r = flush_follow(name, timeout);
+	r = flush_follow(name, timeout, !strcmp(msg, "drain"));
 	dm_lib_release();
 	return r;
 }
@@ -679,7 +699,7 @@ int cmd_detach(int argc, char **argv)
 		printf("%s: draining (writethrough; dirty blocks written back)\n",
 		       name);
 		fflush(stdout);
-		r = flush_follow(name, timeout);
+		r = flush_follow(name, timeout, true);
 		if (r) {
 			printf("%s: not detached: the cache stays, in drain mode (writethrough)\n",
 			       name);

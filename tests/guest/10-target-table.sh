@@ -162,5 +162,12 @@ log "slab+vmalloc: before ${before} kB, after ${after} kB"
 # One device's map is ~100 kB here; a leak of a map per cycle would show as
 # 4 MB, one of a quarter of it as 1 MB.
 assert_le "$((after - before))" 1024 "memory growth over 40 create/remove cycles (kB)"
+# Zoned devices: a cache rewrites blocks anywhere, which a zone's write
+# pointer forbids (dm itself refuses only a host-managed model; 6.1 stacks a
+# host-aware disk's up).  null_blk's zoned model is host-managed.
+zhdd=$(NULLB_ZONED=1 make_hdd zhdd 64 0 32)
+dm_refused spz "0 $(sectors "$zhdd") ssdprio $zhdd $ssd 1 format" "Zoned devices are not supported"
+dm_refused spz "0 $len ssdprio $hdd $zhdd 1 format" "Zoned devices are not supported"
+remove_nullb zhdd
 unload_module
 log "ok"

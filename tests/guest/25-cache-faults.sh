@@ -16,7 +16,11 @@
 # A retry never starts beside a write in flight to its set: it could call a
 # block clean that the write changes. A burst of origin writes under pressure
 # of which one fails leaves every block it carried dirty.
-# timeout: 900
+# reset_stats does not reset the count of SSD read errors that degrades.
+# Clean blocks a writeback bridged, failing on the SSD while its origin write
+# is out, come back dirty when that write fails. Sets held aside in a dead
+# region of the origin do not keep healthy sets from being cleaned.
+# timeout: 1200
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -444,4 +448,130 @@ dm_remove sp8
 cmp /tmp/a8.want <(dd if="$hdd8" bs="$bs" count="$na" iflag=direct status=none) ||
 	fail "the scattered blocks on the origin after the flush: a block of a failed burst was called clean"
 dm_remove hddleg8
+# --- reset_stats does not reset the SSD's read-error count ---------------------------
+# The 8th SSD read error degrades the cache; a monitor zeroing the counters
+# shown in status must not keep a failing SSD in use.  Clean cached blocks,
+# each read once with the SSD failing: one fallback, one error each.
+hdd9=$(make_hdd hdd9 64 0 32)
+ssd9=$(make_ssd ssd9 32)
+leg ssdleg9 "$ssd9" linear
+dev=$(dm_create sp9 "0 $(sectors "$hdd9") ssdprio $hdd9 /dev/mapper/ssdleg9 5 format evict_wait 600000 seq_cutoff 0")
+for b in $(seq 0 4 60); do put "$dev" "$b" R || fail "write block $b"; done
+dmsetup message sp9 0 flush_dirty
+wait_status sp9 dirty_blocks -eq 0 120
+leg ssdleg9 "$ssd9" all
+b=0 before=0
+while ((before < 4)); do
+	[[ $(get "$dev" $b) == "$(pat R)" ]] || fail "clean block $b with the SSD failing"
+	before=$(status_get sp9 ssd_read_errors)
+	b=$((b + 4))
+done
+assert_eq "$(status_get sp9 cache_mode)" normal "cache_mode after $before read errors"
+dmsetup message sp9 0 reset_stats || fail "reset_stats"
+assert_eq "$(status_get sp9 ssd_read_errors)" 0 "ssd_read_errors shown after reset_stats"
+while (($(status_get sp9 ssd_read_errors) + before < 8)); do
+	((b <= 60)) || fail "out of clean blocks to read"
+	[[ $(get "$dev" $b) == "$(pat R)" ]] || fail "clean block $b with the SSD failing"
+	b=$((b + 4))
+done
+assert_eq "$(status_get sp9 cache_mode)" degraded \
+	"cache_mode after $before read errors, reset_stats, then $(status_get sp9 ssd_read_errors) more"
+leg ssdleg9 "$ssd9" linear
+dm_remove sp9
+dm_remove ssdleg9
+# --- clean blocks a writeback bridged, failing on the SSD while its origin write is out --
+# The writeback of blocks 0-4 bridges clean blocks 1 and 3 and has read them;
+# its origin write waits in dm-delay.  Meanwhile a read of block 1 and a
+# 512-byte write into block 3 fail on the SSD (error segments under their
+# frames): the read is served from the origin, the write reports its error.
+# Then the origin write fails: the origin may hold anything in blocks 0-4,
+# so 1 and 3 must come back dirty with the cache's copy, not be dropped.
+hdd10=$(make_hdd hdd10 64 0 32)
+ssd10=$(make_ssd ssd10 32)
+leg olow10 "$hdd10" linear
+leg hddleg10 /dev/mapper/olow10 linear
+leg ssdleg10 "$ssd10" linear
+bridge_setup sp10 /dev/mapper/hddleg10 /dev/mapper/ssdleg10 4
+modprobe dm-delay || fail "modprobe dm-delay"
+n=$(sectors /dev/mapper/olow10)
+leg_load hddleg10 "0 $n delay /dev/mapper/olow10 0 0 /dev/mapper/olow10 0 8000"
+inflight_writes() { awk '{ print $2 }' "/sys/block/$(basename "$(readlink -f /dev/mapper/hddleg10)")/inflight"; }
+f0=$(status_get sp10 read_fallbacks)
+dmsetup message sp10 0 flush_dirty
+for _ in $(seq 600); do
+	(($(inflight_writes) >= 1)) && break
+	sleep 0.1
+done
+(($(inflight_writes) >= 1)) || fail "the writeback's origin write never went out"
+data_start=$(cache_data_start "$ssd10")
+cset=$("$REPO/build/ssdprio-tool" debug-placement "$ssd10" 0 | cut -d' ' -f2)
+# Blocks go to their home frame first: block B in frame B.
+f1=$((data_start + cset * $(status_get sp10 set_blocks) * 8 + 8))
+f3=$((f1 + 16))
+m=$(sectors "$ssd10")
+leg_load ssdleg10 "$(printf '0 %s linear %s 0\n%s 8 error\n%s 8 linear %s %s\n%s 8 error\n%s %s linear %s %s\n' \
+	"$f1" "$ssd10" "$f1" $((f1 + 8)) "$ssd10" $((f1 + 8)) "$f3" \
+	$((f3 + 8)) $((m - f3 - 8)) "$ssd10" $((f3 + 8)))"
+[[ $(get "$dev" 1) == "$(pat A)" ]] || fail "clean block 1 with its SSD frame failing"
+assert_eq "$(status_get sp10 read_fallbacks)" $((f0 + 1)) "read_fallbacks: block 1 from the origin"
+put "$dev" 3 W 512 &
+w3=$!
+leg olow10 "$hdd10" all
+wait_status sp10 flush_state == failed 300
+wait "$w3" && log "the 512-byte write into block 3 succeeded (it waited for the writeback)"
+assert_eq "$(status_get sp10 dirty_blocks)" 5 "dirty blocks after the failed write that bridged 1 and 3"
+# What a failed write may leave on the origin: anything.  Written while the
+# origin leg still fails, so that no retry can write back before it.
+for b in 0 1 2 3 4; do put "$hdd10" $b J || fail "junk on the origin"; done
+leg ssdleg10 "$ssd10" linear
+leg_load hddleg10 "0 $n linear /dev/mapper/olow10 0"
+leg olow10 "$hdd10" linear
+dmsetup message sp10 0 flush_dirty
+wait_status sp10 dirty_blocks -eq 0 300
+for b in 0 1 2 4; do
+	want=A
+	((b % 2)) || want=B
+	[[ $(get "$dev" $b) == "$(pat $want)" ]] || fail "block $b after the failed bridged writeback"
+	[[ $(get /dev/mapper/hddleg10 $b) == "$(pat $want)" ]] || fail "origin block $b after the retry"
+done
+# Block 3: its first 512 bytes are the failed write's (undefined), the rest A.
+[[ $(get "$dev" 3 | cut -c513-) == "$(pat A | cut -c513-)" ]] ||
+	fail "block 3 beyond the failed 512-byte write after the failed bridged writeback"
+dm_remove sp10
+dm_remove ssdleg10
+dm_remove hddleg10
+dm_remove olow10
+# --- a dead region of the origin does not stop cleaning elsewhere ---------------------
+# Sets whose writeback fails are held aside, retried with backoff; eviction and
+# cleaning look at the oldest dirty sets only.  Dirty sets in a region whose
+# writes fail (more than that look covers) must not hide the healthy ones
+# written later: those are cleaned as usual (dirty_max_age 1, evict_wait 100).
+hdd11=$(make_hdd hdd11 64 0 32)
+ssd11=$(make_ssd ssd11 32)
+n11=$(sectors "$hdd11")
+# Writes to the first 8 MiB fail; reads and the rest pass.
+leg_load hddleg11 "$(printf '0 16384 flakey %s 0 0 1 1 error_writes\n16384 %s linear %s 16384\n' \
+	"$hdd11" $((n11 - 16384)) "$hdd11")"
+dev=$(dm_create sp11 "0 $n11 ssdprio /dev/mapper/hddleg11 $ssd11 13 format set_size 16 evict_wait 100 dirty_target 0 dirty_max_age 1 seq_cutoff 0 read_alloc off")
+# One block in each of 96 sets (64 KiB each) of the dead region.
+for i in $(seq 0 95); do
+	put "$dev" $((i * 16)) D || fail "write into the dead region"
+done
+wait_status sp11 failed_sets -ge 90 300
+# Healthy sets written after them: cleaned all the same.
+for i in $(seq 0 9); do
+	put "$dev" $((4096 + i * 16)) H || fail "write into the healthy region"
+done
+wait_status sp11 dirty_blocks -le 96 300
+assert_eq "$(status_get sp11 dirty_blocks)" 96 "dirty blocks: the dead region's only"
+for i in $(seq 0 9); do
+	[[ $(get /dev/mapper/hddleg11 $((4096 + i * 16))) == "$(pat H)" ]] ||
+		fail "healthy block $i not written back"
+done
+leg_load hddleg11 "0 $n11 linear $hdd11 0"
+dmsetup message sp11 0 flush_dirty
+wait_status sp11 dirty_blocks -eq 0 300
+[[ $(get "$hdd11" $((95 * 16))) == "$(pat D)" ]] || fail "dead region block after the origin came back"
+dm_remove sp11
+dm_remove hddleg11
 log "ok"

@@ -5,6 +5,7 @@
 # (a flush_dirty's) never passes pending normal I/O: the drain's origin
 # writes compete as normal I/O.  Meanwhile and after, writes make
 # no new dirty data (writethrough), and the origin alone holds everything.
+# write_policy writeback calls a drain off (its flush goes on as flush_dirty).
 # timeout: 900
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -57,6 +58,31 @@ for qd in 1 4; do
 		fail "the device's data after the drain (qd $qd)"
 	dmsetup message sp 0 write_policy writeback || fail "write_policy writeback"
 done
+
+# write_policy writeback during a drain calls the drain off: its flush goes
+# on as a flush_dirty (idle class: it waits for the reader to stop), and the
+# writes from then on are dirty again.
+dd if=/tmp/drain.a of="$dm" bs=64k oflag=direct status=none || fail "write 8 MiB"
+fio --name=normal --filename="$dm" --rw=randread --bs=4k --direct=1 \
+	--ioengine=libaio --iodepth=4 --offset=64M --size=192M \
+	--runtime=800 --time_based --randrepeat=0 --output=/tmp/drain.out &
+reader=$!
+n0=$(st bios_normal)
+wait_status sp bios_normal -ge $((n0 + 50)) 120
+dmsetup message sp 0 drain || fail "drain"
+dmsetup message sp 0 write_policy writeback || fail "write_policy writeback"
+assert_eq "$(st draining)" 0 "draining after write_policy writeback"
+assert_eq "$(st flush_state)" running "flush_state: the flush goes on"
+dmsetup table sp | grep -q "write_policy writethrough" && fail "write_policy: $(dmsetup table sp)"
+d1=$(st dirty_blocks)
+dd if=/tmp/drain.b of="$dm" bs=64k seek=512 oflag=direct status=none || fail "write after the drain was called off"
+assert_ge "$(st dirty_blocks)" $((d1 + 1)) "dirty blocks after a write under writeback again"
+kill "$reader" 2>/dev/null
+wait "$reader" 2>/dev/null
+reader=""
+wait_status sp flush_state == idle 600
+cmp <(dd if="$dm" bs=64k count=128 iflag=direct status=none) /tmp/drain.a ||
+	fail "the device's data after the drain was called off"
 dm_remove sp
 
 # A flush asked while its only dirty set is held by a reader (a read hit

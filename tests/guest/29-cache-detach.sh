@@ -158,4 +158,24 @@ fi
 grep -q "not detached" "$T/out" || fail "attach's refusal: $(cat "$T/out")"
 assert_eq "$(table_type)" linear "table after a refused attach"
 dm_remove sp
+# --- the first flush after a swap into a caching table reaches the origin ----------------
+# Writes the table before (linear here, as `attach` replaces) acknowledged may
+# sit in the origin's volatile cache, and dm flushes nothing at a swap: the
+# first flush through the caching table must flush the origin too, though
+# no write of its own reached it.  The origin has a write cache and counts
+# the flushes that reach it (/sys/block/*/stat, field 16).
+hddc=$(NULLB_CACHE_MB=16 make_hdd hddc 64 0 32)
+ssdc=$(make_ssd ssdc 16)
+flushes() { awk '{ print $16 }' "/sys/block/${1#/dev/}/stat"; }
+dmsetup create spc --table "0 $(sectors "$hddc") linear $hddc 0" || fail "linear over hddc"
+dd if=/dev/urandom of=/dev/mapper/spc bs=64k count=16 oflag=direct status=none || fail "write through linear"
+f0=$(flushes "$hddc")
+dmsetup load spc --table "0 $(sectors "$hddc") ssdprio $hddc $ssdc 3 format evict_wait 60000" || fail "load ssdprio"
+dmsetup resume spc || fail "resume into ssdprio"
+python3 -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDWR); os.fsync(fd)' /dev/mapper/spc ||
+	fail "fsync of the device"
+assert_ge "$(flushes "$hddc")" $((f0 + 1)) "origin flushes by the first flush after the swap"
+dm_remove spc
+remove_nullb hddc
+remove_nullb ssdc
 log "ok"

@@ -240,6 +240,41 @@ dm_remove sp
 dm_create sp2 "0 $len ssdprio $hdd $ssd2 1 format" >/dev/null
 dm_remove sp2
 
+# --- a reload naming another cache over the same origin, with dirty blocks left -------
+# The old table's dirty blocks would stay on a cache nothing reads while the
+# new table serves the origin's older data: the resume is refused, the device
+# stays suspended, and loading the old table again brings everything back.
+dd if=/dev/zero of="$ssd" bs=1M count=$META_MB oflag=direct status=none
+dm_create sp "0 $len ssdprio $hdd $ssd 3 format evict_wait 60000" >/dev/null
+fio_run --name=swap --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 \
+	--size=4M --randrepeat=0 --randseed=9 --verify=crc32c --ioengine=psync \
+	--do_verify=0 >/dev/null
+dirty=$(status_get sp dirty_blocks)
+assert_ge "$dirty" 1 "dirty blocks before the swap"
+for t in "0 $len ssdprio $hdd $ssd2 1 format" "0 $len ssdprio $hdd $ssd2 2 cache off"; do
+	dmsetup reload sp --table "$t" || fail "reload: $t"
+	dmesg -C
+	dmsetup resume sp 2>/dev/null && fail "resume accepted over $dirty dirty blocks on the cache replaced: $t"
+	dmesg | grep -q "the table replaced holds $dirty dirty blocks on cache" ||
+		fail "no word of the stranded dirty blocks: $(dmesg | grep ssdprio)"
+	dmsetup info sp | grep -q SUSPENDED || fail "device not left suspended: $(dmsetup info sp)"
+	dmsetup reload sp --table "0 $len ssdprio $hdd $ssd 2 evict_wait 60000" || fail "reload of the old table"
+	dmsetup resume sp || fail "resume of the old table"
+	assert_eq "$(status_get sp dirty_blocks)" "$dirty" "dirty blocks back with the old table"
+done
+fio_run --name=swap --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 \
+	--size=4M --randrepeat=0 --randseed=9 --verify=crc32c --ioengine=psync \
+	--verify_only=1 >/dev/null
+# Written back: the swap is accepted.
+dmsetup message sp 0 flush_dirty || fail "flush_dirty"
+wait_status sp dirty_blocks -eq 0 120
+dmsetup reload sp --table "0 $len ssdprio $hdd $ssd2 1 format" || fail "reload after the flush"
+dmsetup resume sp || fail "resume after the flush"
+fio_run --name=swap --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 \
+	--size=4M --randrepeat=0 --randseed=9 --verify=crc32c --ioengine=psync \
+	--verify_only=1 >/dev/null
+dm_remove sp
+
 # --- the origin disk's own id, recorded at format (no origin_id needed) ---------------
 # Two SCSI disks of the same size with their own NAA ids (VPD page 0x83):
 # scsi_debug, two targets.  The cache formatted over one is refused over the other.

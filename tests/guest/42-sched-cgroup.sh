@@ -3,7 +3,8 @@
 # idle_cgroup is classified idle (ionice cannot do this: flusher kworkers
 # write the pages back as BE/4). Also: the feature arg shows in the table,
 # bad paths are rejected, the message form adds one, idle_cgroup_clear
-# drops them.
+# drops them; a path with white space, or past the paths' budget, is refused,
+# so that the table line always reloads as printed.
 # timeout: 300
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -69,6 +70,35 @@ bash -c "echo \$\$ >$CG/other/cgroup.procs && exec dd if=/dev/zero of=$dm bs=1M 
 timeout 120 sync || fail "sync hung"
 i1=$(st bios_idle)
 assert_ge $((i1 - i0)) 4 "after the message, the other cgroup's writeback is idle"
+
+# The table line gives every path back as one argument, and all of them fit:
+# a path with white space (dm's split takes "\ ") is refused, and so is one
+# past the paths' budget; what was taken reloads as it is printed.
+mkdir -p "$CG/a b"
+dmsetup message sp 0 idle_cgroup "$CG/a\\ b" 2>/dev/null &&
+	fail "an idle_cgroup path with a space accepted: $(dmsetup table sp)"
+rmdir "$CG/a b"
+long=$(printf 'c%.0s' $(seq 200))
+refused=0
+for i in $(seq 10 25); do
+	mkdir -p "$CG/$i$long"
+	dmesg -C
+	if ! dmsetup message sp 0 idle_cgroup "$CG/$i$long" 2>/dev/null; then
+		dmesg | grep -q "would not fit in the table line" || fail "refusal of path $i: $(dmesg | grep ssdprio)"
+		refused=1
+		break
+	fi
+done
+((refused)) || fail "16 paths of 200+ characters taken: the table line cannot hold them"
+table=$(dmsetup table sp)
+read -r -a words <<<"$table"
+for ((k = 0; k < ${#words[@]}; k++)); do [[ ${words[k]} == ssdprio ]] && break; done
+# start len ssdprio origin cache N pairs...: N counts what follows.
+assert_eq "${words[k + 3]}" $((${#words[@]} - k - 4)) "feature count of the table line"
+dmsetup reload sp --table "$table" || fail "reloading a table with many idle_cgroups"
+dmsetup resume sp || fail "resume after that reload"
+dmsetup message sp 0 idle_cgroup_clear || fail "idle_cgroup_clear"
+rmdir "$CG"/[0-9][0-9]"$long"
 
 dm_remove sp
 

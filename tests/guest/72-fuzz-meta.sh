@@ -68,6 +68,10 @@ dm_remove sp
 nr_mblocks=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["rec_sectors"] // 8)' "$json")
 fixed=()
 for ((k = 0; k < nr_mblocks; k++)); do fixed+=("--kind rec_zero_newest --block $k"); done
+# A record with seq 2^64-1 and a good checksum: no commit could make it, and
+# taking it would wrap the sequence (every later load would then believe
+# stale copies): refused.
+fixed+=("--kind rec_forge --how seq_huge")
 refused=0 loaded=0 problems=()
 for r in $(seq $((${#fixed[@]} + ROUNDS))); do
 	restore
@@ -89,6 +93,7 @@ for r in $(seq $((${#fixed[@]} + ROUNDS))); do
 		st=$(status_get sp meta_state)
 		res=$(python3 "$FIO" check /dev/mapper/sp "$STATE" --any-gen --label "round $r" 2>/tmp/check.err | tail -1)
 		log "round $r ($what; ${fmt}seed $rseed): loaded, meta_state $st, $res"
+		[[ $what == *seq_huge* ]] && problems+=("round $r ($what): a record of seq 2^64-1 loaded")
 		if [[ ! $res =~ \"bad\":\ 0, ]]; then
 			head -5 /tmp/check.err >&2
 			problems+=("round $r ($what, seed $rseed): loaded and served wrong data: $res")

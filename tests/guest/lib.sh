@@ -201,6 +201,8 @@ _make_nullb() {
 			echo "$qd" >"$d/hw_queue_depth" &&
 			{ [[ $mbps == 0 ]] || echo "$mbps" >"$d/mbps"; } &&
 			{ [[ ${NULLB_DISCARD:-0} == 0 ]] || echo 1 >"$d/discard"; } &&
+			{ [[ ${NULLB_CACHE_MB:-0} == 0 ]] || echo "$NULLB_CACHE_MB" >"$d/cache_size"; } &&
+			{ [[ ${NULLB_ZONED:-0} == 0 ]] || { echo 1 >"$d/zoned" && echo 4 >"$d/zone_size"; }; } &&
 			echo 1 >"$d/power"
 	} || {
 		rmdir "$d"
@@ -225,6 +227,10 @@ _make_nullb() {
 # NULLB_DISCARD=1 before make_hdd/make_ssd (e.g. `hdd=$(NULLB_DISCARD=1 make_hdd hdd 64)`)
 # makes a device that supports discard (null_blk's `discard`, 512-byte granularity;
 # memory-backed, so discarded sectors read back as zeroes). Default: no discard.
+#
+# NULLB_CACHE_MB=N: a volatile write cache of N MiB (null_blk's cache_size):
+# flushes reach the driver and are counted in /sys/block/NAME/stat.
+# NULLB_ZONED=1: a host-managed zoned device, 4 MiB zones.
 #
 # make_hdd NAME SIZE_MB [completion_nsec=5000000] [queue_depth=1] [mbps=0]
 # A one-head, HDD-like disk: ~5 ms per I/O, one at a time. Echoes /dev/NAME.

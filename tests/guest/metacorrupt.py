@@ -145,7 +145,7 @@ class Dev:
         os.fsync(self.fd)
 
 
-def forge(rnd, kind, cset, ncs, seed, nr_osets, rec_at, d, version):
+def forge(rnd, kind, cset, ncs, seed, nr_osets, rec_at, d, version, how=None):
     """A record with a correct checksum that the loader must judge."""
     recs = [rec_at(copy, cset) for copy in (0, 1)]
     good = [r.good(seed, cset) for r, _ in recs]
@@ -155,7 +155,7 @@ def forge(rnd, kind, cset, ncs, seed, nr_osets, rec_at, d, version):
     else:
         pick = rnd.randrange(2)
     copies = [pick] if rnd.randrange(2) else [0, 1]
-    how = rnd.choice(["tag_misplaced", "tag_twice", "owner_no_tag", "dirty_no_owner", "cset",
+    how = how or rnd.choice(["tag_misplaced", "tag_twice", "owner_no_tag", "dirty_no_owner", "cset",
                       "zero_word", "padding", "past_origin_clean", "past_origin_dirty",
                       "seq_huge", "two_frames"])
     nb = recs[0][0].nb
@@ -254,6 +254,7 @@ def main():
     p.add_argument("--kind")
     p.add_argument("--nr-osets", type=int, default=0)
     p.add_argument("--block", type=int, help="metadata block of rec_zero_newest")
+    p.add_argument("--how", help="rec_forge: which forgery (e.g. seq_huge)")
     a = p.parse_args()
     rnd = random.Random(a.seed)
     d = Dev(a.dev)
@@ -383,7 +384,7 @@ def main():
         d.write(buf, boff)
         return print("%s: metadata sector %d random" % (kind, sec))
     if kind == "rec_forge":
-        return forge(rnd, kind, cset, ncs, seed, a.nr_osets, rec_at, d, sb["version"])
+        return forge(rnd, kind, cset, ncs, seed, a.nr_osets, rec_at, d, sb["version"], a.how)
     raise SystemExit("unknown kind " + kind)
 
 

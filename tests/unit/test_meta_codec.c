@@ -540,6 +540,64 @@ TEST(codec_rec_pick_by_seq_torn_and_both_bad)
  * nonzero multiple of min(64, S/4) below S, every choice about as likely
  * among the origin sets of one cache set; format 3's is S/2.
  */
+/*
+ * Which copy a metadata block's next write goes to first: never the only
+ * copy of any record's newest version, and after a torn write (records
+ * newest in different copies) the torn copy, the one with the highest seq.
+ */
+TEST(codec_blk_copies_never_overwrite_a_records_only_newest)
+{
+	struct ssdp_blk_copies b;
+	bool mixed;
+
+	/* Every record newest in copy 1: write copy 0. */
+	ssdp_blk_copies_init(&b);
+	ssdp_blk_copies_add(&b, 1, false, 11, 11);
+	ssdp_blk_copies_add(&b, 1, false, 11, 11);
+	ASSERT_EQ(ssdp_blk_copies_next(&b, &mixed), 0);
+	ASSERT_TRUE(!mixed);
+	/*
+	 * The first record the same in both copies (a write to both that
+	 * tore in its second copy): the others decide.  Record 0 alone would
+	 * send the write to copy 1, over records 1-2's only good copies.
+	 */
+	ssdp_blk_copies_init(&b);
+	ssdp_blk_copies_add(&b, 0, false, 9, 9);
+	ssdp_blk_copies_add(&b, 1, true, 9, 9);
+	ssdp_blk_copies_add(&b, 1, true, 9, 9);
+	ASSERT_EQ(ssdp_blk_copies_next(&b, &mixed), 0);
+	ASSERT_TRUE(!mixed);
+	/* Newest in copy 0 (by seq, or alone): write copy 1. */
+	ssdp_blk_copies_init(&b);
+	ssdp_blk_copies_add(&b, 0, false, 12, 11);
+	ssdp_blk_copies_add(&b, 0, true, 12, 0);
+	ASSERT_EQ(ssdp_blk_copies_next(&b, &mixed), 1);
+	ASSERT_TRUE(!mixed);
+	/*
+	 * Torn write to copy 1 (seq 11): record 0 landed, record 1 is bad
+	 * there and good in copy 0 only (seq 10).  Copy 1 first: what a
+	 * tear of it loses is the torn commit's, never acknowledged.
+	 */
+	ssdp_blk_copies_init(&b);
+	ssdp_blk_copies_add(&b, 1, false, 11, 11);
+	ssdp_blk_copies_add(&b, 0, true, 10, 0);
+	ASSERT_EQ(ssdp_blk_copies_next(&b, &mixed), 1);
+	ASSERT_TRUE(mixed);
+	/* The same, torn in copy 0, its untouched records one commit old. */
+	ssdp_blk_copies_init(&b);
+	ssdp_blk_copies_add(&b, 0, false, 12, 11);
+	ssdp_blk_copies_add(&b, 1, false, 11, 11);
+	ssdp_blk_copies_add(&b, 1, true, 11, 11);
+	ASSERT_EQ(ssdp_blk_copies_next(&b, &mixed), 0);
+	ASSERT_TRUE(mixed);
+	/* Records in neither copy, or the same in both: either, not mixed. */
+	ssdp_blk_copies_init(&b);
+	ssdp_blk_copies_add(&b, -1, false, 0, 0);
+	ssdp_blk_copies_add(&b, 0, false, 7, 7);
+	ssdp_blk_copies_next(&b, &mixed);
+	ASSERT_TRUE(!mixed);
+}
+
 TEST(codec_alt_xor_is_pinned_and_spread)
 {
 	u32 count[16] = { 0 }, set_blocks, n = 0, i;

@@ -477,6 +477,8 @@ TEST(scan_errors_on_a_clean_cache)
 	rpb = 4096 / im.l.rec_bytes;
 	/* Newer than the clean superblock. */
 	put_rec(&im, 0, 5, oset_in(&im, 5, 0, 0), 11, 1, 1);
+	/* A seq no cache reaches (the kernel refuses the cache). */
+	put_rec(&im, 0, 6, oset_in(&im, 6, 0, 0), SSDP_SEQ_LIMIT, 1, 1);
 	/* Past the last cache set (slot 15 of a 16-per-block layout). */
 	ASSERT_TRUE(im.l.nr_csets % rpb != 0);
 	rv_init(&v, 3);
@@ -486,15 +488,18 @@ TEST(scan_errors_on_a_clean_cache)
 	flip_byte(&im, 0, 7, 20);
 
 	scan(&im, &s);
-	ASSERT_EQ(s.found[SCAN_NEWER_THAN_SB].count, 1);
+	ASSERT_EQ(s.found[SCAN_NEWER_THAN_SB].count, 2);
+	ASSERT_EQ(s.found[SCAN_SEQ_PAST_LIMIT].count, 1);
+	ASSERT_EQ(s.found[SCAN_SEQ_PAST_LIMIT].first, 6);
+	ASSERT_EQ(scan_severity(&s, SCAN_SEQ_PAST_LIMIT), SCAN_ERROR);
 	ASSERT_EQ(s.found[SCAN_STRAY].count, 1);
 	ASSERT_EQ(s.found[SCAN_STRAY].first, 15);
 	ASSERT_EQ(s.found[SCAN_UNREADABLE].count, 1);
 	ASSERT_EQ(s.found[SCAN_UNREADABLE].first, 7);
 	ASSERT_EQ(scan_severity(&s, SCAN_UNREADABLE), SCAN_WARN);
 	ASSERT_EQ(s.found[SCAN_TORN].count, 0);
-	ASSERT_EQ(scan_errors(&s), 2);
-	ASSERT_EQ(s.mapped_sets, 1);
+	ASSERT_EQ(scan_errors(&s), 3);
+	ASSERT_EQ(s.mapped_sets, 2);
 	scan_free(&s);
 
 	/* A truncated device. */
