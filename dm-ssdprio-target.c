@@ -257,7 +257,9 @@ static void ssdp_unclaim(struct ssdprio *sp)
  * them back over newer data.  The old table is suspended by now (dm
  * suspends before the swap, and destroys it after this resume): its dirty
  * count is final.  Giving them up is "cache off" naming that cache with
- * force, which marks it bypassed.
+ * force, which marks it bypassed.  And this table's cache was away from
+ * the origin meanwhile: its first resume does not trust it
+ * (cache_was_away, meta.c).
  */
 static int ssdp_swap_check(struct ssdprio *sp)
 {
@@ -271,10 +273,17 @@ static int ssdp_swap_check(struct ssdprio *sp)
 		return 0;
 	mutex_lock(&ssdp_claims_lock);
 	list_for_each_entry(old, &ssdp_tables, tables_entry) {
-		if (old == sp || !old->caching ||
-		    dm_table_get_md(old->ti->table) != md ||
+		if (old == sp || dm_table_get_md(old->ti->table) != md ||
 		    old->origin->bdev != sp->origin->bdev ||
-		    old->cache->bdev == sp->cache->bdev)
+		    old->cache->bdev == sp->cache->bdev ||
+		    !READ_ONCE(old->served))
+			continue;
+		/*
+		 * The origin was served without this table's cache: what
+		 * that cache holds may be older than the origin now.
+		 */
+		sp->cache_was_away = true;
+		if (!old->caching)
 			continue;
 		spin_lock_irqsave(&old->cache_lock, flags);
 		dirty = old->fmap.total_dirty;
@@ -511,6 +520,7 @@ static void ssdp_resume(struct dm_target *ti)
 {
 	struct ssdprio *sp = ti->private;
 
+	WRITE_ONCE(sp->served, true);
 	ssdp_sched_resume(sp);
 	ssdp_cache_resume(sp);
 }

@@ -1130,6 +1130,32 @@ out:
 }
 
 /*
+ * The table this one replaced served the origin through another cache
+ * device, so whatever this cache holds dates from before, and the origin
+ * may have changed since (written through that other cache).  Clean
+ * blocks would be stale: it starts empty.  Dirty ones may be older than
+ * the origin now, and written back they could overwrite newer data: the
+ * resume is refused ("cache off" naming this cache with force gives them
+ * up).
+ */
+static int ssdp_meta_away(struct ssdprio *sp)
+{
+	const struct ssdp_sb_info *sb = &sp->meta->sb;
+
+	lockdep_assert_held(&sp->meta->lock);
+	if ((sb->flags & (SSDP_SB_CLEAN | SSDP_SB_NO_DIRTY)) !=
+	    (SSDP_SB_CLEAN | SSDP_SB_NO_DIRTY)) {
+		DMERR("%s: %pg was away while the table replaced served the origin through another cache, and may hold dirty blocks older than the origin now: refusing to resume (to give them up, 'cache off' naming it with 'force')",
+		      ssdp_name(sp), sp->cache->bdev);
+		return -EBUSY;
+	}
+	DMWARN("%s: %pg was away while the table replaced served the origin through another cache: its contents are out of date and are discarded; starting empty",
+	       ssdp_name(sp), sp->cache->bdev);
+	sp->meta->must_format = true;
+	return 0;
+}
+
+/*
  * preresume: the first resume formats or loads; every resume marks the
  * superblock unclean before any I/O can change the cache.
  *
@@ -1159,6 +1185,8 @@ int ssdp_meta_preresume(struct ssdprio *sp)
 	}
 	if (sp->meta->state == SSDP_META_NONE) {
 		r = ssdp_meta_recheck(sp);
+		if (!r && sp->cache_was_away && !sp->meta->must_format)
+			r = ssdp_meta_away(sp);
 		if (!r)
 			r = ssdp_meta_alloc_bitmaps(sp);
 		if (!r && sp->meta->must_format) {

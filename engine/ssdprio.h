@@ -286,6 +286,18 @@ struct ssdprio {
 	 * and preresume only.
 	 */
 	bool swap_checked;
+	/*
+	 * A table of this device it replaces served the origin through
+	 * another cache device: this one's contents may be older than the
+	 * origin (meta.c, first resume).  ctr and preresume only.
+	 */
+	bool cache_was_away;
+	/*
+	 * It has resumed once: it served the origin (a table whose first
+	 * resume was refused never did).  Set by resume, read by a
+	 * replacing table's preresume (dm orders the two).
+	 */
+	bool served;
 	/* In the module's list of tables; ssdp_claims_lock (glue). */
 	struct list_head tables_entry;
 
@@ -339,6 +351,12 @@ struct ssdprio {
 	 */
 	u32 nr_wb_failed;		/* [cache_lock] */
 	bool flush_failed;		/* [cache_lock] */
+	/*
+	 * [cache_lock] When the last flush_dirty was asked (seconds, the
+	 * frame map's clock): it ends when no set dirty since then or
+	 * before is left, so that a steady writer cannot keep it going.
+	 */
+	u32 flush_since;
 	/*
 	 * A "drain" is running: the flush's origin writes compete as normal
 	 * I/O instead of waiting in the idle queue, so that it finishes

@@ -495,7 +495,8 @@ bridge_setup sp10 /dev/mapper/hddleg10 /dev/mapper/ssdleg10 4
 modprobe dm-delay || fail "modprobe dm-delay"
 n=$(sectors /dev/mapper/olow10)
 leg_load hddleg10 "0 $n delay /dev/mapper/olow10 0 0 /dev/mapper/olow10 0 8000"
-inflight_writes() { awk '{ print $2 }' "/sys/block/$(basename "$(readlink -f /dev/mapper/hddleg10)")/inflight"; }
+# Writes dm-delay holds now (its status: reads, writes, flushes held).
+inflight_writes() { dmsetup status hddleg10 | awk '{ print $5 }'; }
 f0=$(status_get sp10 read_fallbacks)
 dmsetup message sp10 0 flush_dirty
 for _ in $(seq 600); do

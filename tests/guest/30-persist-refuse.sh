@@ -240,11 +240,25 @@ dm_remove sp
 dm_create sp2 "0 $len ssdprio $hdd $ssd2 1 format" >/dev/null
 dm_remove sp2
 
-# --- a reload naming another cache over the same origin, with dirty blocks left -------
-# The old table's dirty blocks would stay on a cache nothing reads while the
-# new table serves the origin's older data: the resume is refused, the device
-# stays suspended, and loading the old table again brings everything back.
-dd if=/dev/zero of="$ssd" bs=1M count=$META_MB oflag=direct status=none
+# --- reloads naming another cache over the same origin ------------------------------
+# The table replaced holds dirty blocks: they would be left on a cache nothing
+# reads while the new table served the origin's older data.  The resume is
+# refused, the device stays suspended, and the old table loads again warm.
+# Once it is written back, the new cache was away from the origin while the
+# old one served it: clean blocks it held are stale (it starts empty), dirty
+# ones may be older than the origin (refused).  ssd2 held clean blocks of
+# this origin from before, ssd3 a dirty one.
+ssd3=$(make_ssd ssd3 24)
+for c in "$ssd" "$ssd2" "$ssd3"; do dd if=/dev/zero of="$c" bs=1M count=$META_MB oflag=direct status=none; done
+dm_create sp "0 $len ssdprio $hdd $ssd2 3 format seq_cutoff 0" >/dev/null
+fio_run --name=stale --filename=/dev/mapper/sp --rw=randread --bs=4k --direct=1 --size=4M \
+	--randrepeat=0 --ioengine=psync >/dev/null
+wait_status sp valid_blocks -ge 512 60
+dm_remove sp
+dm_create sp "0 $len ssdprio $hdd $ssd3 1 format" >/dev/null
+dd if=/dev/urandom of=/dev/mapper/sp bs=4k count=1 seek=8000 oflag=direct status=none
+assert_eq "$(status_get sp dirty_blocks)" 1 "ssd3's dirty block"
+dm_remove sp
 dm_create sp "0 $len ssdprio $hdd $ssd 3 format evict_wait 60000" >/dev/null
 fio_run --name=swap --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 \
 	--size=4M --randrepeat=0 --randseed=9 --verify=crc32c --ioengine=psync \
@@ -262,18 +276,30 @@ for t in "0 $len ssdprio $hdd $ssd2 1 format" "0 $len ssdprio $hdd $ssd2 2 cache
 	dmsetup resume sp || fail "resume of the old table"
 	assert_eq "$(status_get sp dirty_blocks)" "$dirty" "dirty blocks back with the old table"
 done
+log "the old table's data, after the refused swaps"
 fio_run --name=swap --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 \
 	--size=4M --randrepeat=0 --randseed=9 --verify=crc32c --ioengine=psync \
 	--verify_only=1 >/dev/null
-# Written back: the swap is accepted.
 dmsetup message sp 0 flush_dirty || fail "flush_dirty"
 wait_status sp dirty_blocks -eq 0 120
-dmsetup reload sp --table "0 $len ssdprio $hdd $ssd2 1 format" || fail "reload after the flush"
-dmsetup resume sp || fail "resume after the flush"
+dmsetup reload sp --table "0 $len ssdprio $hdd $ssd3 1 format" || fail "reload naming ssd3"
+dmesg -C
+dmsetup resume sp 2>/dev/null && fail "resume accepted over ssd3's dirty block from before"
+dmesg | grep -q "was away while the table replaced served the origin through another cache, and may hold dirty blocks" ||
+	fail "no word of ssd3's old dirty block: $(dmesg | grep ssdprio)"
+dmsetup reload sp --table "0 $len ssdprio $hdd $ssd 2 evict_wait 60000" || fail "reload of the old table"
+dmsetup resume sp || fail "resume of the old table after ssd3"
+dmsetup reload sp --table "0 $len ssdprio $hdd $ssd2 1 format" || fail "reload naming ssd2"
+dmesg -C
+dmsetup resume sp || fail "resume naming ssd2 once nothing is dirty"
+dmesg | grep -q "its contents are out of date and are discarded; starting empty" ||
+	fail "ssd2's stale blocks not discarded: $(dmesg | grep ssdprio)"
+log "the data on the origin, through the new cache"
 fio_run --name=swap --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 \
 	--size=4M --randrepeat=0 --randseed=9 --verify=crc32c --ioengine=psync \
 	--verify_only=1 >/dev/null
 dm_remove sp
+remove_nullb ssd3
 
 # --- the origin disk's own id, recorded at format (no origin_id needed) ---------------
 # Two SCSI disks of the same size with their own NAA ids (VPD page 0x83):
