@@ -25,6 +25,16 @@ refused() {
 	[[ $(meta_sum "$ssd") == "$before" ]] || fail "cache device written by a refused table: $2"
 }
 
+# stamp NAME SEED write|verify: 4 MiB of random 4 KiB writes through sp (fio's
+# checksummed blocks), or the check that they read back.
+stamp() {
+	local mode=--do_verify=0
+	[[ $3 == verify ]] && mode=--verify_only=1
+	fio_run --name="$1" --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 \
+		--size=4M --randrepeat=0 --randseed="$2" --verify=crc32c --ioengine=psync \
+		"$mode" >/dev/null
+}
+
 # --- blank and foreign caches need format -------------------------------------------
 refused sp "0 $len ssdprio $hdd $ssd" "blank: add the feature flag 'format'"
 printf 'XFSB-not-a-cache' | dd of="$ssd" bs=512 seek=0 conv=notrunc oflag=direct status=none
@@ -260,9 +270,7 @@ dd if=/dev/urandom of=/dev/mapper/sp bs=4k count=1 seek=8000 oflag=direct status
 assert_eq "$(status_get sp dirty_blocks)" 1 "ssd3's dirty block"
 dm_remove sp
 dm_create sp "0 $len ssdprio $hdd $ssd 3 format evict_wait 60000" >/dev/null
-fio_run --name=swap --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 \
-	--size=4M --randrepeat=0 --randseed=9 --verify=crc32c --ioengine=psync \
-	--do_verify=0 >/dev/null
+stamp swap 9 write
 dirty=$(status_get sp dirty_blocks)
 assert_ge "$dirty" 1 "dirty blocks before the swap"
 for t in "0 $len ssdprio $hdd $ssd2 1 format" "0 $len ssdprio $hdd $ssd2 2 cache off"; do
@@ -277,9 +285,7 @@ for t in "0 $len ssdprio $hdd $ssd2 1 format" "0 $len ssdprio $hdd $ssd2 2 cache
 	assert_eq "$(status_get sp dirty_blocks)" "$dirty" "dirty blocks back with the old table"
 done
 log "the old table's data, after the refused swaps"
-fio_run --name=swap --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 \
-	--size=4M --randrepeat=0 --randseed=9 --verify=crc32c --ioengine=psync \
-	--verify_only=1 >/dev/null
+stamp swap 9 verify
 dmsetup message sp 0 flush_dirty || fail "flush_dirty"
 wait_status sp dirty_blocks -eq 0 120
 dmsetup reload sp --table "0 $len ssdprio $hdd $ssd3 1 format" || fail "reload naming ssd3"
@@ -295,9 +301,7 @@ dmsetup resume sp || fail "resume naming ssd2 once nothing is dirty"
 dmesg | grep -q "its contents are out of date and are discarded; starting empty" ||
 	fail "ssd2's stale blocks not discarded: $(dmesg | grep ssdprio)"
 log "the data on the origin, through the new cache"
-fio_run --name=swap --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 \
-	--size=4M --randrepeat=0 --randseed=9 --verify=crc32c --ioengine=psync \
-	--verify_only=1 >/dev/null
+stamp swap 9 verify
 dm_remove sp
 remove_nullb ssd3
 
@@ -367,9 +371,7 @@ PY
 eui=0123456789abcdef
 dd if=/dev/zero of="$ssd" bs=1M count=$META_MB oflag=direct status=none
 dm_create sp "0 $len ssdprio $hdd $ssd 3 format evict_wait 60000" >/dev/null
-fio_run --name=down --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 \
-	--size=4M --randrepeat=0 --randseed=7 --verify=crc32c --ioengine=psync \
-	--do_verify=0 >/dev/null
+stamp down 7 write
 dirty=$(status_get sp dirty_blocks)
 assert_ge "$dirty" 1 "dirty blocks before the downgrade"
 dm_remove sp
@@ -388,9 +390,7 @@ dmesg | grep -q "cannot read the origin disk id recorded at format ($eui, type 0
 	fail "no word of the unreadable disk id: $(dmesg | grep ssdprio)"
 assert_eq "$(status_get sp meta_state)" clean "the cache loads after the downgrade"
 assert_eq "$(status_get sp dirty_blocks)" "$dirty" "its dirty blocks kept"
-fio_run --name=down --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 \
-	--size=4M --randrepeat=0 --randseed=7 --verify=crc32c --ioengine=psync \
-	--verify_only=1 >/dev/null
+stamp down 7 verify
 dm_remove sp
 # The recorded id is kept for the kernel that can read it.
 "$REPO/build/ssdprio-tool" show "$ssd" | grep -q "origin disk: *id $eui (designator type 2)" ||

@@ -547,55 +547,52 @@ TEST(codec_rec_pick_by_seq_torn_and_both_bad)
  */
 TEST(codec_blk_copies_never_overwrite_a_records_only_newest)
 {
+	/* Records: { pick, lone, seq of the copy picked, copy 1's seq }. */
+	static const struct {
+		int n;
+		struct { int pick; bool lone; u64 seq, seq1; } r[3];
+		unsigned int next;
+		bool mixed;
+	} cases[] = {
+		/* Every record newest in copy 1: write copy 0. */
+		{ 2, { { 1, false, 11, 11 }, { 1, false, 11, 11 } }, 0, false },
+		/*
+		 * The first record the same in both copies (a write to both
+		 * that tore in its second copy): the others decide.  Record
+		 * 0 alone would send the write to copy 1, over records 1-2's
+		 * only good copies.
+		 */
+		{ 3, { { 0, false, 9, 9 }, { 1, true, 9, 9 }, { 1, true, 9, 9 } },
+		  0, false },
+		/* Newest in copy 0 (by seq, or alone): write copy 1. */
+		{ 2, { { 0, false, 12, 11 }, { 0, true, 12, 0 } }, 1, false },
+		/*
+		 * Torn write to copy 1 (seq 11): record 0 landed, record 1 is
+		 * bad there and good in copy 0 only (seq 10).  Copy 1 first:
+		 * what a tear of it loses is the torn commit's, never
+		 * acknowledged.
+		 */
+		{ 2, { { 1, false, 11, 11 }, { 0, true, 10, 0 } }, 1, true },
+		/* The same, torn in copy 0, its untouched records one older. */
+		{ 3, { { 0, false, 12, 11 }, { 1, false, 11, 11 }, { 1, true, 11, 11 } },
+		  0, true },
+		/* Records in neither copy, or the same in both: not mixed. */
+		{ 2, { { -1, false, 0, 0 }, { 0, false, 7, 7 } }, 1, false },
+	};
 	struct ssdp_blk_copies b;
+	unsigned int c;
 	bool mixed;
+	int i;
 
-	/* Every record newest in copy 1: write copy 0. */
-	ssdp_blk_copies_init(&b);
-	ssdp_blk_copies_add(&b, 1, false, 11, 11);
-	ssdp_blk_copies_add(&b, 1, false, 11, 11);
-	ASSERT_EQ(ssdp_blk_copies_next(&b, &mixed), 0);
-	ASSERT_TRUE(!mixed);
-	/*
-	 * The first record the same in both copies (a write to both that
-	 * tore in its second copy): the others decide.  Record 0 alone would
-	 * send the write to copy 1, over records 1-2's only good copies.
-	 */
-	ssdp_blk_copies_init(&b);
-	ssdp_blk_copies_add(&b, 0, false, 9, 9);
-	ssdp_blk_copies_add(&b, 1, true, 9, 9);
-	ssdp_blk_copies_add(&b, 1, true, 9, 9);
-	ASSERT_EQ(ssdp_blk_copies_next(&b, &mixed), 0);
-	ASSERT_TRUE(!mixed);
-	/* Newest in copy 0 (by seq, or alone): write copy 1. */
-	ssdp_blk_copies_init(&b);
-	ssdp_blk_copies_add(&b, 0, false, 12, 11);
-	ssdp_blk_copies_add(&b, 0, true, 12, 0);
-	ASSERT_EQ(ssdp_blk_copies_next(&b, &mixed), 1);
-	ASSERT_TRUE(!mixed);
-	/*
-	 * Torn write to copy 1 (seq 11): record 0 landed, record 1 is bad
-	 * there and good in copy 0 only (seq 10).  Copy 1 first: what a
-	 * tear of it loses is the torn commit's, never acknowledged.
-	 */
-	ssdp_blk_copies_init(&b);
-	ssdp_blk_copies_add(&b, 1, false, 11, 11);
-	ssdp_blk_copies_add(&b, 0, true, 10, 0);
-	ASSERT_EQ(ssdp_blk_copies_next(&b, &mixed), 1);
-	ASSERT_TRUE(mixed);
-	/* The same, torn in copy 0, its untouched records one commit old. */
-	ssdp_blk_copies_init(&b);
-	ssdp_blk_copies_add(&b, 0, false, 12, 11);
-	ssdp_blk_copies_add(&b, 1, false, 11, 11);
-	ssdp_blk_copies_add(&b, 1, true, 11, 11);
-	ASSERT_EQ(ssdp_blk_copies_next(&b, &mixed), 0);
-	ASSERT_TRUE(mixed);
-	/* Records in neither copy, or the same in both: either, not mixed. */
-	ssdp_blk_copies_init(&b);
-	ssdp_blk_copies_add(&b, -1, false, 0, 0);
-	ssdp_blk_copies_add(&b, 0, false, 7, 7);
-	ssdp_blk_copies_next(&b, &mixed);
-	ASSERT_TRUE(!mixed);
+	for (c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		ssdp_blk_copies_init(&b);
+		for (i = 0; i < cases[c].n; i++)
+			ssdp_blk_copies_add(&b, cases[c].r[i].pick,
+					    cases[c].r[i].lone, cases[c].r[i].seq,
+					    cases[c].r[i].seq1);
+		ASSERT_EQ(ssdp_blk_copies_next(&b, &mixed), cases[c].next);
+		ASSERT_EQ(mixed, cases[c].mixed);
+	}
 }
 
 TEST(codec_alt_xor_is_pinned_and_spread)
