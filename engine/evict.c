@@ -1166,7 +1166,16 @@ static u32 ssdp_flush_victim_locked(struct ssdprio *sp)
 		else if (!sio->writers)
 			return c;
 	}
-	return ssdp_wb_victim_locked(sp, U32_MAX);
+	c = ssdp_wb_victim_locked(sp, U32_MAX);
+	/*
+	 * A flush_dirty's sets are those dirty when it was asked: the older
+	 * ones all in flight or written to, it waits for them (see
+	 * ssdp_flush_sets_locked()).
+	 */
+	if (c != SSDP_NONE && !sp->draining &&
+	    (s32)(ssdp_fmap_dirty_since(&sp->fmap, c) - sp->flush_since) > 0)
+		return SSDP_NONE;
+	return c;
 }
 
 /*

@@ -484,7 +484,7 @@ dm_remove ssdleg9
 # its origin write waits in dm-delay.  Meanwhile a read of block 1 and a
 # 512-byte write into block 3 fail on the SSD (error segments under their
 # frames): the read is served from the origin, the write reports its error.
-# Then the origin write fails: the origin may hold anything in blocks 0-4,
+# Then the origin write is let go into a failing origin: the origin may hold anything in blocks 0-4,
 # so 1 and 3 must come back dirty with the cache's copy, not be dropped.
 hdd10=$(make_hdd hdd10 64 0 32)
 ssd10=$(make_ssd ssd10 32)
@@ -494,7 +494,8 @@ leg ssdleg10 "$ssd10" linear
 bridge_setup sp10 /dev/mapper/hddleg10 /dev/mapper/ssdleg10 4
 modprobe dm-delay || fail "modprobe dm-delay"
 n=$(sectors /dev/mapper/olow10)
-leg_load hddleg10 "0 $n delay /dev/mapper/olow10 0 0 /dev/mapper/olow10 0 8000"
+# Writes held until the table is swapped (dm-delay sends what it holds then).
+leg_load hddleg10 "0 $n delay /dev/mapper/olow10 0 0 /dev/mapper/olow10 0 600000"
 # Writes dm-delay holds now (its status: reads, writes, flushes held).
 inflight_writes() { dmsetup status hddleg10 | awk '{ print $5 }'; }
 f0=$(status_get sp10 read_fallbacks)
@@ -518,6 +519,7 @@ assert_eq "$(status_get sp10 read_fallbacks)" $((f0 + 1)) "read_fallbacks: block
 put "$dev" 3 W 512 &
 w3=$!
 leg olow10 "$hdd10" all
+leg_load hddleg10 "0 $n linear /dev/mapper/olow10 0"
 wait_status sp10 flush_state == failed 300
 wait "$w3" && log "the 512-byte write into block 3 succeeded (it waited for the writeback)"
 assert_eq "$(status_get sp10 dirty_blocks)" 5 "dirty blocks after the failed write that bridged 1 and 3"
@@ -525,7 +527,6 @@ assert_eq "$(status_get sp10 dirty_blocks)" 5 "dirty blocks after the failed wri
 # origin leg still fails, so that no retry can write back before it.
 for b in 0 1 2 3 4; do put "$hdd10" $b J || fail "junk on the origin"; done
 leg ssdleg10 "$ssd10" linear
-leg_load hddleg10 "0 $n linear /dev/mapper/olow10 0"
 leg olow10 "$hdd10" linear
 dmsetup message sp10 0 flush_dirty
 wait_status sp10 dirty_blocks -eq 0 300
