@@ -1530,7 +1530,6 @@ int ssdp_cache_flush_dirty(struct ssdprio *sp, bool drain)
 		return 0;
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	sp->flush_failed = false;
-	sp->flush_since = ktime_get_seconds();
 	/* A drain stays one until its flush ends; a flush_dirty joins it. */
 	if (drain)
 		sp->draining = true;

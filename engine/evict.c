@@ -1166,16 +1166,7 @@ static u32 ssdp_flush_victim_locked(struct ssdprio *sp)
 		else if (!sio->writers)
 			return c;
 	}
-	c = ssdp_wb_victim_locked(sp, U32_MAX);
-	/*
-	 * A flush_dirty's sets are those dirty when it was asked: the older
-	 * ones all in flight or written to, it waits for them (see
-	 * ssdp_flush_sets_locked()).
-	 */
-	if (c != SSDP_NONE && !sp->draining &&
-	    (s32)(ssdp_fmap_dirty_since(&sp->fmap, c) - sp->flush_since) > 0)
-		return SSDP_NONE;
-	return c;
+	return ssdp_wb_victim_locked(sp, U32_MAX);
 }
 
 /*
@@ -1240,31 +1231,6 @@ static void ssdp_clean_view_locked(struct ssdprio *sp, u64 now_s,
 	}
 }
 
-/*
- * Dirty sets a flush still has to write: a flush_dirty's promise is the
- * data acknowledged before it was asked, so once the oldest dirty set not
- * held aside got its first dirty block after that (the dirty list is in
- * that order), none is left to it; without this a light steady writer
- * would keep it from ever ending.  A drain writes everything back.
- */
-static u32 ssdp_flush_sets_locked(struct ssdprio *sp, u32 nr)
-{
-	u32 c;
-
-	lockdep_assert_held(&sp->cache_lock);
-	if (sp->draining)
-		return nr;
-	/* Sets held aside go to the young end when they fail. */
-	for (c = ssdp_fmap_oldest_dirty(&sp->fmap); c != SSDP_NONE;
-	     c = ssdp_fmap_next_dirty_set(&sp->fmap, c))
-		if (!sp->set_io[c].wb_failed)
-			break;
-	if (c == SSDP_NONE ||
-	    (s32)(ssdp_fmap_dirty_since(&sp->fmap, c) - sp->flush_since) > 0)
-		return 0;
-	return nr;
-}
-
 static void ssdp_evict_work_fn(struct work_struct *work)
 {
 	struct ssdprio *sp = container_of(work, struct ssdp_evict, work)->sp;
@@ -1285,9 +1251,6 @@ static void ssdp_evict_work_fn(struct work_struct *work)
 		view.nr_dirty_sets = sp->fmap.nr_dirty_sets;
 		if (!WARN_ON_ONCE(view.nr_dirty_sets < sp->nr_wb_failed))
 			view.nr_dirty_sets -= sp->nr_wb_failed;
-		if (sp->evict.flushing)
-			view.nr_dirty_sets = ssdp_flush_sets_locked(sp,
-							view.nr_dirty_sets);
 		view.head = ssdp_head_locked(sp);
 		ssdp_clean_view_locked(sp, ktime_get_seconds(), &view);
 		view.lockout_ready = ssdp_esm_lockout_on(&sp->evict) &&

@@ -352,12 +352,6 @@ struct ssdprio {
 	u32 nr_wb_failed;		/* [cache_lock] */
 	bool flush_failed;		/* [cache_lock] */
 	/*
-	 * [cache_lock] When the last flush_dirty was asked (seconds, the
-	 * frame map's clock): it ends when no set dirty since then or
-	 * before is left, so that a steady writer cannot keep it going.
-	 */
-	u32 flush_since;
-	/*
 	 * A "drain" is running: the flush's origin writes compete as normal
 	 * I/O instead of waiting in the idle queue, so that it finishes
 	 * under any load.  Cleared when the flush ends.

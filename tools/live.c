@@ -374,8 +374,8 @@ static void flush_left(const struct dm_status *st)
 /*
  * Follow a flush or drain of @name to its end: progress on a terminal,
  * a line every 5 s otherwise.  Returns 0 when it ended (a flush_dirty may
- * end with blocks written since it was asked still dirty: nothing writes
- * them back but cleaning, so waiting for zero could last for ever), or
+ * end with blocks written since still dirty: nothing writes them back but
+ * cleaning, so waiting for zero could last for ever), or
  * EXIT_BAD (failed; a drain that ended with dirty blocks left, which only
  * a write_policy set back to writeback does), EXIT_TIMEOUT, EXIT_INTR,
  * EXIT_FAIL.
@@ -417,7 +417,7 @@ static int flush_follow(const char *name, double timeout, bool drain)
 				       dirty);
 				r = EXIT_BAD;
 			} else {
-				printf("%s: flushed: what was dirty when asked is written back (%.1f s); %.1f MiB (%llu blocks) written since are dirty\n",
+				printf("%s: flushed: the flush ended (%.1f s); %.1f MiB (%llu blocks) written since are dirty\n",
 				       name, t - t0,
 				       st_blocks_bytes(&st, dirty) / MiB, dirty);
 				r = 0;

@@ -1,8 +1,7 @@
 #!/bin/bash
 # ssdprio-tool's live commands and admin fixes against the kernel: `status`
 # (text, --json checked against `dmsetup status`, --watch), the status line's
-# status_version, `flush --wait` to completion (beside a light writer too:
-# done when the flush is), to `failed` (a dm-flakey
+# status_version, `flush --wait` to completion, to `failed` (a dm-flakey
 # origin refusing writes: names failed_sets and writeback_errors), to its
 # timeout and to Ctrl-C (the flush goes on), argument checks, an ssdpriotab
 # with bad, duplicate and conflicting lines (the good entry still activates),
@@ -184,24 +183,6 @@ dmsetup resume orig || fail "resume orig"
 wait_status sp flush_state == idle 300
 assert_eq "$(status_get sp dirty_blocks)" 0 "the flush went on after SIGINT"
 
-# --- flush --wait beside a light writer: done when the flush is ---------------------------
-# flush_dirty ends when no set is dirty; blocks written after that stay dirty
-# (cleaning waits for quiet), so waiting for zero would last as long as the
-# writer.  20 random writes a second over 48 MiB: a new set dirty every 50 ms.
-dirty_some 4
-fio --name=light --filename=/dev/mapper/sp --rw=randwrite --bs=4k --direct=1 \
-	--offset=8M --size=48M --rate_iops=20 --runtime=300 --time_based \
-	--randrepeat=0 --ioengine=psync --output=/dev/null &
-light=$!
-wait_status sp dirty_blocks -ge 1030 60
-rc=0
-timeout 200 "$TOOL" flush --wait sp >"$T/light" 2>&1 || rc=$?
-kill "$light" 2>/dev/null
-wait "$light" 2>/dev/null
-assert_eq "$rc" 0 "flush --wait beside a light writer: $(cat "$T/light")"
-grep -Eq "sp: flushed: (no dirty blocks left|what was dirty when asked is written back)" "$T/light" ||
-	fail "flush --wait beside a writer: $(cat "$T/light")"
-"$TOOL" flush --wait --timeout 300 sp >/dev/null || fail "flush --wait once the writer stopped"
 
 # --- arguments -------------------------------------------------------------------------------
 expect_rc 0 "$TOOL" --help
