@@ -555,15 +555,25 @@ n11=$(sectors "$hdd11")
 leg_load hddleg11 "$(printf '0 16384 flakey %s 0 0 1 1 error_writes\n16384 %s linear %s 16384\n' \
 	"$hdd11" $((n11 - 16384)) "$hdd11")"
 dev=$(dm_create sp11 "0 $n11 ssdprio /dev/mapper/hddleg11 $ssd11 13 format set_size 16 evict_wait 100 dirty_target 0 dirty_max_age 1 seq_cutoff 0 read_alloc off")
-# One block in each of 96 sets (64 KiB each) of the dead region.
-for i in $(seq 0 95); do
-	put "$dev" $((i * 16)) D || fail "write into the dead region"
-done
+# put_every DEV FIRST N CHAR: block FIRST + 16 i of CHAR, for i < N: one
+# block in each of N sets (64 KiB each), one process.
+put_every() {
+	python3 - "$@" <<'PY' || fail "put_every $*"
+import mmap, os, sys
+dev, first, n, ch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+buf = mmap.mmap(-1, 4096)
+buf[:] = ch.encode() * 4096
+fd = os.open(dev, os.O_WRONLY | os.O_DIRECT)
+for i in range(n):
+    if os.pwrite(fd, buf, (first + 16 * i) * 4096) != 4096:
+        raise SystemExit("short write")
+os.close(fd)
+PY
+}
+put_every "$dev" 0 96 D
 wait_status sp11 failed_sets -ge 90 300
 # Healthy sets written after them: cleaned all the same.
-for i in $(seq 0 9); do
-	put "$dev" $((4096 + i * 16)) H || fail "write into the healthy region"
-done
+put_every "$dev" 4096 10 H
 wait_status sp11 dirty_blocks -le 96 300
 assert_eq "$(status_get sp11 dirty_blocks)" 96 "dirty blocks: the dead region's only"
 for i in $(seq 0 9); do
