@@ -1195,10 +1195,30 @@ static void ssdp_drain_want_locked(struct ssdprio *sp)
 	}
 }
 
+/*
+ * Eviction's and cleaning's set: the oldest of the SSDP_DIRTY_SCAN oldest
+ * that nothing holds.  A set held aside that the look passes goes to the
+ * young end of the list: a dead region of the origin, more sets than the
+ * look covers, must not hide the healthy sets behind it for good (the
+ * retry finds held sets wherever they are).
+ */
 static u32 ssdp_oldest_dirty_locked(struct ssdprio *sp)
 {
+	u32 c = ssdp_fmap_oldest_dirty(&sp->fmap), next, n;
+	const struct ssdp_set_io *sio;
+
 	lockdep_assert_held(&sp->cache_lock);
-	return ssdp_wb_victim_locked(sp, SSDP_DIRTY_SCAN);
+	for (n = 0; c != SSDP_NONE && n < SSDP_DIRTY_SCAN; n++, c = next) {
+		next = ssdp_fmap_next_dirty_set(&sp->fmap, c);
+		sio = &sp->set_io[c];
+		if (sio->wb_failed) {
+			ssdp_fmap_dirty_renew(&sp->fmap, c);
+			continue;
+		}
+		if (!sio->writers && !sio->excl)
+			return c;
+	}
+	return SSDP_NONE;
 }
 
 /*
