@@ -849,6 +849,14 @@ static void ssdp_wb_fail_locked(struct ssdprio *sp, u32 cset, bool ssd_read)
 {
 	lockdep_assert_held(&sp->cache_lock);
 	ssdp_count(sp, SSDP_ST_WRITEBACK_ERRORS);
+	/*
+	 * Held aside is for what is left to write back (the worker counts
+	 * every such set as dirty): a job whose own set is clean by now
+	 * (its runs written, a neighbour's piece failed; the neighbour
+	 * stays dirty) leaves nothing here to retry.
+	 */
+	if (!ssdp_fmap_nr_dirty(&sp->fmap, cset))
+		return;
 	sp->set_io[cset].wb_failed_ssd = ssd_read;
 	if (!sp->set_io[cset].wb_failed) {
 		sp->set_io[cset].wb_failed = true;
