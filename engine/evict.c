@@ -747,6 +747,13 @@ static int ssdp_writeback_set(struct ssdprio *sp,
 			ssdp_fmap_dirty_renew(&sp->fmap, job->cset);
 		}
 	}
+	/*
+	 * A retry that left nothing dirty: the set is held aside no longer
+	 * from here on, not from the job's end (the worker may look in
+	 * between, while the commit below is out).
+	 */
+	if (!ssdp_fmap_nr_dirty(&sp->fmap, job->cset))
+		ssdp_wb_unfail_locked(sp, job->cset);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 	/*
 	 * Durable "clean" before the frames can change hands.  If it fails
@@ -849,12 +856,28 @@ static void ssdp_wb_fail_locked(struct ssdprio *sp, u32 cset, bool ssd_read)
 {
 	lockdep_assert_held(&sp->cache_lock);
 	ssdp_count(sp, SSDP_ST_WRITEBACK_ERRORS);
+	/*
+	 * Held aside is for what is left to write back (the worker counts
+	 * every such set as dirty): a set whose last dirty block went while
+	 * the job held it (a discard, a write around it) leaves nothing to
+	 * retry.
+	 */
+	if (!ssdp_fmap_nr_dirty(&sp->fmap, cset))
+		return;
 	sp->set_io[cset].wb_failed_ssd = ssd_read;
 	if (!sp->set_io[cset].wb_failed) {
 		sp->set_io[cset].wb_failed = true;
 		ssdp_fmap_pin(&sp->fmap, cset);
 		sp->nr_wb_failed++;
 	}
+	/*
+	 * To the young end of the dirty list: eviction and cleaning look at
+	 * its oldest SSDP_DIRTY_SCAN sets only, and sets held aside there
+	 * (a dead region of the origin) would hide every healthy one behind
+	 * them for good.  The retry finds it wherever it is.
+	 */
+	sp->fmap.clock = ktime_get_seconds();
+	ssdp_fmap_dirty_renew(&sp->fmap, cset);
 	if (!sp->ev->backoff_ms)
 		sp->ev->backoff_ms = SSDP_WB_BACKOFF_MIN_MS;
 	if (!sp->suspended && !delayed_work_pending(&sp->ev->retry))
@@ -1187,10 +1210,30 @@ static void ssdp_drain_want_locked(struct ssdprio *sp)
 	}
 }
 
+/*
+ * Eviction's and cleaning's set: the oldest of the SSDP_DIRTY_SCAN oldest
+ * that nothing holds.  A set held aside that the look passes goes to the
+ * young end of the list: a dead region of the origin, more sets than the
+ * look covers, must not hide the healthy sets behind it for good (the
+ * retry finds held sets wherever they are).
+ */
 static u32 ssdp_oldest_dirty_locked(struct ssdprio *sp)
 {
+	u32 c = ssdp_fmap_oldest_dirty(&sp->fmap), next, n;
+	const struct ssdp_set_io *sio;
+
 	lockdep_assert_held(&sp->cache_lock);
-	return ssdp_wb_victim_locked(sp, SSDP_DIRTY_SCAN);
+	for (n = 0; c != SSDP_NONE && n < SSDP_DIRTY_SCAN; n++, c = next) {
+		next = ssdp_fmap_next_dirty_set(&sp->fmap, c);
+		sio = &sp->set_io[c];
+		if (sio->wb_failed) {
+			ssdp_fmap_dirty_renew(&sp->fmap, c);
+			continue;
+		}
+		if (!sio->writers && !sio->excl)
+			return c;
+	}
+	return SSDP_NONE;
 }
 
 /*

@@ -18,7 +18,8 @@
 # of which one fails leaves every block it carried dirty.
 # reset_stats does not reset the count of SSD read errors that degrades.
 # Clean blocks a writeback bridged, failing on the SSD while its origin write
-# is out, come back dirty when that write fails.
+# is out, come back dirty when that write fails. Sets held aside in a dead
+# region of the origin do not keep healthy sets from being cleaned.
 # timeout: 1200
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -542,4 +543,47 @@ dm_remove sp10
 dm_remove ssdleg10
 dm_remove hddleg10
 dm_remove olow10
+# --- a dead region of the origin does not stop cleaning elsewhere ---------------------
+# Sets whose writeback fails are held aside, retried with backoff; eviction and
+# cleaning look at the oldest dirty sets only.  Dirty sets in a region whose
+# writes fail (more than that look covers) must not hide the healthy ones
+# written later: those are cleaned as usual (dirty_max_age 1, evict_wait 100).
+hdd11=$(make_hdd hdd11 64 0 32)
+ssd11=$(make_ssd ssd11 32)
+n11=$(sectors "$hdd11")
+# Writes to the first 8 MiB fail; reads and the rest pass.
+leg_load hddleg11 "$(printf '0 16384 flakey %s 0 0 1 1 error_writes\n16384 %s linear %s 16384\n' \
+	"$hdd11" $((n11 - 16384)) "$hdd11")"
+dev=$(dm_create sp11 "0 $n11 ssdprio /dev/mapper/hddleg11 $ssd11 13 format set_size 16 evict_wait 100 dirty_target 0 dirty_max_age 1 seq_cutoff 0 read_alloc off")
+# put_every DEV FIRST N CHAR: block FIRST + 16 i of CHAR, for i < N: one
+# block in each of N sets (64 KiB each), one process.
+put_every() {
+	python3 - "$@" <<'PY' || fail "put_every $*"
+import mmap, os, sys
+dev, first, n, ch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+buf = mmap.mmap(-1, 4096)
+buf[:] = ch.encode() * 4096
+fd = os.open(dev, os.O_WRONLY | os.O_DIRECT)
+for i in range(n):
+    if os.pwrite(fd, buf, (first + 16 * i) * 4096) != 4096:
+        raise SystemExit("short write")
+os.close(fd)
+PY
+}
+put_every "$dev" 0 96 D
+wait_status sp11 failed_sets -ge 90 300
+# Healthy sets written after them: cleaned all the same.
+put_every "$dev" 4096 10 H
+wait_status sp11 dirty_blocks -le 96 300
+assert_eq "$(status_get sp11 dirty_blocks)" 96 "dirty blocks: the dead region's only"
+for i in $(seq 0 9); do
+	[[ $(get /dev/mapper/hddleg11 $((4096 + i * 16))) == "$(pat H)" ]] ||
+		fail "healthy block $i not written back"
+done
+leg_load hddleg11 "0 $n11 linear $hdd11 0"
+dmsetup message sp11 0 flush_dirty
+wait_status sp11 dirty_blocks -eq 0 300
+[[ $(get "$hdd11" $((95 * 16))) == "$(pat D)" ]] || fail "dead region block after the origin came back"
+dm_remove sp11
+dm_remove hddleg11
 log "ok"
