@@ -246,6 +246,10 @@ valid=$(status_get sp valid_blocks)
 assert_eq "$(status_get sp dirty_blocks)" 0 "C: cached blocks are clean"
 log "C: $valid clean blocks cached; data area from sector $ds"
 h0=$(status_get sp read_hits)
+# No promotion from here on: a promotion's write into the failing range
+# degrades the cache (as it must), and then no read reaches the SSD, which
+# is what this part is about.
+dmsetup message sp 0 read_alloc off || fail "C: read_alloc off"
 # Every cache data read fails; the metadata area still works.
 leg_error_range ossd "$ds" $((ssz - ds))
 check "$D" "C: through ssdprio, cache data reads failing" --strict-reads
@@ -256,6 +260,7 @@ log "C: read_hits $h0 -> $(status_get sp read_hits); $(dmsetup status sp)"
 # The whole cache device failing (metadata too): reads still served. The
 # blocks are cached again first: a failed read may have dropped them.
 leg_ok ossd
+dmsetup message sp 0 read_alloc on || fail "C: read_alloc on"
 promote
 log "C: $(status_get sp valid_blocks) valid blocks cached again"
 leg_all_errors ossd
