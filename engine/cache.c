@@ -1536,6 +1536,9 @@ int ssdp_cache_flush_dirty(struct ssdprio *sp, bool drain)
 	ssdp_esm_flush_all(&sp->evict);
 	/* Asked again: the sets that failed before are tried at once. */
 	ssdp_wb_retry_now_locked(sp);
+	/* What it owes: what is dirty now (a drain, everything). */
+	sp->flush_epoch++;
+	ssdp_fmap_flush_mark_dirty(&sp->fmap);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 	return 0;
 }

@@ -164,6 +164,7 @@ struct ssdp_wb_job {
 	u32 cset;
 	u32 dirty;		/* dirty blocks of its lines when it started */
 	enum ssdp_evict_wb_kind kind;
+	u32 flush_epoch;	/* sp->flush_epoch when it started */
 	bool pressure;		/* eviction without a quiet window */
 	/*
 	 * Started in a quiet window (cleaning, quiet eviction): a user write
@@ -375,6 +376,14 @@ static void ssdp_wb_write_failed(struct ssdprio *sp, const u32 *lines,
 				ssdp_fmap_set_dirty(&sp->fmap,
 						    lines[w->piece[i].idx],
 						    blk, 1);
+				/*
+				 * Data from before a flush's request, dirty
+				 * again: the flush owes it (a neighbour's set
+				 * is not held aside with the job's).
+				 */
+				if (sp->evict.flushing)
+					ssdp_fmap_flush_mark(&sp->fmap,
+						ssdp_line_cset(lines[w->piece[i].idx]));
 				n++;
 			}
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
@@ -856,6 +865,8 @@ static void ssdp_wb_fail_locked(struct ssdprio *sp, u32 cset, bool ssd_read)
 {
 	lockdep_assert_held(&sp->cache_lock);
 	ssdp_count(sp, SSDP_ST_WRITEBACK_ERRORS);
+	/* A flush ends failed with it instead (nr_wb_failed). */
+	ssdp_fmap_flush_unmark(&sp->fmap, cset);
 	/*
 	 * Held aside is for what is left to write back (the worker counts
 	 * every such set as dirty): a set whose last dirty block went while
@@ -898,14 +909,20 @@ void ssdp_wb_unfail_locked(struct ssdprio *sp, u32 cset)
 	sp->nr_wb_failed--;
 }
 
-/* Return every set held aside to the normal flow; cache_lock held. */
+/*
+ * Return every set held aside to the normal flow; cache_lock held.  A
+ * flush that runs owes them again (it let them go when they failed).
+ */
 void ssdp_wb_retry_now_locked(struct ssdprio *sp)
 {
 	u32 cset;
 
 	lockdep_assert_held(&sp->cache_lock);
-	for (cset = 0; sp->nr_wb_failed && cset < sp->layout.nr_csets; cset++)
+	for (cset = 0; sp->nr_wb_failed && cset < sp->layout.nr_csets; cset++) {
+		if (sp->set_io[cset].wb_failed && sp->evict.flushing)
+			ssdp_fmap_flush_mark(&sp->fmap, cset);
 		ssdp_wb_unfail_locked(sp, cset);
+	}
 	ssdp_esm_kick(&sp->evict);
 	ssdp_evict_kick_locked(sp);
 }
@@ -949,6 +966,21 @@ static void ssdp_wb_retry_fn(struct work_struct *work)
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 }
 
+/* Did a user write touch a block of the job's own set?  cache_lock held. */
+static bool ssdp_wb_touched_own_locked(struct ssdprio *sp,
+				       const struct ssdp_wb_job *job)
+{
+	const struct ssdp_wb_track *t = job->track;
+	u32 i;
+
+	lockdep_assert_held(&sp->cache_lock);
+	for (i = 0; i < t->nr_lines; i++)
+		if (ssdp_line_cset(t->lines[i]) == job->cset &&
+		    ssdp_wbt_any_touched(t, i, 0, t->set_blocks))
+			return true;
+	return false;
+}
+
 static void ssdp_wb_job_fn(struct work_struct *work)
 {
 	struct ssdp_wb_job *job = container_of(work, struct ssdp_wb_job, work);
@@ -982,6 +1014,16 @@ static void ssdp_wb_job_fn(struct work_struct *work)
 	} else {
 		sp->ev->backoff_ms = SSDP_WB_BACKOFF_MIN_MS;
 		ssdp_wb_unfail_locked(sp, job->cset);
+		/*
+		 * It wrote back every block dirty in its set when it started,
+		 * after the flush was asked: what is dirty there now is newer,
+		 * unless a write beside it touched a block (a partial write,
+		 * or one that failed, leaves the block's older data dirty).
+		 */
+		if (job->kind == SSDP_WB_FLUSH &&
+		    job->flush_epoch == sp->flush_epoch &&
+		    !ssdp_wb_touched_own_locked(sp, job))
+			ssdp_fmap_flush_unmark(&sp->fmap, job->cset);
 		/* Others held aside may work now too. */
 		if (sp->nr_wb_failed && !sp->suspended)
 			mod_delayed_work(sp->wq, &sp->ev->retry, 0);
@@ -1091,6 +1133,7 @@ static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset, u32 only,
 	job->dirty = only == SSDP_NONE ? ssdp_fmap_nr_dirty(&sp->fmap, cset) :
 					 1;
 	job->kind = kind;
+	job->flush_epoch = sp->flush_epoch;
 	job->pressure = pressure;
 	/*
 	 * @only names the frame; the set is held from here on, so the
@@ -1140,23 +1183,17 @@ static bool ssdp_wb_start_locked(struct ssdprio *sp, u32 cset, u32 only,
 	return true;
 }
 
-/*
- * Eviction and cleaning take the oldest dirty set that no write holds,
- * among this many (sets held aside after failed writebacks are skipped:
- * with a dead origin they could be all of them, and this runs on every
- * event).  Reads may go on under a writeback: a hot set always has some.
- */
-#define SSDP_DIRTY_SCAN		64U
-
-static u32 ssdp_wb_victim_locked(struct ssdprio *sp, u32 max_scan)
+/* The oldest dirty set no write holds (@owed_only: that a flush owes). */
+static u32 ssdp_wb_victim_locked(struct ssdprio *sp, bool owed_only)
 {
 	u32 c = ssdp_fmap_oldest_dirty(&sp->fmap);
 
 	lockdep_assert_held(&sp->cache_lock);
-	for (; c != SSDP_NONE && max_scan; max_scan--,
-	     c = ssdp_fmap_next_dirty_set(&sp->fmap, c)) {
+	for (; c != SSDP_NONE; c = ssdp_fmap_next_dirty_set(&sp->fmap, c)) {
 		const struct ssdp_set_io *sio = &sp->set_io[c];
 
+		if (owed_only && !ssdp_fmap_flush_marked(&sp->fmap, c))
+			continue;
 		if (!sio->writers && !sio->excl && !sio->wb_failed)
 			return c;
 	}
@@ -1165,7 +1202,7 @@ static u32 ssdp_wb_victim_locked(struct ssdprio *sp, u32 max_scan)
 
 /*
  * A flush's next set: the one a drain waits for once its writes are done,
- * else the oldest no write holds.
+ * else the oldest no write holds (a flush_dirty's: of those it owes).
  */
 static u32 ssdp_flush_victim_locked(struct ssdprio *sp)
 {
@@ -1181,7 +1218,7 @@ static u32 ssdp_flush_victim_locked(struct ssdprio *sp)
 		else if (!sio->writers)
 			return c;
 	}
-	return ssdp_wb_victim_locked(sp, U32_MAX);
+	return ssdp_wb_victim_locked(sp, !sp->draining);
 }
 
 /*
@@ -1211,6 +1248,14 @@ static void ssdp_drain_want_locked(struct ssdprio *sp)
 }
 
 /*
+ * Eviction and cleaning take the oldest dirty set that no write holds,
+ * among this many (sets held aside after failed writebacks are skipped:
+ * with a dead origin they could be all of them, and this runs on every
+ * event).  Reads may go on under a writeback: a hot set always has some.
+ */
+#define SSDP_DIRTY_SCAN		64U
+
+/*
  * Eviction's and cleaning's set: the oldest of the SSDP_DIRTY_SCAN oldest
  * that nothing holds.  A set held aside that the look passes goes to the
  * young end of the list: a dead region of the origin, more sets than the
@@ -1227,6 +1272,7 @@ static u32 ssdp_oldest_dirty_locked(struct ssdprio *sp)
 		next = ssdp_fmap_next_dirty_set(&sp->fmap, c);
 		sio = &sp->set_io[c];
 		if (sio->wb_failed) {
+			sp->fmap.clock = ktime_get_seconds();
 			ssdp_fmap_dirty_renew(&sp->fmap, c);
 			continue;
 		}
@@ -1286,6 +1332,13 @@ static void ssdp_evict_work_fn(struct work_struct *work)
 		view.nr_dirty_sets = sp->fmap.nr_dirty_sets;
 		if (!WARN_ON_ONCE(view.nr_dirty_sets < sp->nr_wb_failed))
 			view.nr_dirty_sets -= sp->nr_wb_failed;
+		/*
+		 * A drain leaves nothing dirty; a flush_dirty ends with what
+		 * was dirty when it was asked, or a light steady writer would
+		 * keep it going for ever.
+		 */
+		if (!sp->draining)
+			view.nr_dirty_sets = sp->fmap.nr_flush_marked;
 		view.head = ssdp_head_locked(sp);
 		ssdp_clean_view_locked(sp, ktime_get_seconds(), &view);
 		view.lockout_ready = ssdp_esm_lockout_on(&sp->evict) &&
@@ -1364,6 +1417,7 @@ static void ssdp_evict_work_fn(struct work_struct *work)
 		}
 		sp->draining = false;
 		ssdp_drain_unwant_locked(sp);
+		ssdp_fmap_flush_unmark_all(&sp->fmap);
 	}
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 }

@@ -9,6 +9,7 @@
 #define SSDP_FM_CLAIMS		0x2U	/* claims may exist: sweep at unpin */
 #define SSDP_FM_LIMBO_NEW	0x4U	/* limbo frames no encode has seen */
 #define SSDP_FM_LIMBO_ENC	0x8U	/* limbo frames the last encode saw */
+#define SSDP_FM_FLUSH		0x10U	/* see ssdp_fmap_flush_mark_dirty() */
 
 /* Tag recency, position i in nibble i: tag i at position i at first. */
 #define SSDP_FM_LRU_INIT	0xfedcba9876543210ULL
@@ -145,6 +146,8 @@ static void dirty_list_del(struct ssdp_fmap *fm, u32 c)
 	fm->dprev[c] = c;
 	fm->dnext[c] = c;
 	fm->nr_dirty_sets--;
+	/* Clean: what a flush owed of it is done. */
+	ssdp_fmap_flush_unmark(fm, c);
 }
 
 static void *fmap_alloc(struct ssdp_fmap *fm, size_t n, size_t size)
@@ -964,10 +967,57 @@ u32 ssdp_fmap_next_dirty_set(const struct ssdp_fmap *fm, u32 cset)
 
 void ssdp_fmap_dirty_renew(struct ssdp_fmap *fm, u32 cset)
 {
+	bool owed;
+
 	if (WARN_ON_ONCE(cset >= fm->nr_csets) || !fm->nr_dirty[cset])
 		return;
+	/* Renewed by a writeback that may be older than the flush. */
+	owed = ssdp_fmap_flush_marked(fm, cset);
 	dirty_list_del(fm, cset);
 	dirty_list_add(fm, cset);
+	if (owed) {
+		fm->flags[cset] |= SSDP_FM_FLUSH;
+		fm->nr_flush_marked++;
+	}
+}
+
+u32 ssdp_fmap_flush_mark_dirty(struct ssdp_fmap *fm)
+{
+	u32 c;
+
+	for (c = ssdp_fmap_oldest_dirty(fm); c != SSDP_NONE;
+	     c = ssdp_fmap_next_dirty_set(fm, c))
+		ssdp_fmap_flush_mark(fm, c);
+	return fm->nr_flush_marked;
+}
+
+void ssdp_fmap_flush_mark(struct ssdp_fmap *fm, u32 cset)
+{
+	if (!fm->nr_dirty[cset] || (fm->flags[cset] & SSDP_FM_FLUSH))
+		return;
+	fm->flags[cset] |= SSDP_FM_FLUSH;
+	fm->nr_flush_marked++;
+}
+
+bool ssdp_fmap_flush_marked(const struct ssdp_fmap *fm, u32 cset)
+{
+	return fm->flags[cset] & SSDP_FM_FLUSH;
+}
+
+void ssdp_fmap_flush_unmark(struct ssdp_fmap *fm, u32 cset)
+{
+	if (!(fm->flags[cset] & SSDP_FM_FLUSH))
+		return;
+	fm->flags[cset] &= ~SSDP_FM_FLUSH;
+	fm->nr_flush_marked--;
+}
+
+void ssdp_fmap_flush_unmark_all(struct ssdp_fmap *fm)
+{
+	u32 c;
+
+	for (c = 0; fm->nr_flush_marked && c < fm->nr_csets; c++)
+		ssdp_fmap_flush_unmark(fm, c);
 }
 
 u32 ssdp_fmap_oldest_dirty_unpinned(const struct ssdp_fmap *fm,
@@ -1197,6 +1247,8 @@ static int check_set(const struct ssdp_fmap *fm, u32 cset, u64 *valid,
 		return *why = "set counters", -EUCLEAN;
 	if ((fm->dnext[cset] != cset) != !!nd)
 		return *why = "dirty list membership", -EUCLEAN;
+	if ((fm->flags[cset] & SSDP_FM_FLUSH) && !nd)
+		return *why = "a clean set owed to a flush", -EUCLEAN;
 	*valid += nv;
 	*dirty += nd;
 	*limbo += nl;
@@ -1206,7 +1258,7 @@ static int check_set(const struct ssdp_fmap *fm, u32 cset, u64 *valid,
 int ssdp_fmap_check(const struct ssdp_fmap *fm, const char **why)
 {
 	u64 valid = 0, dirty = 0, limbo = 0;
-	u32 c, n = 0, tags = 0, mapped = 0, lsets = 0;
+	u32 c, n = 0, tags = 0, mapped = 0, lsets = 0, owed = 0;
 	const char *dummy;
 	int r;
 
@@ -1219,6 +1271,7 @@ int ssdp_fmap_check(const struct ssdp_fmap *fm, const char **why)
 		tags += fm->nr_tags[c];
 		mapped += !!fm->nr_tags[c];
 		lsets += !!fm->nr_limbo[c];
+		owed += !!(fm->flags[c] & SSDP_FM_FLUSH);
 	}
 	for (c = ssdp_fmap_oldest_dirty(fm); c != SSDP_NONE;
 	     c = ssdp_fmap_next_dirty_set(fm, c))
@@ -1227,7 +1280,7 @@ int ssdp_fmap_check(const struct ssdp_fmap *fm, const char **why)
 	if (valid != fm->total_valid || dirty != fm->total_dirty ||
 	    limbo != fm->total_limbo || n != fm->nr_dirty_sets ||
 	    tags != fm->nr_tags_used || mapped != fm->nr_mapped_sets ||
-	    lsets != fm->nr_limbo_sets)
+	    lsets != fm->nr_limbo_sets || owed != fm->nr_flush_marked)
 		return *why = "totals", -EUCLEAN;
 	return 0;
 }

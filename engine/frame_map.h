@@ -128,6 +128,7 @@ struct ssdp_fmap {
 	u32 nr_tags_used;
 	u32 nr_mapped_sets;	/* sets with at least one tag */
 	u32 nr_limbo_sets;
+	u32 nr_flush_marked;	/* sets a flush still owes (flush marks) */
 	u64 total_valid;
 	u64 total_dirty;
 	u64 total_limbo;
@@ -302,6 +303,18 @@ u32 ssdp_fmap_next_dirty_set(const struct ssdp_fmap *fm, u32 cset);
  * the clock.  Nothing if it has none.
  */
 void ssdp_fmap_dirty_renew(struct ssdp_fmap *fm, u32 cset);
+/*
+ * Flush marks: what a flush owes.  Marking puts one on every dirty set
+ * (returns how many sets are marked); a set loses its mark when it has no
+ * dirty block left, or when the caller unmarks it (written back by a
+ * writeback that started after the marking), never by a renewal.  So
+ * dirty sets that came later do not hold a flush up.
+ */
+u32 ssdp_fmap_flush_mark_dirty(struct ssdp_fmap *fm);
+void ssdp_fmap_flush_mark(struct ssdp_fmap *fm, u32 cset);	/* if dirty */
+bool ssdp_fmap_flush_marked(const struct ssdp_fmap *fm, u32 cset);
+void ssdp_fmap_flush_unmark(struct ssdp_fmap *fm, u32 cset);
+void ssdp_fmap_flush_unmark_all(struct ssdp_fmap *fm);
 /* The oldest unpinned set with dirty blocks among the @max_scan oldest. */
 u32 ssdp_fmap_oldest_dirty_unpinned(const struct ssdp_fmap *fm,
 				    u32 max_scan);

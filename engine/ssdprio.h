@@ -352,6 +352,12 @@ struct ssdprio {
 	u32 nr_wb_failed;		/* [cache_lock] */
 	bool flush_failed;		/* [cache_lock] */
 	/*
+	 * Counts the flush requests.  A flush_dirty owes the sets dirty when
+	 * it was asked (flush marks, frame_map.h): a writeback of the flush
+	 * that started after the latest request pays a set's debt.
+	 */
+	u32 flush_epoch;		/* [cache_lock] */
+	/*
 	 * A "drain" is running: the flush's origin writes compete as normal
 	 * I/O instead of waiting in the idle queue, so that it finishes
 	 * under any load.  Cleared when the flush ends.

@@ -1632,3 +1632,73 @@ TEST(fmap_dirty_renew_moves_the_set_to_the_end)
 	check_ok(&fm);
 	ssdp_fmap_destroy(&fm);
 }
+
+/*
+ * A flush owes the sets dirty when it was asked: one dirtied later is not
+ * owed, a renewal keeps the debt, a set paid by going clean (written back
+ * or its dirty blocks dropped) or by an explicit unmark.
+ */
+TEST(fmap_flush_marks_owe_what_was_dirty_when_asked)
+{
+	struct ssdp_fmap fm;
+	u32 a, b, c;
+	bool repl;
+
+	ASSERT_EQ(ssdp_fmap_init(&fm, 4, 8), 0);
+	a = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 1, 0), &repl);
+	b = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 2, 0), &repl);
+	c = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 3, 0), &repl);
+	ssdp_fmap_claim(&fm, a, 0, 2, false, &repl);
+	ssdp_fmap_set_valid(&fm, a, 0, 2);
+	ssdp_fmap_set_dirty(&fm, a, 0, 2);
+	ssdp_fmap_claim(&fm, b, 0, 1, false, &repl);
+	ssdp_fmap_set_valid(&fm, b, 0, 1);
+	ssdp_fmap_set_dirty(&fm, b, 0, 1);
+	ASSERT_EQ(ssdp_fmap_flush_mark_dirty(&fm), 2);
+	ASSERT_TRUE(ssdp_fmap_flush_marked(&fm, 1));
+	ASSERT_TRUE(ssdp_fmap_flush_marked(&fm, 2));
+	check_ok(&fm);
+	/* Dirty after the request: not owed. */
+	ssdp_fmap_claim(&fm, c, 0, 1, false, &repl);
+	ssdp_fmap_set_valid(&fm, c, 0, 1);
+	ssdp_fmap_set_dirty(&fm, c, 0, 1);
+	ASSERT_FALSE(ssdp_fmap_flush_marked(&fm, 3));
+	ASSERT_EQ(fm.nr_flush_marked, 2);
+	/* Marked twice: counted once. */
+	ssdp_fmap_flush_unmark(&fm, 3);
+	ASSERT_EQ(fm.nr_flush_marked, 2);
+	/* A renewal says nothing about what a flush owes. */
+	ssdp_fmap_dirty_renew(&fm, 1);
+	ASSERT_TRUE(ssdp_fmap_flush_marked(&fm, 1));
+	ASSERT_EQ(fm.nr_flush_marked, 2);
+	check_ok(&fm);
+	/* Written back: paid.  Part of it only: still owed. */
+	ssdp_fmap_clear_dirty(&fm, a, 0, 1);
+	ASSERT_TRUE(ssdp_fmap_flush_marked(&fm, 1));
+	ssdp_fmap_clear_dirty(&fm, b, 0, 1);
+	ASSERT_FALSE(ssdp_fmap_flush_marked(&fm, 2));
+	ASSERT_EQ(fm.nr_flush_marked, 1);
+	/* Its last dirty block dropped (a discard): nothing left to owe. */
+	ssdp_fmap_drop(&fm, a, 1, 1);
+	ASSERT_FALSE(ssdp_fmap_flush_marked(&fm, 1));
+	ASSERT_EQ(fm.nr_flush_marked, 0);
+	check_ok(&fm);
+	/* Asked again: what is dirty now. */
+	ASSERT_EQ(ssdp_fmap_flush_mark_dirty(&fm), 1);
+	ASSERT_TRUE(ssdp_fmap_flush_marked(&fm, 3));
+	ssdp_fmap_flush_unmark(&fm, 3);
+	ASSERT_EQ(fm.nr_flush_marked, 0);
+	ASSERT_TRUE(ssdp_fmap_nr_dirty(&fm, 3) == 1);
+	ASSERT_EQ(ssdp_fmap_flush_mark_dirty(&fm), 1);
+	ssdp_fmap_flush_unmark_all(&fm);
+	ASSERT_EQ(fm.nr_flush_marked, 0);
+	/* One set: only a dirty one, once. */
+	ssdp_fmap_flush_mark(&fm, 2);
+	ASSERT_FALSE(ssdp_fmap_flush_marked(&fm, 2));
+	ssdp_fmap_flush_mark(&fm, 3);
+	ssdp_fmap_flush_mark(&fm, 3);
+	ASSERT_TRUE(ssdp_fmap_flush_marked(&fm, 3));
+	ASSERT_EQ(fm.nr_flush_marked, 1);
+	check_ok(&fm);
+	ssdp_fmap_destroy(&fm);
+}
