@@ -33,6 +33,8 @@ static const struct {
 		"records with no good copy that are not blank (treated as free: stale records of an earlier format, or damage)" },
 	[SCAN_TORN] = { "torn",
 		"records with a bad checksum in one copy (a torn or stale write; the other copy was used)" },
+	[SCAN_READ_ERROR] = { "read_error",
+		"records in metadata blocks of one copy that could not be read (the other copy was used, as the kernel's load does)" },
 };
 
 const char *scan_kind_name(enum scan_kind k)
@@ -79,6 +81,7 @@ enum scan_severity scan_severity(const struct ssdp_scan *s, enum scan_kind k)
 	case SCAN_TORN:
 		return SCAN_INFO;
 	case SCAN_UNREADABLE:
+	case SCAN_READ_ERROR:
 		return SCAN_WARN;
 	case SCAN_PAST_ORIGIN:
 		/* Clean blocks past the origin are dropped, dirty refuse. */
@@ -232,9 +235,12 @@ static void scan_count(struct ssdp_scan *s, const struct scan_set *ss)
 	s->load_dirty_blocks += ss->dirty;
 }
 
-/* One cache set's two record copies. */
+/*
+ * One cache set's two record copies; @unread: the copies that could not
+ * be read (zeroes in their place, which fail the checksum).
+ */
 static int scan_record(struct ssdp_scan *s, u64 *cap, u32 seed, u32 cset,
-		       const u8 *rec0, const u8 *rec1,
+		       const u8 *rec0, const u8 *rec1, const bool *unread,
 		       struct ssdp_rec_view *views)
 {
 	u32 rb = s->layout.rec_bytes, set_blocks = s->sb.set_blocks;
@@ -249,9 +255,11 @@ static int scan_record(struct ssdp_scan *s, u64 *cap, u32 seed, u32 cset,
 	for (c = 0; c < (int)SSDP_META_COPIES; c++) {
 		err[c] = ssdp_rec_decode(recs[c], rb, seed, cset, set_blocks,
 					 nc, s->sb.version, &views[c]);
-		zero[c] = ssdp_all_zero(recs[c], rb);
+		zero[c] = !unread[c] && ssdp_all_zero(recs[c], rb);
 		if (err[c] == -EUCLEAN)
 			note(s, SCAN_INCONSISTENT, cset);
+		if (unread[c])
+			note(s, SCAN_READ_ERROR, cset);
 	}
 	/* Exactly the kernel's choice. */
 	pick = ssdp_rec_pick(rec0, rec1, rb, seed, cset, set_blocks, nc,
@@ -264,7 +272,7 @@ static int scan_record(struct ssdp_scan *s, u64 *cap, u32 seed, u32 cset,
 		return 0;
 	}
 	s->from_copy[pick]++;
-	if (err[!pick] == -EBADMSG && !zero[!pick])
+	if (err[!pick] == -EBADMSG && !zero[!pick] && !unread[!pick])
 		note(s, SCAN_TORN, cset);
 	if (v->seq > s->max_rec_seq)
 		s->max_rec_seq = v->seq;
@@ -298,12 +306,44 @@ static int scan_record(struct ssdp_scan *s, u64 *cap, u32 seed, u32 cset,
 	return 0;
 }
 
+/*
+ * Read @n record sectors from @k of copy @c into @buf as the kernel's load
+ * does: after an error, metadata block by metadata block, a block that
+ * cannot be read left zeroed and set in @bad (the other copy's records are
+ * used).  0, or -ENOMEM.
+ */
+static int scan_read_copy(int fd, const struct ssdp_layout *l, int c, u64 k,
+			  u64 n, u8 *buf, bool *bad)
+{
+	u64 at = (SSDP_SB_SECTORS + c * l->rec_sectors + k) << SSDP_SECTOR_SHIFT;
+	u64 b, nb = (n << SSDP_SECTOR_SHIFT) / SSDP_META_BLOCK_BYTES;
+	size_t bb = SSDP_META_BLOCK_BYTES;
+	int r;
+
+	memset(bad, 0, nb * sizeof(*bad));
+	r = scan_read(fd, at, buf, n << SSDP_SECTOR_SHIFT);
+	if (!r || r == -ENOMEM)
+		return r;
+	for (b = 0; b < nb; b++) {
+		r = scan_read(fd, at + b * bb, buf + b * bb, bb);
+		if (r == -ENOMEM)
+			return r;
+		if (r) {
+			memset(buf + b * bb, 0, bb);
+			bad[b] = true;
+		}
+	}
+	return 0;
+}
+
 static int scan_records(int fd, struct ssdp_scan *s)
 {
 	const struct ssdp_layout *l = &s->layout;
 	u32 rb = l->rec_bytes, set_blocks = s->sb.set_blocks;
 	u32 seed = ssdp_rec_seed(s->sb.uuid, s->sb.version);
 	u8 *bufs[SSDP_META_COPIES] = { NULL, NULL };
+	bool bad[SSDP_META_COPIES][(SCAN_CHUNK_SECTORS << SSDP_SECTOR_SHIFT) /
+				   SSDP_META_BLOCK_BYTES];
 	struct ssdp_rec_view *views;
 	u64 k, cap = 0;
 	int r = -ENOMEM, c;
@@ -326,17 +366,25 @@ static int scan_records(int fd, struct ssdp_scan *s)
 			n = SCAN_CHUNK_SECTORS;
 		nrec = (n << SSDP_SECTOR_SHIFT) / rb;
 		for (c = 0; c < (int)SSDP_META_COPIES && !r; c++)
-			r = scan_read(fd, (SSDP_SB_SECTORS + c * l->rec_sectors +
-				       k) << SSDP_SECTOR_SHIFT, bufs[c],
-				      n << SSDP_SECTOR_SHIFT);
+			r = scan_read_copy(fd, l, c, k, n, bufs[c], bad[c]);
 		for (j = 0; j < nrec && !r; j++) {
 			size_t off = j * rb;
 			u64 cset = first + j;
+			bool unread[SSDP_META_COPIES];
 
+			for (c = 0; c < (int)SSDP_META_COPIES; c++)
+				unread[c] = bad[c][off / SSDP_META_BLOCK_BYTES] ||
+					bad[c][(off + rb - 1) /
+					       SSDP_META_BLOCK_BYTES];
+			/* The kernel refuses such a cache: so does the scan. */
+			if (unread[0] && unread[1]) {
+				r = -EIO;
+				break;
+			}
 			if (cset < l->nr_csets) {
 				r = scan_record(s, &cap, seed, cset,
 						bufs[0] + off, bufs[1] + off,
-						views);
+						unread, views);
 				continue;
 			}
 			/* Past the last set: the kernel writes zeroes. */

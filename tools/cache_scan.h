@@ -23,6 +23,7 @@ enum scan_kind {
 	SCAN_SEQ_PAST_LIMIT,	/* a seq at SSDP_SEQ_LIMIT or past it */
 	SCAN_UNREADABLE,	/* no good copy, not blank: treated as free */
 	SCAN_TORN,		/* one copy fails its checksum, other used */
+	SCAN_READ_ERROR,	/* one copy could not be read, other used */
 	SCAN_NR_KINDS
 };
 

@@ -564,3 +564,63 @@ TEST(scan_read_unaligned_through_a_bounce)
 		ASSERT_EQ(buf[i], 0);
 	close(im.fd);
 }
+
+/*
+ * Reads of [fail_from, fail_to) fail with EIO: the unit tests link with
+ * ld's --wrap=pread (tests/unit/Makefile), so that a scan meets a device
+ * that cannot read part of one record copy.
+ */
+static off_t fail_from = -1, fail_to = -1;
+ssize_t __real_pread(int fd, void *buf, size_t n, off_t off);
+ssize_t __wrap_pread(int fd, void *buf, size_t n, off_t off);
+ssize_t __wrap_pread(int fd, void *buf, size_t n, off_t off)
+{
+	if (fail_from >= 0 && off < fail_to && off + (off_t)n > fail_from) {
+		errno = EIO;
+		return -1;
+	}
+	return __real_pread(fd, buf, n, off);
+}
+
+/*
+ * A metadata block of one copy that cannot be read: its records come from
+ * the other copy, as the kernel's load takes them, and are reported; one
+ * that neither copy can give fails the scan, as it fails the load.
+ */
+TEST(scan_uses_the_other_copy_of_an_unreadable_metadata_block)
+{
+	struct ssdp_scan s;
+	struct img im;
+	u32 a0 = 0, b0, rpb;
+
+	img_open(&im, 0, 1);
+	rpb = SSDP_META_BLOCK_BYTES / im.l.rec_bytes;
+	ASSERT_TRUE(rpb >= 1 && rpb < im.l.nr_csets);
+	b0 = oset_in(&im, rpb, 0, 0);
+	a0 = oset_in(&im, 0, 0, 0);
+	/* cset 0 newest in copy 0, cset rpb (the next block) in copy 1. */
+	put_rec(&im, 0, 0, a0, 3, 20, 10);
+	put_rec(&im, 1, 0, a0, 2, 20, 20);
+	put_rec(&im, 1, rpb, b0, 5, 8, 8);
+	/* Copy 0's first metadata block unreadable. */
+	fail_from = rec_off(&im, 0, 0);
+	fail_to = fail_from + SSDP_META_BLOCK_BYTES;
+	scan(&im, &s);
+	ASSERT_EQ(s.found[SCAN_READ_ERROR].count, rpb);
+	ASSERT_EQ(s.found[SCAN_READ_ERROR].first, 0);
+	ASSERT_EQ(scan_severity(&s, SCAN_READ_ERROR), SCAN_WARN);
+	ASSERT_EQ(scan_errors(&s), 0);
+	ASSERT_EQ(s.found[SCAN_TORN].count, 0);
+	/* cset 0 from copy 1 (the older, all it has), cset rpb as written. */
+	ASSERT_EQ(s.mapped_sets, 2);
+	ASSERT_EQ(s.dirty_blocks, 20 + 8);
+	ASSERT_EQ(s.from_copy[1], 2);
+	ASSERT_EQ(set_of(&s, 0)->other, SCAN_OTHER_BAD);
+	scan_free(&s);
+	/* The same block unreadable in both copies: no scan. */
+	fail_to = rec_off(&im, 1, 0) + SSDP_META_BLOCK_BYTES;
+	ASSERT_EQ(scan_cache(im.fd, IMG_SECTORS, &s), -EIO);
+	scan_free(&s);
+	fail_from = fail_to = -1;
+	close(im.fd);
+}
