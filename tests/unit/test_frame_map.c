@@ -1596,6 +1596,16 @@ TEST(fmap_random_model_catches_overlap_without_claim_rule)
 	ASSERT_GT(m_run(12345, M_WB_ATOMIC, M_OVERLAP_GUARDED), 0);
 }
 
+/* Blocks [first, first + nr) of @line written: claimed, valid, dirty. */
+static void put_dirty(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr)
+{
+	bool repl;
+
+	ssdp_fmap_claim(fm, line, first, nr, false, &repl);
+	ssdp_fmap_set_valid(fm, line, first, nr);
+	ssdp_fmap_set_dirty(fm, line, first, nr);
+}
+
 /* A set whose dirty blocks are all new goes to the end of the dirty list. */
 TEST(fmap_dirty_renew_moves_the_set_to_the_end)
 {
@@ -1608,13 +1618,9 @@ TEST(fmap_dirty_renew_moves_the_set_to_the_end)
 	a = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 1, 0), &repl);
 	b = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 2, 0), &repl);
 	c = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 3, 0), &repl);
-	ssdp_fmap_claim(&fm, a, 0, 2, false, &repl);
-	ssdp_fmap_set_valid(&fm, a, 0, 2);
-	ssdp_fmap_set_dirty(&fm, a, 0, 2);
+	put_dirty(&fm, a, 0, 2);
 	fm.clock = 200;
-	ssdp_fmap_claim(&fm, b, 0, 1, false, &repl);
-	ssdp_fmap_set_valid(&fm, b, 0, 1);
-	ssdp_fmap_set_dirty(&fm, b, 0, 1);
+	put_dirty(&fm, b, 0, 1);
 	ASSERT_EQ(ssdp_fmap_oldest_dirty(&fm), 1);
 	fm.clock = 300;
 	ssdp_fmap_dirty_renew(&fm, 1);
@@ -1648,20 +1654,14 @@ TEST(fmap_flush_marks_owe_what_was_dirty_when_asked)
 	a = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 1, 0), &repl);
 	b = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 2, 0), &repl);
 	c = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 3, 0), &repl);
-	ssdp_fmap_claim(&fm, a, 0, 2, false, &repl);
-	ssdp_fmap_set_valid(&fm, a, 0, 2);
-	ssdp_fmap_set_dirty(&fm, a, 0, 2);
-	ssdp_fmap_claim(&fm, b, 0, 1, false, &repl);
-	ssdp_fmap_set_valid(&fm, b, 0, 1);
-	ssdp_fmap_set_dirty(&fm, b, 0, 1);
+	put_dirty(&fm, a, 0, 2);
+	put_dirty(&fm, b, 0, 1);
 	ASSERT_EQ(ssdp_fmap_flush_mark_dirty(&fm), 2);
 	ASSERT_TRUE(ssdp_fmap_flush_marked(&fm, 1));
 	ASSERT_TRUE(ssdp_fmap_flush_marked(&fm, 2));
 	check_ok(&fm);
 	/* Dirty after the request: not owed. */
-	ssdp_fmap_claim(&fm, c, 0, 1, false, &repl);
-	ssdp_fmap_set_valid(&fm, c, 0, 1);
-	ssdp_fmap_set_dirty(&fm, c, 0, 1);
+	put_dirty(&fm, c, 0, 1);
 	ASSERT_FALSE(ssdp_fmap_flush_marked(&fm, 3));
 	ASSERT_EQ(fm.nr_flush_marked, 2);
 	/* Marked twice: counted once. */
