@@ -658,7 +658,7 @@ static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
 	u32 line = ssdp_fmap_lookup(&sp->fmap, pb->oset);
 	u32 cutoff = READ_ONCE(sp->cfg.seq_cutoff_kib);
 	enum ssdp_dest dest;
-	bool replaced, note_lockout, overlap = false;
+	bool replaced, note_lockout, overlap = false, dirty;
 	u32 cset, n, runs;
 
 	if (unlikely(sp->drain_wants != SSDP_NONE) &&
@@ -693,11 +693,25 @@ static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
 	/*
 	 * A dirty block's data exists only in the cache: a write to it stays
 	 * there whatever the policy, or a crash could leave a durable
-	 * "invalid" before the origin has the new data.
+	 * "invalid" before the origin has the new data.  Only those blocks:
+	 * the bio is cut where that changes, so that the new data of the
+	 * others goes around, as the policy (or a failing SSD) asks.  A
+	 * deferred bio cannot be cut: it stays on the SSD whole.
 	 */
 	if (policy == SSDP_WP_WRITEAROUND && line != SSDP_NONE &&
-	    ssdp_fmap_any_dirty(&sp->fmap, line, pb->first, pb->nr))
-		policy = SSDP_WP_WRITEBACK;
+	    ssdp_fmap_any_dirty(&sp->fmap, line, pb->first, pb->nr)) {
+		dirty = true;
+		if (may_split) {
+			n = ssdp_fmap_dirty_run(&sp->fmap, line, pb->first,
+						pb->nr, &dirty);
+			if (n < pb->nr) {
+				dm_accept_partial_bio(bio, n << sp->block_shift);
+				pb->nr = n;
+			}
+		}
+		if (dirty)
+			policy = SSDP_WP_WRITEBACK;
+	}
 	if (policy == SSDP_WP_WRITEAROUND) {
 		if (line != SSDP_NONE) {
 			ssdp_count(sp, SSDP_ST_WRITE_HITS);

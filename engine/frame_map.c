@@ -693,6 +693,19 @@ bool ssdp_fmap_any_dirty(const struct ssdp_fmap *fm, u32 line, u32 first,
 	return false;
 }
 
+u32 ssdp_fmap_dirty_run(const struct ssdp_fmap *fm, u32 line, u32 first,
+			u32 nr, bool *dirty)
+{
+	u32 n;
+
+	*dirty = ssdp_fmap_block(fm, line, first) == SSDP_FMAP_DIRTY;
+	for (n = 1; n < nr; n++)
+		if ((ssdp_fmap_block(fm, line, first + n) == SSDP_FMAP_DIRTY) !=
+		    *dirty)
+			break;
+	return n;
+}
+
 bool ssdp_fmap_all_claimed(const struct ssdp_fmap *fm, u32 line, u32 first,
 			   u32 nr)
 {

@@ -236,6 +236,9 @@ enum ssdp_fmap_hit ssdp_fmap_block(const struct ssdp_fmap *fm, u32 line,
  */
 u32 ssdp_fmap_hit_run(const struct ssdp_fmap *fm, u32 line, u32 first,
 		      u32 nr, enum ssdp_fmap_hit *hit);
+/* Blocks from @first (@nr > 0, at most @nr) dirty as @first is, *dirty. */
+u32 ssdp_fmap_dirty_run(const struct ssdp_fmap *fm, u32 line, u32 first,
+			u32 nr, bool *dirty);
 bool ssdp_fmap_any_dirty(const struct ssdp_fmap *fm, u32 line, u32 first,
 			 u32 nr);
 /* Blocks [first, first + nr) all claimed or held by @line's tag. */

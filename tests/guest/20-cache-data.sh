@@ -155,4 +155,28 @@ cmp /tmp/two.want <(dd if="$hdd" bs=4k skip=$blk count=1 iflag=direct status=non
 	fail "the origin after two writes of one block in flight"
 dm_remove sp
 dmsetup remove ssdleg || fail "remove ssdleg"
+
+# writearound (as a degraded cache writes) keeps on the SSD only the blocks
+# that are dirty there: one write over a dirty block and two it does not
+# hold is cut, the new data of those two goes to the origin alone.
+"$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
+dev=$(dm_create sp "0 $len ssdprio $hdd $ssd 5 format evict_wait 3600000 read_alloc off")
+blk=$((160 * 256 + 2)) # 12 KiB aligned, in one set
+blk_put "$dev" $blk D || fail "the dirty block"
+assert_eq "$(status_get sp dirty_blocks)" 1 "one dirty block"
+dmsetup message sp 0 write_policy writearound || fail "write_policy writearound"
+head -c 12K /dev/urandom >/tmp/around.w
+dd if=/tmp/around.w of="$dev" bs=12k seek=$((blk / 3)) oflag=direct status=none ||
+	fail "the write over the dirty block and two others"
+assert_eq "$(status_get sp dirty_blocks)" 1 "dirty blocks after the writearound write"
+cmp <(tail -c +4097 /tmp/around.w) \
+	<(dd if="$hdd" bs=4k skip=$((blk + 1)) count=2 iflag=direct status=none) ||
+	fail "the origin lacks the blocks writearound does not hold"
+cmp /tmp/around.w <(dd if="$dev" bs=4k skip=$blk count=3 iflag=direct status=none) ||
+	fail "the device after the writearound write"
+dmsetup message sp 0 flush_dirty || fail "flush_dirty"
+wait_status sp dirty_blocks -eq 0 120
+cmp /tmp/around.w <(dd if="$hdd" bs=4k skip=$blk count=3 iflag=direct status=none) ||
+	fail "the origin after the flush"
+dm_remove sp
 log "ok"

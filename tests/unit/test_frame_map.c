@@ -1702,3 +1702,28 @@ TEST(fmap_flush_marks_owe_what_was_dirty_when_asked)
 	check_ok(&fm);
 	ssdp_fmap_destroy(&fm);
 }
+
+/* The run a write to dirty and other blocks is cut at. */
+TEST(fmap_dirty_run_ends_where_dirtiness_changes)
+{
+	struct ssdp_fmap fm;
+	bool repl, dirty;
+	u32 a;
+
+	ASSERT_EQ(ssdp_fmap_init(&fm, 4, 8), 0);
+	a = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 1, 0), &repl);
+	put_dirty(&fm, a, 2, 2);
+	ssdp_fmap_claim(&fm, a, 4, 1, false, &repl);
+	ssdp_fmap_set_valid(&fm, a, 4, 1);
+	/* Blocks 0-1 missing, 2-3 dirty, 4 clean, 5-7 missing. */
+	ASSERT_EQ(ssdp_fmap_dirty_run(&fm, a, 0, 8, &dirty), 2);
+	ASSERT_FALSE(dirty);
+	ASSERT_EQ(ssdp_fmap_dirty_run(&fm, a, 2, 6, &dirty), 2);
+	ASSERT_TRUE(dirty);
+	ASSERT_EQ(ssdp_fmap_dirty_run(&fm, a, 3, 1, &dirty), 1);
+	ASSERT_TRUE(dirty);
+	ASSERT_EQ(ssdp_fmap_dirty_run(&fm, a, 4, 4, &dirty), 4);
+	ASSERT_FALSE(dirty);
+	check_ok(&fm);
+	ssdp_fmap_destroy(&fm);
+}
