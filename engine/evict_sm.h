@@ -67,7 +67,11 @@ enum ssdp_evict_head {
 
 struct ssdp_evict_view {
 	u32 nr_free;		/* free cache sets */
-	/* mapped sets with dirty blocks, pinned too, not held aside */
+	/*
+	 * Sets a flush still has to write back, pinned too, not held aside:
+	 * a drain's, every dirty set; a flush_dirty's, those dirty when it
+	 * was asked (the engine's flush marks).  Read only while flushing.
+	 */
 	u32 nr_dirty_sets;
 	enum ssdp_evict_head head;
 	/* Cleaning: dirty blocks, and the oldest unpinned dirty set. */
