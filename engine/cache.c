@@ -698,9 +698,7 @@ static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
 	 * others goes around, as the policy (or a failing SSD) asks.  A
 	 * deferred bio cannot be cut: it stays on the SSD whole.
 	 */
-	if (policy == SSDP_WP_WRITEAROUND && line != SSDP_NONE &&
-	    ssdp_fmap_any_dirty(&sp->fmap, line, pb->first, pb->nr)) {
-		dirty = true;
+	if (policy == SSDP_WP_WRITEAROUND && line != SSDP_NONE) {
 		if (may_split) {
 			n = ssdp_fmap_dirty_run(&sp->fmap, line, pb->first,
 						pb->nr, &dirty);
@@ -708,6 +706,9 @@ static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
 				dm_accept_partial_bio(bio, n << sp->block_shift);
 				pb->nr = n;
 			}
+		} else {
+			dirty = ssdp_fmap_any_dirty(&sp->fmap, line, pb->first,
+						    pb->nr);
 		}
 		if (dirty)
 			policy = SSDP_WP_WRITEBACK;

@@ -988,10 +988,8 @@ void ssdp_fmap_dirty_renew(struct ssdp_fmap *fm, u32 cset)
 	owed = ssdp_fmap_flush_marked(fm, cset);
 	dirty_list_del(fm, cset);
 	dirty_list_add(fm, cset);
-	if (owed) {
-		fm->flags[cset] |= SSDP_FM_FLUSH;
-		fm->nr_flush_marked++;
-	}
+	if (owed)
+		ssdp_fmap_flush_mark(fm, cset);
 }
 
 u32 ssdp_fmap_flush_mark_dirty(struct ssdp_fmap *fm)
