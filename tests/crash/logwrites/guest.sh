@@ -20,7 +20,12 @@
 #        mount has replayed the journal).
 # The load must say meta_state recovered before the clean shutdown's mark, and
 # clean after it. A self-check at the end proves the raw check notices
-# garbage and lost blocks. The same workloads can run with the device under
+# garbage and lost blocks.
+# Some crash points (at FLUSH entries) are not a prefix of the log but a power
+# cut's state of the writes after them (replay-log --crash-window): those that
+# reached the disks but no FLUSH yet, each kept or lost (FUA ones in their
+# order), and in ssdprio's metadata area torn at 512-byte sectors (a metadata
+# block written in part). The same checks must hold. The same workloads can run with the device under
 # test being the origin slice itself (stack "linear"): the control that
 # validates the harness and the replay; it is what runs when the module does
 # not persist its metadata (it loads a blank cache without `format`).
@@ -32,6 +37,8 @@
 #                           ssdprio if the module has persistence, else linear)
 #   CRASH_LW_ROUNDS, CRASH_LW_FS_ROUNDS, CRASH_LW_MAXCP  override the sizes
 #   CRASH_LW_KEEP=1         keep the logs in $RESULTS_DIR even on success
+#   CRASH_LW_WINDOW=some    crash points with a power cut's window: some (MAXCP/2
+#                           more, at FLUSH entries), all, or off (prefixes only)
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/../../guest/lib.sh"
 # shellcheck source=tests/crash/logwrites/lwlib.sh
@@ -46,16 +53,32 @@ else
 	MAXCP=${CRASH_LW_MAXCP:-8} FSLIST="ext4"
 fi
 KEEP=${CRASH_LW_KEEP:-0}
+WINDOW=${CRASH_LW_WINDOW:-some}
+[[ $WINDOW == some || $WINDOW == all || $WINDOW == off ]] || fail "CRASH_LW_WINDOW: some, all or off, not '$WINDOW'"
 REPLAY=$REPO/build/tools/replay-log
 STAMP=$REPO/build/tools/stampio
 [[ -x $REPLAY && -x $STAMP ]] || fail "$REPLAY or $STAMP missing: run 'make tools' on the host"
 
 SEED=$((RANDOM + 1))
 NB=4096                # raw region: 16 MiB of 4 KiB blocks
-CACHE_MB=6             # cache slice: 1 MiB metadata area + 80 sets of 64 KiB
-SSDP_FEATS="write_policy writeback set_size 16 evict_wait 50"
-# Loading a crash point: the same geometry; writeback unthrottled (flush_dirty).
-SSDP_RELOAD_FEATS="write_policy writeback set_size 16 evict_wait 50 throttle off"
+# geometry GEOM: the cache slice and the table's arguments of a phase.
+#   narrow: 1 MiB metadata area + 80 sets of 64 KiB (128-byte records, four
+#           to a sector: a tear keeps or loses whole records);
+#   wide:   4 MiB sets (the default set_size: 1 KiB records, each across two
+#           sectors, so a tear breaks records), 4 MiB metadata area + 2 sets.
+# META_SECT: the metadata area (superblock, both record copies), what a power
+# cut's window may tear.
+geometry() {
+	local sz
+	case $1 in
+	narrow) CACHE_MB=6 META_SECT=2048 sz=16 ;;
+	wide) CACHE_MB=12 META_SECT=8192 sz=1024 ;;
+	esac
+	SSDP_FEATS="write_policy writeback set_size $sz evict_wait 50"
+	# Loading a crash point: the same geometry; writeback unthrottled (flush_dirty).
+	SSDP_RELOAD_FEATS="$SSDP_FEATS throttle off"
+}
+geometry narrow
 CHK=/mnt/lwchk
 MNT=/mnt/lwfs
 OUTP=$RESULTS_DIR/${SSDPRIO_TEST:-60-crash-logwrites}
@@ -153,7 +176,18 @@ stack_down() {
 # --- The log -------------------------------------------------------------------
 # analyse PHASE: list the log; set CPS (crash points to check, ascending) and
 # the per-entry mark table used by acked().
+# sample N FILE: N of FILE's lines evenly spread, first and last included.
+sample() {
+	awk -v m="$1" '{ f[NR - 1] = $1 }
+		END {
+			n = NR
+			if (n <= m) { for (i = 0; i < n; i++) print f[i]; exit }
+			for (k = 0; k < m; k++) print f[int(k * (n - 1) / (m - 1) + 0.5)]
+		}' "$2"
+}
+
 declare -a CPS
+declare -A WINAT
 RSP_UP=
 analyse() {
 	local phase=$1 list=$OUTP.$1.list first nflush
@@ -166,17 +200,22 @@ analyse() {
 	nflush=$(wc -l </tmp/lw.flushes)
 	# Flush/FUA entries: all, or MAXCP of them evenly spread (first and last
 	# included); plus every mark from FIRST_MARK on; plus the end of the log.
+	# Power cut windows open at FLUSH entries (a whole epoch after them:
+	# the data writes and the metadata commit that follow), MAXCP / 2 of
+	# them; with CRASH_LW_WINDOW=all every crash point has one.
+	WINAT=()
+	if [[ $WINDOW != off ]]; then
+		awk -v f="$first" '$1 >= f && $4 ~ /FLUSH/ { print $1 }' "$list" >/tmp/lw.wflushes
+		local e
+		for e in $(sample $(((MAXCP + 1) / 2)) /tmp/lw.wflushes); do WINAT[$e]=1; done
+	fi
 	mapfile -t CPS < <({
 		echo "$first"
-		awk -v n="$nflush" -v m="$MAXCP" '
-			{ f[NR - 1] = $1 }
-			END {
-				if (n <= m) { for (i = 0; i < n; i++) print f[i]; exit }
-				for (k = 0; k < m; k++) print f[int(k * (n - 1) / (m - 1) + 0.5)]
-			}' /tmp/lw.flushes
+		sample "$MAXCP" /tmp/lw.flushes
 		awk -v f="$first" '$4 == "MARK" && $1 >= f { print $1 }' "$list"
+		printf '%s\n' "${!WINAT[@]}"
 	} | sort -n -u)
-	log "$phase: log of $(grep -vc '^#' "$list") entries, $nflush flush/FUA after '$FIRST_MARK' (entry $first), ${#MARK_AT[@]} marks; checking ${#CPS[@]} crash points"
+	log "$phase: log of $(grep -vc '^#' "$list") entries, $nflush flush/FUA after '$FIRST_MARK' (entry $first), ${#MARK_AT[@]} marks; checking ${#CPS[@]} crash points, ${#WINAT[@]} of them with a power cut's window"
 }
 
 # The replayed state is seen through a transient dm-snapshot of $REP, so what
@@ -200,8 +239,9 @@ snap_fini() {
 # The devices made per crash point do not wait for udev (--noudevsync): its
 # probing of each new device runs beside the checks, harmlessly. The ssdprio
 # device is used as /dev/dm-N, which the kernel's devtmpfs makes at create.
-# reload_up STACK ENTRY: a fresh snapshot of the replay; the device under
-# test in RDUT.
+# reload_up STACK ENTRY [window]: a fresh snapshot of the replay, with a power
+# cut's window after ENTRY written over it if asked; the device under test in
+# RDUT.
 reload_up() {
 	local cow table out
 	COWI=$((1 - COWI))
@@ -209,6 +249,20 @@ reload_up() {
 	((COWI)) && cow=$COW1
 	{ echo "0 $DSECT snapshot $REP $cow N 8" | dmsetup reload lwsnap &&
 		dmsetup resume --noudevsync lwsnap; } || fail "crash point entry $2: snapshot reload failed"
+	WEND=$2
+	if [[ ${3:-} == window ]]; then
+		# The torn part: the cache slice's metadata area.
+		out=$("$REPLAY" --log "$LOGDEV" --replay /dev/mapper/lwsnap --discard-zeroes \
+			--start-entry $(($2 + 1)) --crash-window --seed $((SEED * 100000 + $2)) \
+			--tear-range "$OSECT+$META_SECT" --must-tear) || fail "crash point entry $2: replay-log --crash-window failed"
+		[[ $out =~ entries\ \[[0-9]+,\ ([0-9]+)\).*\ ([0-9]+)\ whole,\ ([0-9]+)\ torn,\ ([0-9]+)\ dropped ]] ||
+			fail "crash point entry $2: replay-log said: $out"
+		WEND=$((BASH_REMATCH[1] - 1))
+		WIN_WHOLE=$((WIN_WHOLE + BASH_REMATCH[2]))
+		WIN_TORN=$((WIN_TORN + BASH_REMATCH[3]))
+		WIN_DROPPED=$((WIN_DROPPED + BASH_REMATCH[4]))
+		CPLOG+="w"
+	fi
 	# Nothing cached from the last crash point may be read.
 	blockdev --flushbufs /dev/mapper/lwrorig /dev/mapper/lwrcache /dev/mapper/lwsnap
 	if [[ $1 == ssdprio ]]; then
@@ -224,7 +278,7 @@ reload_up() {
 		[[ $out =~ Major,\ minor:\ +[0-9]+,\ ([0-9]+) ]] || fail "no minor in: $out"
 		RDUT=/dev/dm-${BASH_REMATCH[1]}
 		[[ -b $RDUT ]] || fail "$RDUT (lwrsp) missing"
-		check_load_status "$2"
+		check_load_status "$2" "$WEND"
 	else
 		RDUT=/dev/mapper/lwrorig
 	fi
@@ -242,16 +296,17 @@ reload_down() {
 	RSP_UP=
 }
 
-# check_load_status ENTRY: a crash point before the clean shutdown began must
-# load as a recovery (meta_state recovered), one after it as clean.
+# check_load_status ENTRY LAST: a crash point before the clean shutdown began
+# must load as a recovery (meta_state recovered), one after it as clean. LAST:
+# the last entry a power cut's window may have written (ENTRY without one).
 check_load_status() {
-	local e=$1 ms sh rm
+	local e=$1 last=$2 ms sh rm
 	ms=$(status_get lwrsp meta_state)
 	sh=$(mark_entry shutdown)
 	rm=$(mark_entry removed)
 	[[ -n ${LOADLOG_DONE:-} ]] || log "first load: $(dmsetup status lwrsp)"
 	LOADLOG_DONE=1
-	if [[ -n $sh ]] && ((e < sh)); then
+	if [[ -n $sh ]] && ((last < sh)); then
 		[[ $ms == recovered ]] ||
 			fail "crash point entry $e (before the shutdown at $sh): meta_state $ms, expected recovered (unclean shutdown)"
 	elif [[ -n $rm ]] && ((e >= rm)); then
@@ -428,32 +483,39 @@ lap() {
 }
 
 # --- Phases ------------------------------------------------------------------------
-run_phase() { # run_phase STACK WORKLOAD(raw|ext4|xfs)
-	local stack=$1 wl=$2 omb e t0=$SECONDS
+run_phase() { # run_phase STACK WORKLOAD(raw|ext4|xfs) [GEOMETRY]
+	local stack=$1 wl=$2 geom=${3:-narrow} omb e t0=$SECONDS
+	geometry "$geom"
 	case $wl in
 	raw) omb=$((NB / 256)) FIRST_MARK=start ;;
 	ext4) omb=48 FIRST_MARK=mkfs ;;
 	xfs) omb=320 FIRST_MARK=mkfs ;;
 	esac
-	log "=== stack $stack, workload $wl (origin $omb MiB, cache $CACHE_MB MiB, seed $SEED)"
+	log "=== stack $stack, workload $wl, $geom geometry (origin $omb MiB, cache $CACHE_MB MiB: $SSDP_FEATS; seed $SEED)"
 	devs_up $omb
 	PHASE=$stack-$wl LOGSECT=
+	[[ $geom == narrow ]] || PHASE+=-$geom
 	stack_up "$stack"
 	if [[ $wl == raw ]]; then raw_workload; else fs_workload "$wl"; fi
 	stack_down "$stack"
 	log "workload done in $((SECONDS - t0)) s"
-	analyse "$stack-$wl"
+	analyse "$PHASE"
+	dmesg_mark=$(dmesg | wc -l)
 	REPLAYED=-1
 	CPLOG=
 	NPOINT=0
 	LOADLOG_DONE=
+	WIN_WHOLE=0 WIN_TORN=0 WIN_DROPPED=0
+	local win
 	snap_init
 	for e in "${CPS[@]}"; do
 		TIMES=
 		lap
 		replay_to "$e"
 		lap replay
-		reload_up "$stack" "$e"
+		win=
+		[[ $WINDOW == all || -n ${WINAT[$e]:-} ]] && win=window
+		reload_up "$stack" "$e" $win
 		lap load
 		if [[ $wl == raw ]]; then raw_check "$stack" "$e"; else fs_check "$wl" "$stack" "$e"; fi
 		lap check
@@ -463,9 +525,16 @@ run_phase() { # run_phase STACK WORKLOAD(raw|ext4|xfs)
 	done
 	[[ $wl == raw ]] && raw_selfcheck "$e"
 	snap_fini
-	log "checked ([recovered|clean load]entry:acked): $CPLOG"
-	log "stack $stack, workload $wl: ${#CPS[@]} crash points consistent ($((SECONDS - t0)) s)"
-	if [[ $KEEP == 1 ]]; then save_log; else rm -f "$OUTP.$stack-$wl.list"; fi
+	log "checked ([w: with a power cut's window][recovered|clean load]entry:acked): $CPLOG"
+	if [[ $WINDOW != off ]]; then
+		log "power cut windows: $WIN_WHOLE writes kept, $WIN_TORN torn, $WIN_DROPPED lost"
+		[[ $stack != ssdprio ]] || ALL_TORN=$((ALL_TORN + WIN_TORN))
+	fi
+	# What the loads made of the torn blocks (informational).
+	[[ $stack != ssdprio ]] ||
+		log "loads that found torn metadata blocks: $(dmesg | tail -n +$((dmesg_mark + 1)) | grep -c 'metadata blocks torn')"
+	log "stack $stack, workload $wl, $geom geometry: ${#CPS[@]} crash points consistent ($((SECONDS - t0)) s)"
+	if [[ $KEEP == 1 ]]; then save_log; else rm -f "$OUTP.$PHASE.list"; fi
 	PHASE=
 	devs_down
 }
@@ -480,8 +549,11 @@ save_log() {
 # On failure, keep the log that shows it.
 trap 'rc=$?; ((rc == 0 || rc == 77)) || save_log' EXIT
 
+ALL_TORN=0
 for stack in $STACKS; do
 	run_phase "$stack" raw
+	# Records across sectors: a tear breaks them (their checksum).
+	[[ $stack != ssdprio ]] || run_phase "$stack" raw wide
 	for fs in $FSLIST; do
 		if [[ $fs == xfs ]] && ! grep -qw xfs /proc/filesystems; then
 			log "no xfs in this kernel: skipped"
@@ -490,4 +562,8 @@ for stack in $STACKS; do
 		run_phase "$stack" "$fs"
 	done
 done
+# The windows must have torn ssdprio's metadata, or they tested less than
+# they claim.
+[[ $WINDOW == off || " $STACKS " != *" ssdprio "* ]] || ((ALL_TORN > 0)) ||
+	fail "no power cut window tore a metadata write of ssdprio's"
 log "ok (stacks: $STACKS)"

@@ -24,6 +24,25 @@
  * --end-mark NAME stop after that entry (inclusive); --start-entry N
  * skips the entries before N, so a replay can continue where the last
  * one stopped.  The replay target is a block device or a regular file.
+ *
+ * --crash-window writes one of the states a power cut can leave after the
+ * start entry, rather than a prefix of the log.  The entries from the
+ * start entry up to the next FLUSH entry were completed (or in flight)
+ * but not flushed, and a device with a volatile cache may have kept any
+ * of them: each plain write is written whole or not at all, chosen by a
+ * seeded generator; the FUA writes, durable when they completed and
+ * logged in that order, are a prefix; a discard is done or not.  Sectors
+ * inside --tear-range are torn: a chosen write covering them keeps only
+ * some of its sectors there (a device promises no more than one sector
+ * of atomicity), and the first FUA write after the prefix may land in
+ * part.  Outside that range writes stay whole, so that data checks that
+ * know only whole blocks still apply.  --must-tear draws until a write
+ * tears, where one of the window's can.  The entries are applied in log
+ * order, so of two writes to one sector the later never loses to the
+ * earlier.  The FLUSH entry that ends the window is not written: its data
+ * goes out only after its flush, and the power cut came before.  Empty
+ * FLUSH entries at the start entry are passed (they change no data): the
+ * window is the epoch they open.
  */
 #define _GNU_SOURCE
 #include <endian.h>
@@ -92,6 +111,23 @@ struct log {
 
 static const char *prog = "replay-log";
 static int verbose;
+
+static uint64_t rng_state;
+
+/* splitmix64: a reproducible stream from --seed. */
+static uint64_t rng_next(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static uint64_t rng_below(uint64_t n)
+{
+	return n ? rng_next() % n : 0;
+}
 
 static uint64_t get_le64(const unsigned char *p)
 {
@@ -424,6 +460,172 @@ static void replay_entry(struct log *lg, struct target *t, uint64_t i)
 	}
 }
 
+/* Torn writes: only the sectors of [tear_lo, tear_hi) (bytes) may tear. */
+struct window {
+	uint64_t tear_lo, tear_hi;
+	bool must_tear;
+	uint64_t whole, torn, dropped, discards, fua_prefix, nr_fua;
+	uint64_t first, end;	/* entries [first, end); end is the FLUSH */
+};
+
+enum wact { W_SKIP, W_DROP, W_WHOLE, W_TEAR };
+
+/* Sectors of entry i inside the tear range. */
+static uint64_t tear_sectors(const struct log *lg, const struct window *w,
+			     uint64_t i)
+{
+	const struct entry *e = &lg->e[i];
+	uint64_t ss = lg->sectorsize, lo = e->sector * ss;
+	uint64_t hi = lo + e->nr_sectors * ss;
+
+	if (e->flags & (LOG_MARK_FLAG | LOG_DISCARD_FLAG))
+		return 0;
+	lo = lo > w->tear_lo ? lo : w->tear_lo;
+	hi = hi < w->tear_hi ? hi : w->tear_hi;
+	return hi > lo ? (hi - lo) / ss : 0;
+}
+
+/*
+ * Write entry i with some of its sectors inside the tear range left out:
+ * each kept or not at random, then one flipped if that kept all or none.
+ * Only for an entry with two or more sectors there, so it always tears.
+ */
+static void write_torn(struct log *lg, struct target *t, struct window *w,
+		       uint64_t i)
+{
+	const struct entry *e = &lg->e[i];
+	uint64_t ss = lg->sectorsize, dst = e->sector * ss;
+	uint64_t src = e->off + ss, k, nin = 0, keep_in = 0, pick;
+	bool *keep;
+
+	keep = xmalloc(sizeof(*keep) * e->nr_sectors);
+	for (k = 0; k < e->nr_sectors; k++) {
+		uint64_t b = dst + k * ss;
+
+		keep[k] = true;
+		if (b + ss <= w->tear_lo || b >= w->tear_hi)
+			continue;
+		nin++;
+		keep[k] = rng_below(2);
+		keep_in += keep[k];
+	}
+	if (keep_in == 0 || keep_in == nin) {
+		pick = rng_below(nin);
+		for (k = 0; k < e->nr_sectors; k++) {
+			uint64_t b = dst + k * ss;
+
+			if (b + ss <= w->tear_lo || b >= w->tear_hi)
+				continue;
+			if (!pick--) {
+				keep[k] = !keep[k];
+				break;
+			}
+		}
+	}
+	for (k = 0; k < e->nr_sectors; k++) {
+		if (!keep[k])
+			continue;
+		read_full(lg->fd, lg->path, t->buf, ss, src + k * ss);
+		write_full(t->fd, t->path, t->buf, ss, dst + k * ss);
+	}
+	free(keep);
+}
+
+/* One draw of the state: an action per entry of the window. */
+static bool plan_window(const struct log *lg, struct window *w,
+			enum wact *act)
+{
+	uint64_t i, fua_seen = 0;
+	bool tore = false;
+
+	w->fua_prefix = rng_below(w->nr_fua + 1);
+	for (i = w->first; i < w->end; i++) {
+		const struct entry *e = &lg->e[i];
+		bool tearable = tear_sectors(lg, w, i) >= 2;
+		enum wact *a = &act[i - w->first];
+		uint64_t r;
+
+		if (e->flags & LOG_MARK_FLAG) {
+			*a = W_SKIP;
+		} else if (e->flags & LOG_DISCARD_FLAG) {
+			*a = rng_below(2) ? W_WHOLE : W_DROP;
+		} else if (e->flags & LOG_FUA_FLAG) {
+			fua_seen++;
+			if (fua_seen <= w->fua_prefix)
+				*a = W_WHOLE;
+			else if (fua_seen == w->fua_prefix + 1 && tearable &&
+				 rng_below(4))
+				*a = W_TEAR;
+			else
+				*a = W_DROP;
+		} else {
+			r = rng_below(8);
+			if (r < 3)
+				*a = W_DROP;
+			else if (r >= 6 && tearable)
+				*a = W_TEAR;
+			else
+				*a = W_WHOLE;
+		}
+		tore |= *a == W_TEAR;
+	}
+	return tore;
+}
+
+static void crash_window(struct log *lg, struct target *t, struct window *w)
+{
+	uint64_t i, tries, n;
+	bool can_tear = false;
+	enum wact *act;
+
+	/*
+	 * Empty flushes right at the start change no data: the power cut may
+	 * as well come after them, in the epoch they open.
+	 */
+	while (w->first < lg->nr_entries &&
+	       (lg->e[w->first].flags & LOG_FLUSH_FLAG) &&
+	       !lg->e[w->first].nr_sectors)
+		w->first++;
+	for (i = w->first; i < lg->nr_entries; i++)
+		if (lg->e[i].flags & LOG_FLUSH_FLAG)
+			break;
+	w->end = i;
+	n = w->end - w->first;
+	for (i = w->first; i < w->end; i++) {
+		if (lg->e[i].flags & LOG_FUA_FLAG)
+			w->nr_fua++;
+		if (!(lg->e[i].flags & LOG_MARK_FLAG) &&
+		    tear_sectors(lg, w, i) >= 2)
+			can_tear = true;
+	}
+	act = xmalloc(sizeof(*act) * (n ? n : 1));
+	/* --must-tear: draw again until a write tears, where one can. */
+	for (tries = 0; !plan_window(lg, w, act) && w->must_tear && can_tear &&
+	     tries < 10000; tries++)
+		;
+	for (i = w->first; i < w->end; i++) {
+		switch (act[i - w->first]) {
+		case W_SKIP:
+			break;
+		case W_DROP:
+			w->dropped++;
+			break;
+		case W_WHOLE:
+			replay_entry(lg, t, i);
+			if (lg->e[i].flags & LOG_DISCARD_FLAG)
+				w->discards++;
+			else
+				w->whole++;
+			break;
+		case W_TEAR:
+			write_torn(lg, t, w, i);
+			w->torn++;
+			break;
+		}
+	}
+	free(act);
+}
+
 static void print_help_text(FILE *f)
 {
 	fprintf(f,
@@ -437,6 +639,16 @@ static void print_help_text(FILE *f)
 		"  --end-mark NAME    stop after the mark NAME (its first occurrence\n"
 		"                     at or after the start entry)\n"
 		"  --discard-zeroes   replay discards as writes of zeroes\n"
+		"  --crash-window     write a power cut's state of the entries from\n"
+		"                     the start entry up to the next FLUSH entry\n"
+		"                     instead of replaying them: each write whole or\n"
+		"                     not at all, the FUA writes a prefix (needs\n"
+		"                     --replay; --limit and --end-mark do not apply)\n"
+		"  --seed N           the choices of --crash-window (default 1)\n"
+		"  --tear-range S+N   512-byte sectors S..S+N-1 of the target may\n"
+		"                     hold part of a write (--crash-window)\n"
+		"  --must-tear        a state with a torn write, if the window has\n"
+		"                     a write that can tear (--crash-window)\n"
 		"  --list             print each entry in range: number, sector,\n"
 		"                     nr_sectors (in log sectors), flags, mark text\n"
 		"  --find-flushes     print the number of each FLUSH or FUA entry\n"
@@ -464,7 +676,8 @@ static uint64_t parse_u64(const char *opt, const char *s)
 
 enum {
 	OPT_LOG = 256, OPT_REPLAY, OPT_LIMIT, OPT_END_MARK, OPT_START,
-	OPT_LIST, OPT_FIND_FLUSHES, OPT_DISCARD_ZEROES,
+	OPT_LIST, OPT_FIND_FLUSHES, OPT_DISCARD_ZEROES, OPT_CRASH_WINDOW,
+	OPT_SEED, OPT_TEAR_RANGE, OPT_MUST_TEAR,
 };
 
 int main(int argc, char **argv)
@@ -478,6 +691,10 @@ int main(int argc, char **argv)
 		{ "list", no_argument, NULL, OPT_LIST },
 		{ "find-flushes", no_argument, NULL, OPT_FIND_FLUSHES },
 		{ "discard-zeroes", no_argument, NULL, OPT_DISCARD_ZEROES },
+		{ "crash-window", no_argument, NULL, OPT_CRASH_WINDOW },
+		{ "seed", required_argument, NULL, OPT_SEED },
+		{ "tear-range", required_argument, NULL, OPT_TEAR_RANGE },
+		{ "must-tear", no_argument, NULL, OPT_MUST_TEAR },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -485,6 +702,9 @@ int main(int argc, char **argv)
 	const char *log_path = NULL, *replay_path = NULL, *end_mark = NULL;
 	uint64_t start = 0, limit = UINT64_MAX, stop, i;
 	bool list = false, find_flushes = false, discard_zeroes = false;
+	bool window = false, seed_given = false, must_tear = false;
+	uint64_t seed = 1, tear_lo = 0, tear_n = 0;
+	char *plus;
 	struct log lg;
 	int c;
 
@@ -514,6 +734,31 @@ int main(int argc, char **argv)
 		case OPT_DISCARD_ZEROES:
 			discard_zeroes = true;
 			break;
+		case OPT_CRASH_WINDOW:
+			window = true;
+			break;
+		case OPT_SEED:
+			seed = parse_u64("--seed", optarg);
+			seed_given = true;
+			break;
+		case OPT_MUST_TEAR:
+			must_tear = true;
+			break;
+		case OPT_TEAR_RANGE:
+			plus = strchr(optarg, '+');
+			if (!plus) {
+				fprintf(stderr, "%s: --tear-range: not START+COUNT: '%s'\n",
+					prog, optarg);
+				return 2;
+			}
+			*plus = '\0';
+			tear_lo = parse_u64("--tear-range", optarg);
+			tear_n = parse_u64("--tear-range", plus + 1);
+			if (tear_lo > UINT64_MAX / 512 - tear_n) {
+				fprintf(stderr, "%s: --tear-range: too large\n", prog);
+				return 2;
+			}
+			break;
 		case 'v':
 			verbose++;
 			break;
@@ -535,6 +780,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: need --log, and --replay, --list or --find-flushes\n",
 			prog);
 		print_help_text(stderr);
+		return 2;
+	}
+	if (window && (!replay_path || list || find_flushes ||
+		       limit != UINT64_MAX || end_mark)) {
+		fprintf(stderr, "%s: --crash-window needs --replay and excludes --list, --find-flushes, --limit and --end-mark\n",
+			prog);
+		return 2;
+	}
+	if ((tear_n || seed_given || must_tear) && !window) {
+		fprintf(stderr, "%s: --seed, --tear-range and --must-tear go with --crash-window\n",
+			prog);
 		return 2;
 	}
 	if (list && find_flushes) {
@@ -583,6 +839,25 @@ int main(int argc, char **argv)
 			errx(1, "open %s: %s", replay_path, strerror(errno));
 		t.size = fd_size(t.fd, replay_path, &t.is_blk);
 		t.buf = xmalloc(IO_CHUNK);
+		if (window) {
+			struct window w = {
+				.tear_lo = tear_lo * 512,
+				.tear_hi = (tear_lo + tear_n) * 512,
+				.must_tear = must_tear,
+				.first = start,
+			};
+
+			rng_state = seed;
+			crash_window(&lg, &t, &w);
+			printf("crash window: entries [%" PRIu64 ", %" PRIu64 ") (%s): %" PRIu64 " whole, %" PRIu64 " torn, %" PRIu64 " dropped, %" PRIu64 " of %" PRIu64 " FUA, %" PRIu64 " discards\n",
+			       w.first, w.end, w.end < lg.nr_entries ?
+			       "up to the next FLUSH" : "up to the log's end",
+			       w.whole, w.torn, w.dropped, w.fua_prefix,
+			       w.nr_fua, w.discards);
+			if (fflush(stdout))
+				errx(1, "write to stdout: %s", strerror(errno));
+			stop = start;
+		}
 		for (i = start; i < stop; i++)
 			replay_entry(&lg, &t, i);
 		if (fsync(t.fd))
