@@ -213,7 +213,7 @@ analyse() {
 		echo "$first"
 		sample "$MAXCP" /tmp/lw.flushes
 		awk -v f="$first" '$4 == "MARK" && $1 >= f { print $1 }' "$list"
-		printf '%s\n' "${!WINAT[@]}"
+		((${#WINAT[@]} == 0)) || printf '%s\n' "${!WINAT[@]}"
 	} | sort -n -u)
 	log "$phase: log of $(grep -vc '^#' "$list") entries, $nflush flush/FUA after '$FIRST_MARK' (entry $first), ${#MARK_AT[@]} marks; checking ${#CPS[@]} crash points, ${#WINAT[@]} of them with a power cut's window"
 }
@@ -346,7 +346,7 @@ raw_check() { # raw_check STACK ENTRY
 	a=$(acked "$e" g)
 	out=$("$STAMP" check "$RDUT" --blocks $NB --seed $SEED --acked "$a" --written "$WRITTEN") || {
 		echo "$out" >&2
-		fail "raw, stack $stack, crash point entry $e (acked gen $a): bad blocks (see above; log listing in $OUTP.$stack-raw.list)"
+		fail "raw, stack $stack, crash point entry $e (acked gen $a): bad blocks (see above; log listing in $OUTP.$PHASE.list)"
 	}
 	CPLOG+="$e:${a}g "
 	# Every third crash point (and the last):
