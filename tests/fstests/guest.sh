@@ -55,7 +55,8 @@ SSDPRIO_ARGS=${SSDP_FSTESTS_SSDPRIO_ARGS:-3 format evict_wait 50}
 # the host's, read-only; bind-mount writable copies of passwd and group.
 # The project quota tests (generic/603) write /etc/project and /etc/projid,
 # which do not exist there: an overlay over /etc (upper layer in /run) takes
-# them, and nothing reaches the host.
+# them, and nothing reaches the host. So does one over /var: xfsdump keeps its
+# inventory in /var/xfsdump (xfs/063, 281, ...).
 add_users() {
 	local f u
 	mkdir -p /run/fstests-etc/up /run/fstests-etc/work
@@ -63,6 +64,12 @@ add_users() {
 		ETC_OVERLAY=1
 	else
 		echo "no writable /etc overlay: project quota tests will fail on every setup"
+	fi
+	mkdir -p /run/fstests-var/up /run/fstests-var/work
+	if mount -t overlay fstests-var -o lowerdir=/var,upperdir=/run/fstests-var/up,workdir=/run/fstests-var/work /var; then
+		VAR_OVERLAY=1
+	else
+		echo "no writable /var overlay: the xfsdump tests will fail on every setup"
 	fi
 	for f in passwd group shadow; do
 		[[ -e /etc/$f ]] || continue
@@ -91,6 +98,7 @@ add_users() {
 del_users() {
 	umount /etc/passwd /etc/group /etc/shadow 2>/dev/null || true
 	[[ -z ${ETC_OVERLAY:-} ]] || umount /etc 2>/dev/null || true
+	[[ -z ${VAR_OVERLAY:-} ]] || umount /var 2>/dev/null || true
 }
 
 # setup_devs FS CONFIG: echo "TEST_DEV SCRATCH_DEV"
