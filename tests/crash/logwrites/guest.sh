@@ -25,8 +25,9 @@
 # cut's state of the writes after them (replay-log --crash-window): those that
 # reached the disks but no FLUSH yet, each kept or lost (FUA ones in their
 # order), and in ssdprio's metadata area torn at 512-byte sectors (a metadata
-# block written in part). The same checks must hold. The same workloads can run with the device under
-# test being the origin slice itself (stack "linear"): the control that
+# block written in part). The same checks must hold.
+# The same workloads can run with the device under test being the origin
+# slice itself (stack "linear"): the control that
 # validates the harness and the replay; it is what runs when the module does
 # not persist its metadata (it loads a blank cache without `format`).
 #
@@ -174,8 +175,6 @@ stack_down() {
 }
 
 # --- The log -------------------------------------------------------------------
-# analyse PHASE: list the log; set CPS (crash points to check, ascending) and
-# the per-entry mark table used by acked().
 # sample N FILE: N of FILE's lines evenly spread, first and last included.
 sample() {
 	awk -v m="$1" '{ f[NR - 1] = $1 }
@@ -186,6 +185,9 @@ sample() {
 		}' "$2"
 }
 
+# analyse PHASE: list the log; set CPS (crash points to check, ascending),
+# WINAT (those given a power cut's window) and the per-entry mark table used
+# by acked().
 declare -a CPS
 declare -A WINAT
 RSP_UP=
