@@ -535,7 +535,7 @@ class Fuzz:
             elif want is not None:
                 self.check_printed(line, want, why, what)
             if rnd.random() < 0.1 and self.stats["tables_resumed"] < self.a.max_resumes:
-                self.resume_accepted(name, live, line, what)
+                self.resume_accepted(name, live, line, what, before)
             else:
                 self.dm.clear(name)
                 self.klog()
@@ -546,9 +546,13 @@ class Fuzz:
 
     last_resumed = None
 
-    def resume_accepted(self, name, live, line, what):
+    def resume_accepted(self, name, live, line, what, before):
         """Make an accepted table live; for the live device only if it keeps
-        caching (a reload to `cache off` would hide its dirty blocks)."""
+        caching (a reload to `cache off` would hide its dirty blocks).  A
+        live resume that fails leaves the device suspended on the new table
+        (dm's rule: a failed preresume keeps it live); an admin then loads
+        the table from before and resumes, and so does this, which must
+        bring the device back with its data."""
         toks = line.split() if line else []
         if live and ("cache" in toks and "off" in toks):
             self.dm.clear(name)
@@ -561,6 +565,8 @@ class Fuzz:
             # a resume may fail (load of a foreign cache at first resume...)
             # but must leave a working device behind
             print("note: resume of accepted %s failed: %s" % (what, os.strerror(e)), file=sys.stderr)
+            if live:
+                self.restore_live(before, what)
         if live:
             self.stats["reloads"] += 1
             st = self.dm.table(name, status=True)
@@ -573,6 +579,26 @@ class Fuzz:
             e2 = self.dm.create(self.fz)
             if e2:
                 self.problem("recreating %s failed: %s" % (self.fz, os.strerror(e2)))
+
+    def restore_live(self, before, what):
+        try:
+            _st, ln, tt, params = before.split(" ", 3)
+            ln = int(ln)
+        except (AttributeError, ValueError):
+            self.problem("%s: no table from before to restore: %r" % (what, before))
+            self.finish(abort=True)
+        self.klog()
+        e = self.dm.load(self.a.live, ln, params, ttype=tt)
+        if not e:
+            e = self.dm.resume(self.a.live)
+        logs = self.klog()
+        if e:
+            self.problem("%s: restoring the table from before failed (%s): %s" % (what, os.strerror(e), logs))
+            # I/O to a suspended device waits forever: stop here
+            self.finish(abort=True)
+        if self.dm.table(self.a.live) != before:
+            self.problem("%s: the restored table differs: '%s' -> '%s'"
+                         % (what, before, self.dm.table(self.a.live)))
 
     # --- messages --------------------------------------------------------------------
     def gen_message(self):
@@ -673,6 +699,10 @@ class Fuzz:
     # --- run -----------------------------------------------------------------------
     def data_check(self, when):
         if not self.a.check_cmd:
+            return
+        fl = self.dm.flags(self.a.live)
+        if fl is None or fl & F_SUSPEND:
+            self.problem("data check %s: the live device is %s" % (when, "gone" if fl is None else "suspended"))
             return
         r = subprocess.run(self.a.check_cmd, shell=True)
         if r.returncode:

@@ -619,10 +619,17 @@ cleanup_all() {
 
 	if _dm_present; then
 		# A suspended device cannot finish its I/O; resume before removing.
+		# One whose live table will not resume (a preresume that refuses)
+		# gets an error table instead, so that its waiting I/O fails, its
+		# openers go and the test after this one finds clean devices.
 		while read -r dev; do
 			[[ -n $dev ]] || continue
 			echo "cleanup: resume $dev" >&2
-			dmsetup resume "$dev" || rc=1
+			dmsetup resume "$dev" && continue
+			rc=1
+			echo "cleanup: $dev will not resume: its table replaced by error" >&2
+			timeout 60 dmsetup wipe_table --noflush "$dev" ||
+				timeout 60 dmsetup wipe_table "$dev" || true
 		done < <(dmsetup info -c --noheadings -o name,suspended --separator ' ' 2>/dev/null |
 			awk '$2 == "Suspended" { print $1 }')
 		names=$(dmsetup ls 2>/dev/null | awk '$1 != "No" { printf "%s ", $1 }')
