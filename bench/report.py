@@ -806,9 +806,10 @@ def read_dirty_log(path):
 @scenario
 def bursts(rows, raw):
     res = {"configs": {}, "skipped": skipped(rows)}
-    md = ["| config | burst times s (median per burst) | later / first, worst | light: dirty share, "
-          "median of last third | light: dirty share, max | light p99 ms |",
-          "|---|---|---|---|---|---|"]
+    md = ["| config | burst times s (median per burst) | later / first, worst | writes around the cache "
+          "per burst (median) | light: dirty share, median of last third | light: dirty share, max | "
+          "light p99 ms |",
+          "|---|---|---|---|---|---|---|"]
     configs = list(dict.fromkeys(r["config"] for r in rows if "skipped" not in r))
     for c in configs:
         br = [r for r in rows if r.get("config") == c and r.get("workload") == "bursts"]
@@ -821,6 +822,12 @@ def bursts(rows, raw):
             d["later_vs_first"] = [ratio(t, times[0]) for t in times[1:]]
             d["worst_later_vs_first"] = max([x for x in d["later_vs_first"] if x is not None], default=None)
             d["workload"] = {k: br[0][k] for k in ("cache_mb", "burst_mb", "gap_s")}
+            for k in ("burst_around", "burst_lockouts"):
+                runs = [r[k] for r in br if r.get(k)]
+                if runs:
+                    n = min(len(x) for x in runs)
+                    d[k] = [med([x[i] for x in runs]) for i in range(n)]
+                    d[k + "_runs"] = runs
             try:
                 st = read_dirty_log(os.path.join(raw, br[0]["status_log"]))
                 d["bursts_dirty"] = [[round(t - st[0][0], 1), round(v, 4)] for t, v in st] if st else []
@@ -846,14 +853,17 @@ def bursts(rows, raw):
             d["light_workload"] = {k: lr[0][k] for k in ("light_iops", "light_s")}
         res["configs"][c] = d
         md.append(f"| {c} | {' / '.join(fmt(t, 1) for t in d.get('burst_s', []))} | "
-                  f"{fmt(d.get('worst_later_vs_first'))} | {pct(d.get('light_dirty_tail'))} | "
+                  f"{fmt(d.get('worst_later_vs_first'))} | "
+                  f"{' / '.join(fmt(x, 0) for x in d['burst_around']) if 'burst_around' in d else '-'} | "
+                  f"{pct(d.get('light_dirty_tail'))} | "
                   f"{pct(d.get('light_dirty_max'))} | {fmt(d.get('light_p99_ms'), 1)} |")
     w = next((d["workload"] for d in res["configs"].values() if "workload" in d), None)
     lw = next((d["light_workload"] for d in res["configs"].values() if "light_workload" in d), None)
     if w:
         md.append(f"\n- Bursts: 4 KiB random writes, queue depth 1, each burst {w['burst_mb']} MiB of new data "
                   f"(cache {w['cache_mb']} MiB), {w['gap_s']} s of quiet between bursts. Goal: every later burst "
-                  "at most 1.2x the first one's time.")
+                  "at most 1.2x the first one's time. Writes around the cache: ssdprio's `bypassed` over "
+                  "the burst (writes a frame refused, gone to the origin at HDD speed).")
     if lw:
         md.append(f"- Light: 4 KiB random writes at {lw['light_iops']} IOPS over 4x the cache for "
                   f"{lw['light_s']} s (never a second of quiet). Dirty share: ssdprio dirty_blocks, bcache "

@@ -62,6 +62,19 @@ static u32 ssdp_auto_free_floor(u32 nr_csets, u32 dirty_target_pct)
 	return clamp_t(u32, floor, 1, max_t(u32, nr_csets - 1, 1));
 }
 
+/*
+ * A set is crowded (cleaning writes it back in a quiet window whatever the
+ * cache's dirty share) with more than half its frames dirty: then most
+ * blocks of another origin set find both their frames dirty and go to the
+ * origin.  Or with more than dirty_target of them, when that is higher: a
+ * set may hold the share the cache may (100: never crowded, no cleaning).
+ */
+static u32 ssdp_crowded_frames(u32 set_blocks, u32 dirty_target_pct)
+{
+	return div_u64((u64)set_blocks * max_t(u32, 50, dirty_target_pct),
+		       100);
+}
+
 /* Knobs the eviction machine keeps in its own units; cache_lock held. */
 static void ssdp_evict_knobs_locked(struct ssdprio *sp)
 {
@@ -87,6 +100,9 @@ static void ssdp_evict_knobs_locked(struct ssdprio *sp)
 			      (u64)READ_ONCE(sp->cfg.dirty_max_age_s) *
 			      NSEC_PER_SEC);
 	ssdp_esm_set_lockout(&sp->evict, READ_ONCE(sp->cfg.lockout_clean));
+	ssdp_fmap_set_crowded(&sp->fmap,
+			      ssdp_crowded_frames(sp->cfg.set_blocks,
+						  READ_ONCE(sp->cfg.dirty_target_pct)));
 }
 
 static void ssdp_retry_work_fn(struct work_struct *work);

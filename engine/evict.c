@@ -241,7 +241,8 @@ void ssdp_evict_unpinned_locked(struct ssdprio *sp)
 {
 	lockdep_assert_held(&sp->cache_lock);
 	if (ssdp_esm_needs_run(&sp->evict, ssdp_room_sets(sp),
-			       sp->fmap.total_dirty)) {
+			       sp->fmap.total_dirty,
+			       sp->fmap.crowded_events)) {
 		ssdp_esm_kick(&sp->evict);
 		ssdp_evict_kick_locked(sp);
 	}
@@ -1283,6 +1284,29 @@ static u32 ssdp_oldest_dirty_locked(struct ssdprio *sp)
 }
 
 /*
+ * Cleaning's crowded set: the newest that nothing holds, among the
+ * SSDP_DIRTY_SCAN newest dirty ones.  Crowded sets are the young ones once
+ * cleaning has written the old ones back to the target.
+ */
+static u32 ssdp_crowded_set_locked(struct ssdprio *sp)
+{
+	u32 c = ssdp_fmap_newest_dirty(&sp->fmap), n;
+	const struct ssdp_set_io *sio;
+
+	lockdep_assert_held(&sp->cache_lock);
+	if (!sp->fmap.nr_crowded)
+		return SSDP_NONE;
+	for (n = 0; c != SSDP_NONE && n < SSDP_DIRTY_SCAN;
+	     n++, c = ssdp_fmap_prev_dirty_set(&sp->fmap, c)) {
+		sio = &sp->set_io[c];
+		if (ssdp_fmap_crowded(&sp->fmap, c) && !sio->wb_failed &&
+		    !sio->writers && !sio->excl)
+			return c;
+	}
+	return SSDP_NONE;
+}
+
+/*
  * Clean blocks are taken in place by new ones, so what eviction can do
  * is write a dirty set back: there is one to take, or there is not.
  */
@@ -1303,6 +1327,8 @@ static void ssdp_clean_view_locked(struct ssdprio *sp, u64 now_s,
 	v->dirty_blocks = sp->fmap.total_dirty;
 	v->dirty_in_writeback = sp->ev->dirty_blocks;
 	v->cleanable = old != SSDP_NONE;
+	v->crowded = ssdp_crowded_set_locked(sp) != SSDP_NONE;
+	v->crowded_events = sp->fmap.crowded_events;
 	v->oldest_age = 0;
 	if (v->cleanable) {
 		since = ssdp_fmap_dirty_since(&sp->fmap, old);
@@ -1374,7 +1400,8 @@ static void ssdp_evict_work_fn(struct work_struct *work)
 				ssdp_drain_want_locked(sp);
 			continue;
 		case SSDP_EVICT_ACT_START_CLEAN:
-			cset = ssdp_oldest_dirty_locked(sp);
+			cset = act.crowded ? ssdp_crowded_set_locked(sp) :
+					     ssdp_oldest_dirty_locked(sp);
 			if (!ssdp_wb_start_locked(sp, cset, SSDP_NONE,
 						  SSDP_WB_CLEAN,
 						  false))

@@ -224,7 +224,7 @@ void ssdp_esm_action_failed(struct ssdp_evict_sm *sm,
 }
 
 bool ssdp_esm_needs_run(const struct ssdp_evict_sm *sm, u32 nr_free,
-			u64 dirty_blocks)
+			u64 dirty_blocks, u32 crowded_events)
 {
 	if (sm->stopped)
 		return false;
@@ -238,9 +238,11 @@ bool ssdp_esm_needs_run(const struct ssdp_evict_sm *sm, u32 nr_free,
 	case SSDP_CLEAN_AT_QUIET:
 		return false;
 	case SSDP_CLEAN_AT_AGE:
-		return dirty_blocks > sm->dirty_target;
+		return dirty_blocks > sm->dirty_target ||
+		       crowded_events != sm->crowded_seen;
 	default:
 		return dirty_blocks > sm->dirty_target ||
+		       crowded_events != sm->crowded_seen ||
 		       (dirty_blocks && sm->max_age_ns);
 	}
 }
@@ -255,8 +257,9 @@ static struct ssdp_evict_action act(enum ssdp_evict_act_type type,
 
 /*
  * Cleaning, when eviction has nothing to start: dirty data over the target
- * or too old is written back, oldest first, once the device has been quiet
- * for wait_ns; a timer re-checks when the window (or the age) comes.
+ * or too old is written back, oldest first, then any crowded set, once the
+ * device has been quiet for wait_ns; a timer re-checks when the window (or
+ * the age) comes.
  */
 static struct ssdp_evict_action clean_action(struct ssdp_evict_sm *sm, u64 now,
 					     const struct ssdp_evict_view *v)
@@ -264,16 +267,19 @@ static struct ssdp_evict_action clean_action(struct ssdp_evict_sm *sm, u64 now,
 	u64 left = v->dirty_blocks - min(v->dirty_in_writeback, v->dirty_blocks);
 	bool over = left > sm->dirty_target;
 	bool old = sm->max_age_ns && v->oldest_age >= sm->max_age_ns;
+	bool crowd = !over && !old && v->crowded;
+	struct ssdp_evict_action a;
 	u64 quiet_at;
 
 	sm->clean_armed = SSDP_CLEAN_UNARMED;
-	if (!v->cleanable || (!over && !old))
+	sm->crowded_seen = v->crowded_events;
+	if (!v->cleanable || (!over && !old && !crowd))
 		sm->clean_due_since = 0;
 	else if (!sm->clean_due_since)
 		sm->clean_due_since = now;
 	if (!v->cleanable)
 		return act(SSDP_EVICT_ACT_NONE, 0);
-	if (!over && !old) {
+	if (!over && !old && !crowd) {
 		if (!sm->max_age_ns)
 			return act(SSDP_EVICT_ACT_NONE, 0);
 		sm->clean_armed = SSDP_CLEAN_AT_AGE;
@@ -289,7 +295,9 @@ static struct ssdp_evict_action clean_action(struct ssdp_evict_sm *sm, u64 now,
 		return act(SSDP_EVICT_ACT_NONE, 0);	/* a completion calls */
 	sm->nr_clean++;
 	sm->clean_started++;
-	return act(SSDP_EVICT_ACT_START_CLEAN, 0);
+	a = act(SSDP_EVICT_ACT_START_CLEAN, 0);
+	a.crowded = crowd;
+	return a;
 }
 
 /*

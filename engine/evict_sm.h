@@ -84,6 +84,13 @@ struct ssdp_evict_view {
 	u64 dirty_in_writeback;
 	bool cleanable;		/* there is an unpinned dirty set */
 	u64 oldest_age;		/* ns since its first dirty block */
+	/*
+	 * A crowded set (most of its frames dirty: other origin sets' blocks
+	 * find both their frames taken) that a writeback could take, and how
+	 * many sets have turned crowded so far (the frame map's count).
+	 */
+	bool crowded;
+	u32 crowded_events;
 	/* Sets noted by ssdp_esm_lockout() still to write back. */
 	u32 lockout_sets;
 	bool lockout_ready;	/* one of them can be written back now */
@@ -109,7 +116,8 @@ enum ssdp_evict_act_type {
 	SSDP_EVICT_ACT_ARM_TIMER,
 	/*
 	 * Cleaning in a quiet window: write back the oldest unpinned dirty
-	 * set, keep it mapped and clean; report with ssdp_esm_wb_done(CLEAN).
+	 * set (.crowded: a crowded one), keep it mapped and clean; report
+	 * with ssdp_esm_wb_done(CLEAN).
 	 */
 	SSDP_EVICT_ACT_START_CLEAN,
 	/*
@@ -130,6 +138,11 @@ struct ssdp_evict_action {
 	 * START_LOCKOUT: always.
 	 */
 	bool pressure;
+	/*
+	 * START_CLEAN with the dirty share under the target and nothing too
+	 * old: the set to take is a crowded one (view.crowded).
+	 */
+	bool crowded;
 };
 
 enum { SSDP_CLEAN_UNARMED, SSDP_CLEAN_AT_AGE, SSDP_CLEAN_AT_QUIET };
@@ -156,6 +169,13 @@ struct ssdp_evict_sm {
 	 */
 	u64 dirty_target;
 	u64 max_age_ns;
+	/*
+	 * And, whatever the share, a crowded set: left dirty, the next
+	 * origin set to land in it goes to the origin block by block
+	 * (lock-outs) at HDD speed, though the quiet window had time to
+	 * write it back.  view.crowded_events when last considered.
+	 */
+	u32 crowded_seen;
 	/*
 	 * A timer re-checks cleaning: SSDP_CLEAN_AT_AGE when the oldest dirty
 	 * set gets too old (dirty data going over the target still needs a
@@ -246,10 +266,11 @@ void ssdp_esm_action_failed(struct ssdp_evict_sm *sm,
 
 /*
  * Cheap test for the I/O path: does the worker have anything to do?
- * @dirty_blocks: the cache's dirty blocks now.
+ * @dirty_blocks: the cache's dirty blocks now; @crowded_events: as in the
+ * view.
  */
 bool ssdp_esm_needs_run(const struct ssdp_evict_sm *sm, u32 nr_free,
-			u64 dirty_blocks);
+			u64 dirty_blocks, u32 crowded_events);
 
 struct ssdp_evict_action ssdp_esm_next_action(struct ssdp_evict_sm *sm,
 					      u64 now,

@@ -150,6 +150,27 @@ static void dirty_list_del(struct ssdp_fmap *fm, u32 c)
 	ssdp_fmap_flush_unmark(fm, c);
 }
 
+/* A valid frame of @cset turned dirty; dirty_dec(): no longer. */
+static void dirty_inc(struct ssdp_fmap *fm, u32 cset)
+{
+	if (!fm->nr_dirty[cset]++)
+		dirty_list_add(fm, cset);
+	if (fm->nr_dirty[cset] == fm->crowded_at + 1) {
+		fm->nr_crowded++;
+		fm->crowded_events++;
+	}
+	fm->total_dirty++;
+}
+
+static void dirty_dec(struct ssdp_fmap *fm, u32 cset)
+{
+	if (fm->nr_dirty[cset] == fm->crowded_at + 1)
+		fm->nr_crowded--;
+	if (!--fm->nr_dirty[cset])
+		dirty_list_del(fm, cset);
+	fm->total_dirty--;
+}
+
 static void *fmap_alloc(struct ssdp_fmap *fm, size_t n, size_t size)
 {
 	fm->mem_bytes += n * size;
@@ -169,6 +190,7 @@ int ssdp_fmap_init(struct ssdp_fmap *fm, u32 nr_csets, u32 set_blocks)
 	fm->set_blocks = set_blocks;
 	fm->set_shift = ilog2(set_blocks);
 	fm->version = SSDP_FORMAT_VERSION;
+	fm->crowded_at = set_blocks;
 	frames = (size_t)nr_csets << fm->set_shift;
 
 	fm->tags = fmap_alloc(fm, (size_t)nr_csets * SSDP_FMAP_TAGS,
@@ -757,9 +779,7 @@ void ssdp_fmap_set_dirty(struct ssdp_fmap *fm, u32 line, u32 first, u32 nr)
 			continue;
 		if (__test_and_set_bit(f, fm->dirty))
 			continue;
-		if (!fm->nr_dirty[cset]++)
-			dirty_list_add(fm, cset);
-		fm->total_dirty++;
+		dirty_inc(fm, cset);
 		mark_changed(fm, cset);
 	}
 }
@@ -778,9 +798,7 @@ void ssdp_fmap_clear_dirty(struct ssdp_fmap *fm, u32 line, u32 first,
 		if (fb == SSDP_NONE || !test_bit(f, fm->valid) ||
 		    !__test_and_clear_bit(f, fm->dirty))
 			continue;
-		if (!--fm->nr_dirty[cset])
-			dirty_list_del(fm, cset);
-		fm->total_dirty--;
+		dirty_dec(fm, cset);
 		mark_changed(fm, cset);
 	}
 }
@@ -788,9 +806,7 @@ void ssdp_fmap_clear_dirty(struct ssdp_fmap *fm, u32 line, u32 first,
 static void to_limbo(struct ssdp_fmap *fm, u32 cset, size_t f)
 {
 	frame_unvalidate(fm, cset, f);
-	if (!--fm->nr_dirty[cset])
-		dirty_list_del(fm, cset);
-	fm->total_dirty--;
+	dirty_dec(fm, cset);
 	if (!fm->nr_limbo[cset]++)
 		fm->nr_limbo_sets++;
 	fm->total_limbo++;
@@ -976,6 +992,36 @@ u32 ssdp_fmap_next_dirty_set(const struct ssdp_fmap *fm, u32 cset)
 	u32 c = fm->dnext[cset];
 
 	return c == dirty_sentinel(fm) ? SSDP_NONE : c;
+}
+
+u32 ssdp_fmap_newest_dirty(const struct ssdp_fmap *fm)
+{
+	u32 c = fm->dprev[dirty_sentinel(fm)];
+
+	return c == dirty_sentinel(fm) ? SSDP_NONE : c;
+}
+
+u32 ssdp_fmap_prev_dirty_set(const struct ssdp_fmap *fm, u32 cset)
+{
+	u32 c = fm->dprev[cset];
+
+	return c == dirty_sentinel(fm) ? SSDP_NONE : c;
+}
+
+void ssdp_fmap_set_crowded(struct ssdp_fmap *fm, u32 frames)
+{
+	u32 c, n = 0;
+
+	frames = min(frames, fm->set_blocks);
+	if (frames == fm->crowded_at)
+		return;
+	fm->crowded_at = frames;
+	for (c = ssdp_fmap_oldest_dirty(fm); c != SSDP_NONE;
+	     c = ssdp_fmap_next_dirty_set(fm, c))
+		n += ssdp_fmap_crowded(fm, c);
+	if (n)
+		fm->crowded_events++;
+	fm->nr_crowded = n;
 }
 
 void ssdp_fmap_dirty_renew(struct ssdp_fmap *fm, u32 cset)
@@ -1182,9 +1228,7 @@ int ssdp_fmap_load_set(struct ssdp_fmap *fm, u32 cset,
 		kept |= 1U << o;
 		if (dirty) {
 			__set_bit(f, fm->dirty);
-			if (!fm->nr_dirty[cset]++)
-				dirty_list_add(fm, cset);
-			fm->total_dirty++;
+			dirty_inc(fm, cset);
 		}
 	}
 	/* After a crash a tag whose blocks all went is not worth its slot. */
@@ -1269,7 +1313,7 @@ static int check_set(const struct ssdp_fmap *fm, u32 cset, u64 *valid,
 int ssdp_fmap_check(const struct ssdp_fmap *fm, const char **why)
 {
 	u64 valid = 0, dirty = 0, limbo = 0;
-	u32 c, n = 0, tags = 0, mapped = 0, lsets = 0, owed = 0;
+	u32 c, n = 0, tags = 0, mapped = 0, lsets = 0, owed = 0, crowded = 0;
 	const char *dummy;
 	int r;
 
@@ -1283,6 +1327,7 @@ int ssdp_fmap_check(const struct ssdp_fmap *fm, const char **why)
 		mapped += !!fm->nr_tags[c];
 		lsets += !!fm->nr_limbo[c];
 		owed += !!(fm->flags[c] & SSDP_FM_FLUSH);
+		crowded += ssdp_fmap_crowded(fm, c);
 	}
 	for (c = ssdp_fmap_oldest_dirty(fm); c != SSDP_NONE;
 	     c = ssdp_fmap_next_dirty_set(fm, c))
@@ -1291,7 +1336,8 @@ int ssdp_fmap_check(const struct ssdp_fmap *fm, const char **why)
 	if (valid != fm->total_valid || dirty != fm->total_dirty ||
 	    limbo != fm->total_limbo || n != fm->nr_dirty_sets ||
 	    tags != fm->nr_tags_used || mapped != fm->nr_mapped_sets ||
-	    lsets != fm->nr_limbo_sets || owed != fm->nr_flush_marked)
+	    lsets != fm->nr_limbo_sets || owed != fm->nr_flush_marked ||
+	    crowded != fm->nr_crowded)
 		return *why = "totals", -EUCLEAN;
 	return 0;
 }

@@ -129,6 +129,14 @@ struct ssdp_fmap {
 	u32 nr_mapped_sets;	/* sets with at least one tag */
 	u32 nr_limbo_sets;
 	u32 nr_flush_marked;	/* sets a flush still owes (flush marks) */
+	/*
+	 * Crowded sets: more than @crowded_at of their frames dirty, so that
+	 * most blocks of another origin set find both candidates dirty
+	 * (lock-outs).  @crowded_events counts sets turning crowded.
+	 */
+	u32 crowded_at;
+	u32 nr_crowded;
+	u32 crowded_events;
 	u64 total_valid;
 	u64 total_dirty;
 	u64 total_limbo;
@@ -318,6 +326,19 @@ void ssdp_fmap_flush_mark(struct ssdp_fmap *fm, u32 cset);	/* if dirty */
 bool ssdp_fmap_flush_marked(const struct ssdp_fmap *fm, u32 cset);
 void ssdp_fmap_flush_unmark(struct ssdp_fmap *fm, u32 cset);
 void ssdp_fmap_flush_unmark_all(struct ssdp_fmap *fm);
+/*
+ * Crowded sets (see the fields): a set is crowded with more than @frames
+ * dirty frames; set_blocks (the default after init): never.
+ */
+void ssdp_fmap_set_crowded(struct ssdp_fmap *fm, u32 frames);
+static inline bool ssdp_fmap_crowded(const struct ssdp_fmap *fm, u32 cset)
+{
+	return fm->nr_dirty[cset] > fm->crowded_at;
+}
+
+/* The dirty list from its young end: the newest, then the one before. */
+u32 ssdp_fmap_newest_dirty(const struct ssdp_fmap *fm);	/* pinned too */
+u32 ssdp_fmap_prev_dirty_set(const struct ssdp_fmap *fm, u32 cset);
 /* The oldest unpinned set with dirty blocks among the @max_scan oldest. */
 u32 ssdp_fmap_oldest_dirty_unpinned(const struct ssdp_fmap *fm,
 				    u32 max_scan);

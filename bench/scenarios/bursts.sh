@@ -62,21 +62,32 @@ for config in $CONFIGS; do
 		rm -f /tmp/bu_*
 		sample_status "$config" "$dev" /tmp/bu_status.log &
 		spid=$!
-		times=()
+		times=() around=() lockouts=()
 		for i in $(seq 0 $((NB - 1))); do
 			((i == 0)) || sleep "$GAP"
+			if [[ $config == ssdprio ]]; then
+				by0=$(status_get "${dev#/dev/mapper/}" bypassed)
+				lo0=$(status_get "${dev#/dev/mapper/}" lockouts)
+			fi
 			bfio "/tmp/bu_$i.json" --filename="$dev" --direct=1 --ioengine=psync --iodepth=1 \
 				--rw=randwrite --bs=4k --offset="$((i * BURST_MB))M" --size="${BURST_MB}M" \
 				--randrepeat=0 --randseed=$((rep * 100 + i)) --name=burst
 			read -r _ _ _ wiops rt < <(fio_sum "/tmp/bu_$i.json")
 			times+=("$rt")
-			log "bursts $config rep $rep burst $i: $rt s ($wiops IOPS)"
+			# ssdprio: the burst's writes that went to the origin (a frame
+			# refused them), the engine's own part of a slow burst.
+			if [[ $config == ssdprio ]]; then
+				around+=($(($(status_get "${dev#/dev/mapper/}" bypassed) - by0)))
+				lockouts+=($(($(status_get "${dev#/dev/mapper/}" lockouts) - lo0)))
+			fi
+			log "bursts $config rep $rep burst $i: $rt s ($wiops IOPS)${around:+, ${around[-1]} writes around the cache}"
 		done
 		sleep 2
 		kill "$spid" 2>/dev/null
 		wait "$spid" 2>/dev/null
 		extra=()
-		[[ $config == ssdprio ]] && extra+=(status="$(status_json "${dev#/dev/mapper/}")")
+		[[ $config == ssdprio ]] && extra+=(status="$(status_json "${dev#/dev/mapper/}")"
+			burst_around="[$(IFS=,; echo "${around[*]}")]" burst_lockouts="[$(IFS=,; echo "${lockouts[*]}")]")
 		record "$config" bursts "$rep" cache_mb="$CACHE_MB" burst_mb="$BURST_MB" gap_s="$GAP" \
 			burst_s="[$(IFS=,; echo "${times[*]}")]" \
 			status_log="$(keep /tmp/bu_status.log "$config-bursts-$rep-status.log")" "${extra[@]}"

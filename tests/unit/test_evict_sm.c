@@ -40,8 +40,8 @@ TEST(evict_normal_idle_above_floor)
 	struct ssdp_evict_sm sm;
 
 	setup(&sm);
-	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 10, 0));
-	ASSERT_TRUE(ssdp_esm_needs_run(&sm, 9, 0));
+	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 10, 0, 0));
+	ASSERT_TRUE(ssdp_esm_needs_run(&sm, 9, 0, 0));
 	ASSERT_EQ(next(&sm, 0, 10, 5, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_NONE);
 	ASSERT_EQ(next(&sm, 0, 50, 5, SSDP_HEAD_CLEAN, NULL),
@@ -92,7 +92,7 @@ TEST(evict_dirty_head_enters_wait_then_writeback)
 	/* free + in flight = 10 = floor: no second set */
 	ASSERT_EQ(next(&sm, 1100 * MS, 9, 19, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_NONE);
-	ASSERT_TRUE(ssdp_esm_needs_run(&sm, 100, 0));
+	ASSERT_TRUE(ssdp_esm_needs_run(&sm, 100, 0, 0));
 	ssdp_esm_wb_done(&sm, SSDP_WB_EVICT);
 	ASSERT_EQ(sm.sets_evicted, 1);
 	ASSERT_EQ(next(&sm, 1200 * MS, 10, 19, SSDP_HEAD_DIRTY, NULL),
@@ -314,7 +314,7 @@ TEST(evict_flush_all_ignores_wait_and_floor)
 	setup(&sm);
 	/* plenty of free sets, I/O going on: flush anyway */
 	ssdp_esm_flush_all(&sm);
-	ASSERT_TRUE(ssdp_esm_needs_run(&sm, 100, 0));
+	ASSERT_TRUE(ssdp_esm_needs_run(&sm, 100, 0, 0));
 	ssdp_esm_io_arrival(&sm, 1);
 	for (i = 0; i < 4; i++)
 		ASSERT_EQ(next(&sm, 1, 100, 6, SSDP_HEAD_CLEAN, NULL),
@@ -341,7 +341,7 @@ TEST(evict_flush_all_ignores_wait_and_floor)
 	ASSERT_FALSE(sm.flushing);
 	ASSERT_EQ(sm.flush_started, 6);
 	ASSERT_EQ(ssdp_esm_state(&sm), SSDP_EVICT_NORMAL);
-	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 100, 0));
+	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 100, 0, 0));
 }
 
 /*
@@ -375,7 +375,7 @@ TEST(evict_failed_writeback_frees_slot_and_ends_flush)
 	ASSERT_EQ(next(&sm, 2, 100, 0, SSDP_HEAD_CLEAN, NULL),
 		  SSDP_EVICT_ACT_NONE);
 	ASSERT_FALSE(sm.flushing);
-	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 100, 0));
+	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 100, 0, 0));
 }
 
 TEST(evict_flush_all_during_wait_then_normal_rules)
@@ -404,7 +404,7 @@ TEST(evict_stop_and_resume)
 
 	to_writeback(&sm, WAIT, 0);
 	ssdp_esm_stop(&sm);
-	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 0, 0));
+	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 0, 0, 0));
 	ASSERT_EQ(next(&sm, WAIT, 0, 50, SSDP_HEAD_DIRTY, NULL),
 		  SSDP_EVICT_ACT_NONE);
 	ASSERT_EQ(next(&sm, WAIT, 0, 50, SSDP_HEAD_CLEAN, NULL),
@@ -468,6 +468,7 @@ struct sim {
 	u32 nr_lockout;
 	u32 wb_only[8];		/* a lock-out writeback: its block */
 	u32 refused;		/* writes a foreign dirty block kept out */
+	u32 crowded_cleaned;	/* of the cleanings, crowded sets' */
 };
 
 #define SIM_EVICT	0x80000000U
@@ -493,6 +494,20 @@ static u32 sim_lockout_victim(const struct sim *s)
 	return SSDP_NONE;
 }
 
+/* The engine's ssdp_crowded_set_locked(): the newest crowded unpinned. */
+static u32 sim_crowded(const struct sim *s)
+{
+	u32 c;
+
+	if (!s->fm.nr_crowded)
+		return SSDP_NONE;
+	for (c = ssdp_fmap_newest_dirty(&s->fm); c != SSDP_NONE;
+	     c = ssdp_fmap_prev_dirty_set(&s->fm, c))
+		if (ssdp_fmap_crowded(&s->fm, c) && !ssdp_fmap_pinned(&s->fm, c))
+			return c;
+	return SSDP_NONE;
+}
+
 static u32 sim_room_sets(const struct sim *s)
 {
 	return (u32)(ssdp_fmap_room(&s->fm) / s->fm.set_blocks);
@@ -515,6 +530,8 @@ static void sim_view(struct sim *s, u64 now, struct ssdp_evict_view *v)
 		(now / MS - ssdp_fmap_dirty_since(&s->fm, old)) * MS : 0;
 	v->lockout_sets = s->nr_lockout;
 	v->lockout_ready = sim_lockout_victim(s) != SSDP_NONE;
+	v->crowded = sim_crowded(s) != SSDP_NONE;
+	v->crowded_events = s->fm.crowded_events;
 }
 
 static void sim_start_set(struct sim *s, u32 c, u32 tag)
@@ -553,7 +570,13 @@ static void sim_run(struct sim *s, u64 now)
 			break;
 		case SSDP_EVICT_ACT_START_CLEAN:
 			ASSERT_GE(now, s->last_io + WAIT);
-			sim_start(s, SIM_CLEAN);
+			if (a.crowded) {
+				ASSERT_NE(sim_crowded(s), SSDP_NONE);
+				sim_start_set(s, sim_crowded(s), SIM_CLEAN);
+				s->crowded_cleaned++;
+			} else {
+				sim_start(s, SIM_CLEAN);
+			}
 			s->cleaned++;
 			break;
 		case SSDP_EVICT_ACT_START_WRITEBACK:
@@ -667,16 +690,19 @@ static void sim_write(struct sim *s, u64 now, u64 oset, u32 blk)
 		}
 	}
 	ssdp_fmap_unpin(&s->fm, ssdp_line_cset(line));
-	if (ssdp_esm_needs_run(&s->sm, sim_room_sets(s), s->fm.total_dirty))
+	if (ssdp_esm_needs_run(&s->sm, sim_room_sets(s), s->fm.total_dirty,
+			       s->fm.crowded_events))
 		sim_run(s, now);
 }
 
 /*
- * @target, @age: cleaning knobs (~0, 0: off).  After every quiet gap long
+ * @target, @age: cleaning knobs (~0, 0: off); @crowded_at: a set with more
+ * dirty frames is crowded (16: none is).  After every quiet gap long
  * enough for the window and the writebacks, cleaning has brought the
- * dirty data under the target and nothing dirty is older than @age.
+ * dirty data under the target, nothing dirty is older than @age and no
+ * set is crowded.
  */
-static void simulate(u64 target, u64 age)
+static void simulate(u64 target, u64 age, u32 crowded_at)
 {
 	static struct sim s;
 	u64 now = 0, gap_start;
@@ -687,6 +713,7 @@ static void simulate(u64 target, u64 age)
 	ASSERT_EQ(ssdp_fmap_init(&s.fm, 64, 16), 0);
 	ssdp_esm_init(&s.sm, 8, WAIT, 4);
 	ssdp_esm_set_cleaning(&s.sm, target, age);
+	ssdp_fmap_set_crowded(&s.fm, crowded_at);
 	for (burst = 0; burst < 200; burst++) {
 		u32 n = 1 + srnd(200);
 
@@ -724,6 +751,7 @@ static void simulate(u64 target, u64 age)
 			u32 old = ssdp_fmap_oldest_dirty(&s.fm);
 
 			ASSERT_LE(s.fm.total_dirty, target);
+			ASSERT_EQ(s.fm.nr_crowded, 0);
 			if (age && old != SSDP_NONE)
 				ASSERT_LT((now / MS - ssdp_fmap_dirty_since(&s.fm, old)) * MS,
 					  age + 2000 * MS);
@@ -736,6 +764,10 @@ static void simulate(u64 target, u64 age)
 	} else {
 		ASSERT_GT(s.cleaned, 0);
 	}
+	if (crowded_at < 16)
+		ASSERT_GT(s.crowded_cleaned, 0);
+	else
+		ASSERT_EQ(s.crowded_cleaned, 0);
 
 	ssdp_esm_flush_all(&s.sm);
 	ssdp_esm_io_arrival(&s.sm, now);
@@ -750,15 +782,28 @@ static void simulate(u64 target, u64 age)
 
 TEST(evict_simulated_engine_with_frame_map)
 {
-	simulate(~0ULL, 0);
+	simulate(~0ULL, 0, 16);
 }
 
 /* 64 sets of 16 blocks: a target of 10% is 102 blocks. */
 TEST(evict_simulated_cleaning_keeps_target_and_age)
 {
-	simulate(102, 0);
-	simulate(~0ULL, 1500 * MS);
-	simulate(102, 1500 * MS);
+	simulate(102, 0, 16);
+	simulate(~0ULL, 1500 * MS, 16);
+	simulate(102, 1500 * MS, 16);
+}
+
+/*
+ * A crowded set under the target is written back in the quiet window, the
+ * target and age still kept.  The threshold is low (3 of 16 frames) so
+ * that this random load, spread over 300 origin sets, makes such sets
+ * while under the target; with cleaning off (~0) crowded sets still go.
+ */
+TEST(evict_simulated_cleaning_leaves_no_crowded_set)
+{
+	simulate(102, 0, 3);
+	simulate(102, 1500 * MS, 3);
+	simulate(~0ULL, 1500 * MS, 4);
 }
 
 /*
@@ -789,17 +834,17 @@ TEST(evict_cleaning_waits_for_quiet_and_age)
 		  SSDP_EVICT_ACT_NONE);
 	ASSERT_EQ(sm.clean_due_since, 0);
 	/* Off by default. */
-	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 50, 100));
+	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 50, 100, 0));
 	ASSERT_EQ(ssdp_esm_next_action(&sm, 0, &v).type, SSDP_EVICT_ACT_NONE);
 
 	ssdp_esm_set_cleaning(&sm, 200, 60000 * MS);
-	ASSERT_TRUE(ssdp_esm_needs_run(&sm, 50, 100));
+	ASSERT_TRUE(ssdp_esm_needs_run(&sm, 50, 100, 0));
 	a = ssdp_esm_next_action(&sm, 5 * WAIT, &v);
 	ASSERT_EQ(a.type, SSDP_EVICT_ACT_ARM_TIMER);	/* when it is 60 s old */
 	ASSERT_EQ(a.deadline, 5 * WAIT + 60000 * MS);
 	ASSERT_EQ(sm.clean_armed, SSDP_CLEAN_AT_AGE);
-	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 50, 150));
-	ASSERT_TRUE(ssdp_esm_needs_run(&sm, 50, 201));
+	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 50, 150, 0));
+	ASSERT_TRUE(ssdp_esm_needs_run(&sm, 50, 201, 0));
 
 	/* Over the target, I/O just now: wait for the window. */
 	v.dirty_blocks = 300;
@@ -807,7 +852,7 @@ TEST(evict_cleaning_waits_for_quiet_and_age)
 	a = ssdp_esm_next_action(&sm, 10 * WAIT + 1, &v);
 	ASSERT_EQ(a.type, SSDP_EVICT_ACT_ARM_TIMER);
 	ASSERT_EQ(a.deadline, 11 * WAIT + 1);	/* due since then */
-	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 50, 300));
+	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 50, 300, 0));
 	ssdp_esm_io_arrival(&sm, 10 * WAIT + 500 * MS);
 	ssdp_esm_timer(&sm);
 	a = ssdp_esm_next_action(&sm, 11 * WAIT + 1, &v);
@@ -943,10 +988,10 @@ TEST(evict_lockout_cleans_without_quiet)
 
 	ssdp_esm_set_lockout(&sm, true);
 	ASSERT_TRUE(ssdp_esm_lockout_on(&sm));
-	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 50, 10));
+	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 50, 10, 0));
 	ASSERT_TRUE(ssdp_esm_lockout(&sm));
 	ASSERT_FALSE(ssdp_esm_lockout(&sm));	/* already due */
-	ASSERT_TRUE(ssdp_esm_needs_run(&sm, 50, 10));
+	ASSERT_TRUE(ssdp_esm_needs_run(&sm, 50, 10, 0));
 	/* I/O this very moment, room and dirty share fine: at once. */
 	ssdp_esm_io_arrival(&sm, 5 * WAIT);
 	a = ssdp_esm_next_action(&sm, 5 * WAIT, &v);
@@ -956,7 +1001,7 @@ TEST(evict_lockout_cleans_without_quiet)
 	/* One at a time: its completion calls again, not every unpin. */
 	ASSERT_EQ(ssdp_esm_next_action(&sm, 5 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_NONE);
-	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 50, 10));
+	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 50, 10, 0));
 	ssdp_esm_wb_done(&sm, SSDP_WB_LOCKOUT);
 	ASSERT_EQ(ssdp_esm_inflight(&sm), 0);
 	ASSERT_EQ(sm.sets_evicted, 0);		/* kept, not evicted */
@@ -980,11 +1025,11 @@ TEST(evict_lockout_cleans_without_quiet)
 	v.lockout_ready = false;
 	ASSERT_EQ(ssdp_esm_next_action(&sm, 5 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_NONE);
-	ASSERT_TRUE(ssdp_esm_needs_run(&sm, 50, 10));
+	ASSERT_TRUE(ssdp_esm_needs_run(&sm, 50, 10, 0));
 	/* None left: no longer due. */
 	v.lockout_sets = 0;
 	ssdp_esm_next_action(&sm, 5 * WAIT, &v);
-	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 50, 10));
+	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 50, 10, 0));
 	v.lockout_sets = 1;
 	v.lockout_ready = true;
 
@@ -1016,7 +1061,7 @@ TEST(evict_lockout_cleans_without_quiet)
 	a = ssdp_esm_next_action(&sm, 20 * WAIT, &v);
 	ASSERT_EQ(a.type, SSDP_EVICT_ACT_ARM_TIMER);
 	ASSERT_EQ(ssdp_esm_state(&sm), SSDP_EVICT_WAIT);
-	ASSERT_TRUE(ssdp_esm_needs_run(&sm, 5, 10));
+	ASSERT_TRUE(ssdp_esm_needs_run(&sm, 5, 10, 0));
 	ssdp_esm_timer(&sm);
 	a = ssdp_esm_next_action(&sm, 22 * WAIT, &v);
 	ASSERT_EQ(a.type, SSDP_EVICT_ACT_START_WRITEBACK);
@@ -1046,7 +1091,7 @@ TEST(evict_lockout_cleans_without_quiet)
 	/* evict_max_wait 0, the paper's rule: nothing under load at all. */
 	ssdp_esm_set_max_wait(&sm, 0);
 	ASSERT_FALSE(ssdp_esm_lockout_on(&sm));
-	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 50, 10));
+	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 50, 10, 0));
 	ASSERT_EQ(ssdp_esm_next_action(&sm, 20 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_NONE);
 	ssdp_esm_set_max_wait(&sm, 3 * WAIT);

@@ -1166,6 +1166,7 @@ static void m_crash_check(struct model *m)
 
 	ASSERT_EQ(ssdp_fmap_init(&back, M_CSETS, M_BLOCKS), 0);
 	ASSERT_EQ(ssdp_fmap_set_version(&back, m_version), 0);
+	ssdp_fmap_set_crowded(&back, (m->fm.crowded_at * 3 + 1) % (M_BLOCKS + 1));
 	for (c = 0; c < M_CSETS; c++)
 		ASSERT_EQ(ssdp_fmap_load_set(&back, c, &m->rec[c], false), 0);
 	for (c = 0; c < M_CSETS; c++)
@@ -1198,6 +1199,8 @@ static u64 m_run(u32 seed, u32 wb_mode, u32 overlap_rule)
 	m.wb_mode = wb_mode;
 	ASSERT_EQ(ssdp_fmap_init(&m.fm, M_CSETS, M_BLOCKS), 0);
 	ASSERT_EQ(ssdp_fmap_set_version(&m.fm, m_version), 0);
+	/* Not from rand(): the seeds' runs stay what the tests chose. */
+	ssdp_fmap_set_crowded(&m.fm, seed % (M_BLOCKS + 1));
 	for (i = 0; i < M_CSETS; i++) {
 		memset(m.rec[i].tags, 0xff, sizeof(m.rec[i].tags));
 		memset(m.rec[i].owners, 0xff, sizeof(m.rec[i].owners));
@@ -1724,6 +1727,74 @@ TEST(fmap_dirty_run_ends_where_dirtiness_changes)
 	ASSERT_TRUE(dirty);
 	ASSERT_EQ(ssdp_fmap_dirty_run(&fm, a, 4, 4, &dirty), 4);
 	ASSERT_FALSE(dirty);
+	check_ok(&fm);
+	ssdp_fmap_destroy(&fm);
+}
+
+/*
+ * Crowded sets: counted as they pass the threshold either way (writes,
+ * writebacks, discards to limbo, a load), recounted when it changes;
+ * each set turning crowded is an event, and the young end of the dirty
+ * list is where the newest dirty set is found.
+ */
+TEST(fmap_crowded_sets_counted_both_ways)
+{
+	struct ssdp_fmap fm, back;
+	struct ssdp_rec_view rec;
+	u32 a, b, ev;
+	bool repl;
+
+	ASSERT_EQ(ssdp_fmap_init(&fm, 4, 8), 0);
+	a = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 1, 0), &repl);
+	b = ssdp_fmap_tag_alloc(&fm, oset_in(&fm, 2, 0), &repl);
+	put_dirty(&fm, a, 0, 8);
+	ASSERT_EQ(fm.nr_crowded, 0);		/* off after init */
+	ASSERT_EQ(fm.crowded_events, 0);
+	ssdp_fmap_set_crowded(&fm, 4);
+	ASSERT_EQ(fm.nr_crowded, 1);
+	ASSERT_EQ(fm.crowded_events, 1);
+	ASSERT_TRUE(ssdp_fmap_crowded(&fm, 1));
+	check_ok(&fm);
+
+	put_dirty(&fm, b, 0, 4);		/* 4 of 8: not more than 4 */
+	ASSERT_EQ(fm.nr_crowded, 1);
+	ev = fm.crowded_events;
+	put_dirty(&fm, b, 4, 1);
+	ASSERT_EQ(fm.nr_crowded, 2);
+	ASSERT_EQ(fm.crowded_events, ev + 1);
+	ASSERT_EQ(ssdp_fmap_newest_dirty(&fm), 2);
+	ASSERT_EQ(ssdp_fmap_prev_dirty_set(&fm, 2), 1);
+	ASSERT_EQ(ssdp_fmap_prev_dirty_set(&fm, 1), SSDP_NONE);
+	check_ok(&fm);
+
+	/* Written back below it, then dirty again: a new event. */
+	ssdp_fmap_clear_dirty(&fm, b, 0, 1);
+	ASSERT_EQ(fm.nr_crowded, 1);
+	put_dirty(&fm, b, 0, 1);
+	ASSERT_EQ(fm.nr_crowded, 2);
+	ASSERT_EQ(fm.crowded_events, ev + 2);
+	/* A discard's limbo frames are not dirty ones. */
+	ssdp_fmap_drop(&fm, a, 0, 5);
+	ASSERT_EQ(fm.nr_crowded, 1);
+	ASSERT_FALSE(ssdp_fmap_crowded(&fm, 1));
+	check_ok(&fm);
+
+	/* A load counts what it finds, against the threshold of the map. */
+	ssdp_fmap_encode_set(&fm, 2, &rec);
+	ASSERT_EQ(ssdp_fmap_init(&back, 4, 8), 0);
+	ssdp_fmap_set_crowded(&back, 2);
+	ASSERT_EQ(ssdp_fmap_load_set(&back, 2, &rec, false), 0);
+	ASSERT_EQ(back.nr_crowded, 1);
+	ASSERT_EQ(back.crowded_events, 1);
+	check_ok(&back);
+	/* Threshold set_blocks or more: none. */
+	ssdp_fmap_set_crowded(&back, 100);
+	ASSERT_EQ(back.nr_crowded, 0);
+	check_ok(&back);
+	ssdp_fmap_destroy(&back);
+
+	ssdp_fmap_clear_dirty(&fm, b, 0, 8);
+	ASSERT_EQ(fm.nr_crowded, 0);
 	check_ok(&fm);
 	ssdp_fmap_destroy(&fm);
 }
