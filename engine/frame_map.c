@@ -980,32 +980,30 @@ bool ssdp_fmap_next_dirty_run(const struct ssdp_fmap *fm, u32 line, u32 from,
 	return true;
 }
 
+/* A set of the dirty list, or SSDP_NONE at its sentinel. */
+static inline u32 dirty_set_or_none(const struct ssdp_fmap *fm, u32 c)
+{
+	return c == dirty_sentinel(fm) ? SSDP_NONE : c;
+}
+
 u32 ssdp_fmap_oldest_dirty(const struct ssdp_fmap *fm)
 {
-	u32 c = fm->dnext[dirty_sentinel(fm)];
-
-	return c == dirty_sentinel(fm) ? SSDP_NONE : c;
+	return dirty_set_or_none(fm, fm->dnext[dirty_sentinel(fm)]);
 }
 
 u32 ssdp_fmap_next_dirty_set(const struct ssdp_fmap *fm, u32 cset)
 {
-	u32 c = fm->dnext[cset];
-
-	return c == dirty_sentinel(fm) ? SSDP_NONE : c;
+	return dirty_set_or_none(fm, fm->dnext[cset]);
 }
 
 u32 ssdp_fmap_newest_dirty(const struct ssdp_fmap *fm)
 {
-	u32 c = fm->dprev[dirty_sentinel(fm)];
-
-	return c == dirty_sentinel(fm) ? SSDP_NONE : c;
+	return dirty_set_or_none(fm, fm->dprev[dirty_sentinel(fm)]);
 }
 
 u32 ssdp_fmap_prev_dirty_set(const struct ssdp_fmap *fm, u32 cset)
 {
-	u32 c = fm->dprev[cset];
-
-	return c == dirty_sentinel(fm) ? SSDP_NONE : c;
+	return dirty_set_or_none(fm, fm->dprev[cset]);
 }
 
 void ssdp_fmap_set_crowded(struct ssdp_fmap *fm, u32 frames)

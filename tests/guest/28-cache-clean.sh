@@ -1,7 +1,8 @@
 #!/bin/bash
 # Cleaning and eviction that do not seize up.
 # - Dirty data over dirty_target is written back in quiet windows, oldest
-#   first, until it is under the target; the blocks stay cached, clean.
+#   first, until it is under the target, then sets more than half dirty
+#   (crowded); the blocks stay cached, clean.
 #   Never while I/O keeps coming.
 # - Dirty data older than dirty_max_age is written back the same way.
 # - With a dirty set and no quiet window, new data takes the frames of
@@ -92,21 +93,26 @@ origin_has() { # FILE MIB_OFFSET: the origin alone holds FILE there
 }
 
 # --- over the target: cleaned in a quiet window, oldest first -----------------------
-# Lock-out cleaning off: two of the 2 MiB sets written may share a cache set.
-# free_floor 1: 20 MiB dirty is past eviction's automatic floor (twice the
-# target), and eviction, which would write back first, is not what is tested.
+# 17 MiB: four whole 4 MiB sets, then a quarter of a fifth, the newest. Oldest
+# first, cleaning stops at the target (10%, 1.5 sets) with the fourth set
+# dirty and whole, which it then writes back as crowded (more than half its
+# frames dirty); the fifth, a quarter dirty, stays. Lock-out cleaning off: two
+# of the sets written may share a cache set. free_floor 1: 17 MiB dirty is past
+# eviction's automatic floor (twice the target), and eviction, which would
+# write back first, is not what is tested.
 dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 15 format seq_cutoff 0 read_alloc off evict_wait 1000 dirty_target 10 dirty_max_age 0 lockout_clean off free_floor 1")
 total=$(($(st total_sets) * $(st set_blocks)))
 target=$((total / 10))
-for i in $(seq 0 19); do head -c 1M /dev/urandom >"/tmp/clean.$i"; done
+NMIB=17
+for i in $(seq 0 $((NMIB - 1))); do head -c 1M /dev/urandom >"/tmp/clean.$i"; done
 # A reader keeps I/O coming: the writes and a while after them are never quiet.
 fio --name=busy --filename="$dm" --rw=randread --bs=4k --direct=1 --ioengine=psync \
 	--offset=256M --size=128M --runtime=300 --time_based --randrepeat=0 >/dev/null &
 reader=$!
 trap 'kill $reader 2>/dev/null; wait' EXIT
 wait_status sp bios_normal -ge 100 120
-cat $(for i in $(seq 0 19); do echo "/tmp/clean.$i"; done) |
-	dd of="$dm" bs=1M iflag=fullblock oflag=direct status=none || fail "write 20 MiB"
+cat $(for i in $(seq 0 $((NMIB - 1))); do echo "/tmp/clean.$i"; done) |
+	dd of="$dm" bs=1M iflag=fullblock oflag=direct status=none || fail "write $NMIB MiB"
 d0=$(st dirty_blocks)
 v0=$(st valid_blocks)
 assert_ge "$d0" $((target + 1)) "dirty over the target after the writes"
@@ -119,12 +125,15 @@ wait "$reader" 2>/dev/null
 trap - EXIT
 
 wait_status sp dirty_blocks -le "$target" 120
+wait_status sp dirty_blocks -le 256 120
+wait_status sp writeback_sets -eq 0 120
 d1=$(st dirty_blocks)
-assert_ge "$d1" 1 "cleaning stops at the target, it is not a flush"
+assert_eq "$d1" 256 "cleaning stops at the target and the crowded set, it is not a flush (the newest quarter set stays)"
 assert_ge "$(st sets_cleaned)" 1 "sets_cleaned"
 assert_eq "$(st valid_blocks)" "$v0" "cleaned blocks stay cached"
 origin_has /tmp/clean.0 0 || fail "the oldest MiB was not the first cleaned"
-origin_has /tmp/clean.19 19 && fail "the newest MiB was cleaned before older ones"
+origin_has /tmp/clean.$((NMIB - 1)) $((NMIB - 1)) && fail "the newest MiB was cleaned before older ones"
+origin_has /tmp/clean.$((NMIB - 2)) $((NMIB - 2)) || fail "the crowded set's last MiB was not cleaned"
 log "cleaned from $d0 to $d1 dirty blocks (target $target): $(dmsetup status sp)"
 
 # --- too old: cleaned though under the target --------------------------------------
@@ -132,9 +141,9 @@ dmsetup message sp 0 dirty_target 100 || fail "dirty_target 100"
 dmsetup message sp 0 dirty_max_age 2 || fail "dirty_max_age 2"
 wait_status sp dirty_blocks -eq 0 120
 assert_eq "$(st oldest_dirty_s)" 0 "oldest_dirty_s with nothing dirty"
-for i in $(seq 0 19); do origin_has "/tmp/clean.$i" "$i" || fail "origin MiB $i"; done
-cat $(for i in $(seq 0 19); do echo "/tmp/clean.$i"; done) |
-	cmp - <(dd if="$dm" bs=1M count=20 iflag=direct status=none) || fail "data through the cache"
+for i in $(seq 0 $((NMIB - 1))); do origin_has "/tmp/clean.$i" "$i" || fail "origin MiB $i"; done
+cat $(for i in $(seq 0 $((NMIB - 1))); do echo "/tmp/clean.$i"; done) |
+	cmp - <(dd if="$dm" bs=1M count=$NMIB iflag=direct status=none) || fail "data through the cache"
 dm_remove sp
 log "aged dirty data cleaned"
 
