@@ -1,7 +1,9 @@
 #!/bin/bash
 # Guest script (tests/vm/run --script): replays the kept fsx operation logs of
 # generic/112 on an xfs over a bare disk and over ssdprio, the devices of
-# tests/fstests/guest.sh (1 GiB origin, 24 MiB cache, evict_wait 50).
+# tests/fstests/guest.sh (1 GiB origin, 24 MiB cache, evict_wait 50): a copy
+# of its setup_devs for one device, since guest.sh runs fstests when sourced;
+# keep the two alike if guest.sh's devices change.
 # shellcheck source=tests/guest/lib.sh
 . "$REPO/tests/guest/lib.sh"
 F=$REPO/tests/fstests/findings/xfs-generic-112
