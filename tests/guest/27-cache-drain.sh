@@ -17,7 +17,10 @@ load_module
 hdd=$(make_hdd hdd 256)
 ssd=$(make_ssd ssd 64)
 len=$(sectors "$hdd")
-dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 13 format evict_wait 3600000 read_alloc off seq_cutoff 0 idle_max_wait 0 idle_dispatch_interval 3600000 batch_mode_delay 3600000")
+# The origin through a leg, whose writes can be held (dm-delay) where the
+# test needs a flush that cannot end yet.
+leg ho "$hdd" linear
+dm=$(dm_create sp "0 $len ssdprio /dev/mapper/ho $ssd 13 format evict_wait 3600000 read_alloc off seq_cutoff 0 idle_max_wait 0 idle_dispatch_interval 3600000 batch_mode_delay 3600000")
 st() { status_get sp "$1"; }
 reader=""
 trap '[[ -n $reader ]] && kill $reader 2>/dev/null; wait' EXIT
@@ -72,11 +75,16 @@ fio --name=normal --filename="$dm" --rw=randread --bs=4k --direct=1 \
 reader=$!
 n0=$(st bios_normal)
 wait_status sp bios_normal -ge $((n0 + 50)) 120
+# The drain's origin writes held until the leg is swapped back: else a drain
+# on a fast machine may end before it is called off, and then the flush that
+# goes on is not seen.
+leg_load ho "0 $len delay $hdd 0 0 $hdd 0 600000"
 dmsetup message sp 0 drain || fail "drain"
 dmsetup message sp 0 write_policy writeback || fail "write_policy writeback"
 assert_eq "$(st draining)" 0 "draining after write_policy writeback"
 assert_eq "$(st flush_state)" running "flush_state: the flush goes on"
 dmsetup table sp | grep -q "write_policy writethrough" && fail "write_policy: $(dmsetup table sp)"
+leg ho "$hdd" linear
 # Writes from now on are dirty again (writeback); the flush, a flush_dirty
 # now, owes what was dirty when the drain was asked: it writes that back
 # once the reader stops, and the new writes may stay dirty.
@@ -96,6 +104,7 @@ cmp <(dd if="$dm" bs=64k skip=768 count=16 iflag=direct status=none) /tmp/drain.
 cmp <(dd if="$dm" bs=64k count=128 iflag=direct status=none) /tmp/drain.a ||
 	fail "the device's data after the drain was called off"
 dm_remove sp
+dm_remove ho
 
 # A flush asked while its only dirty set is held by a reader (a read hit
 # that the SSD, under dm-delay, takes seconds to serve) cannot start; it must
