@@ -14,6 +14,7 @@
 #include <linux/bio.h>
 #include <linux/blkdev.h>
 #include <linux/ioprio.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 
 #include "engine/ssdprio.h"
@@ -685,6 +686,7 @@ static void ssdp_io_hints(struct dm_target *ti, struct queue_limits *limits)
 {
 	struct ssdprio *sp = ti->private;
 	unsigned int block_bytes = sp->cfg.block_sectors << SECTOR_SHIFT;
+	unsigned int phys;
 
 	ssdp_discard_limits(sp, limits);
 	if (!sp->caching)
@@ -699,6 +701,16 @@ static void ssdp_io_hints(struct dm_target *ti, struct queue_limits *limits)
 		limits->io_min = block_bytes;
 	if (limits->io_opt < block_bytes || limits->io_opt % block_bytes)
 		limits->io_opt = block_bytes;
+	/*
+	 * A write of less than a block is a partial block here, as on a disk
+	 * with that physical sector.  mkfs.xfs then sees a stripe unit equal
+	 * to the sector and ignores it without a note (it notes one it drops
+	 * on a small volume).  Not above 4 KiB: mkfs tools take larger
+	 * physical sectors for their default 4 KiB blocks only with a note.
+	 */
+	phys = min_t(unsigned int, block_bytes, SZ_4K);
+	if (limits->physical_block_size < phys)
+		limits->physical_block_size = phys;
 	/*
 	 * dm splits our bios at max_sectors too (max_io_len is set): a limit
 	 * that is not a whole number of blocks (255 sectors, the kernel's
