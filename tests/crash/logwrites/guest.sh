@@ -25,7 +25,13 @@
 # cut's state of the writes after them (replay-log --crash-window): those that
 # reached the disks but no FLUSH yet, each kept or lost (FUA ones in their
 # order), and in ssdprio's metadata area torn at 512-byte sectors (a metadata
-# block written in part). The same checks must hold.
+# block written in part). The same checks must hold. A blktrace of the data
+# device under the log gives the order writes were queued and completed in
+# (replay-log --order): a write queued after a FUA write completed is not on
+# the disk when that FUA write is cut, as after a real power cut (ssdprio
+# gives a frame a commit freed to new data only after the commit completed).
+# Without a usable trace every write of the window may be kept, which can
+# find a state no power cut makes (and fail on it).
 # The same workloads can run with the device under test being the origin
 # slice itself (stack "linear"): the control that
 # validates the harness and the replay; it is what runs when the module does
@@ -140,6 +146,47 @@ devs_down() {
 }
 
 lw_mark() { dmsetup message lw 0 mark "$1" || fail "log mark $1 failed"; }
+
+# The order writes reached the data device in: blktrace from before the
+# log-writes target exists until it is gone; ORDER is replay-log's --order
+# file, or empty when the trace cannot be had or may have missed events.
+BT=/tmp/lwbt
+have_blktrace() {
+	command -v blktrace >/dev/null && command -v blkparse >/dev/null || return 1
+	[[ -d /sys/kernel/debug/block ]] || mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+	[[ -d /sys/kernel/debug/block ]]
+}
+trace_start() {
+	ORDER= BTPID=
+	have_blktrace || { log "no blktrace: crash windows keep writes in any order"; return 0; }
+	# One event per logged write: no merging of adjacent ones.
+	echo 2 >"/sys/block/$(basename "$DATA")/queue/nomerges"
+	rm -rf $BT && mkdir -p $BT
+	blktrace -d "$DATA" -a queue -a complete -D $BT >$BT/blktrace.out 2>&1 &
+	BTPID=$!
+	for _ in $(seq 50); do
+		compgen -G "$BT/$(basename "$DATA").blktrace.*" >/dev/null && break
+		sleep 0.2
+	done
+	sleep 1
+	# A read below the log: proof that the trace was live from here on.
+	dd if="$DATA" of=/dev/null bs=4k count=1 iflag=direct status=none
+}
+trace_stop() {
+	local name
+	[[ -n $BTPID ]] || return 0
+	name=$(basename "$DATA")
+	kill -INT $BTPID
+	wait $BTPID || { cat $BT/blktrace.out >&2; log "blktrace failed: crash windows keep writes in any order"; return 0; }
+	blkparse -i "$name" -D $BT -f 'EV %a %d %S %n\n' 2>/dev/null |
+		awk '$1 == "EV" { print $2, $3, $4, $5 }' >$BT/all
+	if ! grep -q '^Q R[A-Z]* 0 8$' $BT/all || ! grep -q '(dropped 0)' $BT/blktrace.out; then
+		log "blktrace was not live in time or dropped events: crash windows keep writes in any order"
+		return 0
+	fi
+	awk '($1 == "Q" || $1 == "C") && $2 ~ /W/ && $4 > 0 { print $1, $3, $4 }' $BT/all >$BT/order
+	ORDER=$BT/order
+}
 
 # stack_up STACK: log-writes, its two slices, the device under test in $DUT.
 stack_up() {
@@ -256,13 +303,15 @@ reload_up() {
 		# The torn part: the cache slice's metadata area.
 		out=$("$REPLAY" --log "$LOGDEV" --replay /dev/mapper/lwsnap --discard-zeroes \
 			--start-entry $(($2 + 1)) --crash-window --seed $((SEED * 100000 + $2)) \
-			--tear-range "$OSECT+$META_SECT" --must-tear) || fail "crash point entry $2: replay-log --crash-window failed"
+			--tear-range "$OSECT+$META_SECT" --must-tear ${ORDER:+--order "$ORDER"}) ||
+			fail "crash point entry $2: replay-log --crash-window failed"
 		[[ $out =~ entries\ \[[0-9]+,\ ([0-9]+)\).*\ ([0-9]+)\ whole,\ ([0-9]+)\ torn,\ ([0-9]+)\ dropped ]] ||
 			fail "crash point entry $2: replay-log said: $out"
 		WEND=$((BASH_REMATCH[1] - 1))
 		WIN_WHOLE=$((WIN_WHOLE + BASH_REMATCH[2]))
 		WIN_TORN=$((WIN_TORN + BASH_REMATCH[3]))
 		WIN_DROPPED=$((WIN_DROPPED + BASH_REMATCH[4]))
+		[[ $out =~ ([0-9]+)\ queued\ after ]] && WIN_AFTER=$((WIN_AFTER + BASH_REMATCH[1]))
 		CPLOG+="w"
 	fi
 	# Nothing cached from the last crash point may be read.
@@ -497,9 +546,11 @@ run_phase() { # run_phase STACK WORKLOAD(raw|ext4|xfs) [GEOMETRY]
 	devs_up $omb
 	PHASE=$stack-$wl LOGSECT=
 	[[ $geom == narrow ]] || PHASE+=-$geom
+	trace_start
 	stack_up "$stack"
 	if [[ $wl == raw ]]; then raw_workload; else fs_workload "$wl"; fi
 	stack_down "$stack"
+	trace_stop
 	log "workload done in $((SECONDS - t0)) s"
 	analyse "$PHASE"
 	dmesg_mark=$(dmesg | wc -l)
@@ -507,7 +558,7 @@ run_phase() { # run_phase STACK WORKLOAD(raw|ext4|xfs) [GEOMETRY]
 	CPLOG=
 	NPOINT=0
 	LOADLOG_DONE=
-	WIN_WHOLE=0 WIN_TORN=0 WIN_DROPPED=0
+	WIN_WHOLE=0 WIN_TORN=0 WIN_DROPPED=0 WIN_AFTER=0
 	local win
 	snap_init
 	for e in "${CPS[@]}"; do
@@ -529,7 +580,7 @@ run_phase() { # run_phase STACK WORKLOAD(raw|ext4|xfs) [GEOMETRY]
 	snap_fini
 	log "checked ([w: with a power cut's window][recovered|clean load]entry:acked): $CPLOG"
 	if [[ $WINDOW != off ]]; then
-		log "power cut windows: $WIN_WHOLE writes kept, $WIN_TORN torn, $WIN_DROPPED lost"
+		log "power cut windows: $WIN_WHOLE writes kept, $WIN_TORN torn, $WIN_DROPPED lost ($WIN_AFTER of them queued after a cut FUA write; write order $([[ -n $ORDER ]] && echo "from blktrace" || echo unknown))"
 		[[ $stack != ssdprio ]] || ALL_TORN=$((ALL_TORN + WIN_TORN))
 	fi
 	# What the loads made of the torn blocks (informational).
@@ -547,6 +598,8 @@ save_log() {
 	dd if="$LOGDEV" of="$OUTP.$PHASE.log" bs=1M status=none \
 		count=$(((${LOGSECT:-2097152} + 2047) / 2048)) &&
 		log "log saved: $OUTP.$PHASE.log (replay-log --log FILE --list)"
+	[[ -z ${ORDER:-} ]] || { cp "$ORDER" "$OUTP.$PHASE.order" &&
+		log "write order saved: $OUTP.$PHASE.order (replay-log --order FILE)"; }
 }
 # On failure, keep the log that shows it.
 trap 'rc=$?; ((rc == 0 || rc == 77)) || save_log' EXIT

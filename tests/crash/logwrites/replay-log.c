@@ -43,6 +43,20 @@
  * goes out only after its flush, and the power cut came before.  Empty
  * FLUSH entries at the start entry are passed (they change no data): the
  * window is the epoch they open.
+ *
+ * A FUA write that is not in the prefix was cut before it completed, so no
+ * write submitted after it completed can be on the disk.  The log cannot
+ * tell those apart (a plain write is logged at the next flush, whenever it
+ * was submitted), so without more a window keeps writes that a program
+ * issued only once the FUA write was done: a commit's records cut while
+ * the frames they freed already hold new data, a state no power cut makes.
+ * --order FILE gives the submission order: the logged device's trace,
+ * one line per write, "Q SECTOR COUNT" when it was queued and "C SECTOR
+ * COUNT" when it completed (512-byte sectors, in time order: blkparse).
+ * Each logged write is matched to the trace's writes of its sector and
+ * count in turn; then a plain write queued after the cut FUA write
+ * completed is dropped.  A trace that does not match the log write for
+ * write is not used (said on stderr): every window then is as without it.
  */
 #define _GNU_SOURCE
 #include <endian.h>
@@ -98,7 +112,11 @@ struct entry {
 	uint64_t nr_sectors;
 	uint64_t flags;
 	char *mark;		/* MARK entries only, NUL terminated */
+	/* --order: trace positions of its queueing and completion, or NO_POS */
+	uint64_t q_pos, c_pos;
 };
+
+#define NO_POS			UINT64_MAX
 
 struct log {
 	int fd;
@@ -279,6 +297,8 @@ static void log_open(struct log *lg, const char *path)
 		e->flags = get_le64(buf + ENTRY_FLAGS_OFF);
 		data_len = get_le64(buf + ENTRY_DATA_LEN_OFF);
 		e->mark = NULL;
+		e->q_pos = NO_POS;
+		e->c_pos = NO_POS;
 
 		if (e->flags & LOG_MARK_FLAG) {
 			if (data_len > ss - ENTRY_HDR_BYTES)
@@ -306,6 +326,137 @@ static void log_open(struct log *lg, const char *path)
 		off += data_bytes;
 	}
 	free(buf);
+}
+
+/* --order: one traced write event, in a list sorted by sector, count, pos. */
+struct tev {
+	uint64_t sector, count, pos;
+};
+
+static int tev_cmp(const void *a, const void *b)
+{
+	const struct tev *x = a, *y = b;
+
+	if (x->sector != y->sector)
+		return x->sector < y->sector ? -1 : 1;
+	if (x->count != y->count)
+		return x->count < y->count ? -1 : 1;
+	return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* The first event of @sector, @count in @v (sorted), or @n. */
+static size_t tev_find(const struct tev *v, size_t n, uint64_t sector,
+		       uint64_t count)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].sector < sector ||
+		    (v[mid].sector == sector && v[mid].count < count))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && v[lo].sector == sector && v[lo].count == count ?
+	       lo : n;
+}
+
+/* The log's data writes, each matched in turn to the next traced one. */
+static bool order_match(struct log *lg, struct tev *q, size_t nq,
+			struct tev *c, size_t nc, const char **why)
+{
+	size_t *qtaken = calloc(nq + 1, sizeof(*qtaken));
+	size_t *ctaken = calloc(nc + 1, sizeof(*ctaken));
+	size_t used = 0, gq, gc;
+	uint64_t i, per = lg->sectorsize / 512;
+	bool ok = true;
+
+	if (!qtaken || !ctaken)
+		errx(1, "out of memory");
+	for (i = 0; i < lg->nr_entries && ok; i++) {
+		struct entry *e = &lg->e[i];
+
+		if ((e->flags & (LOG_MARK_FLAG | LOG_DISCARD_FLAG)) ||
+		    !e->nr_sectors)
+			continue;
+		gq = tev_find(q, nq, e->sector * per, e->nr_sectors * per);
+		gc = tev_find(c, nc, e->sector * per, e->nr_sectors * per);
+		if (gq == nq || gc == nc || gq + qtaken[gq] >= nq ||
+		    gc + ctaken[gc] >= nc ||
+		    q[gq + qtaken[gq]].sector != q[gq].sector ||
+		    q[gq + qtaken[gq]].count != q[gq].count ||
+		    c[gc + ctaken[gc]].sector != c[gc].sector ||
+		    c[gc + ctaken[gc]].count != c[gc].count) {
+			*why = "a logged write has no traced one";
+			ok = false;
+			break;
+		}
+		e->q_pos = q[gq + qtaken[gq]++].pos;
+		e->c_pos = c[gc + ctaken[gc]++].pos;
+		if (e->q_pos > e->c_pos) {
+			*why = "a write completed before it was queued";
+			ok = false;
+		}
+		used++;
+	}
+	if (ok && (used != nq || used != nc)) {
+		*why = "the trace has writes the log has not";
+		ok = false;
+	}
+	free(qtaken);
+	free(ctaken);
+	return ok;
+}
+
+/*
+ * --order FILE: the trace's positions for each logged write; a trace that
+ * does not match is not used (every position stays NO_POS).
+ */
+static void order_load(struct log *lg, const char *path)
+{
+	size_t nq = 0, nc = 0, cap = 0, nline = 0;
+	struct tev *q = NULL, *c = NULL;
+	const char *why = NULL;
+	unsigned long long sector, count;
+	char act, line[256];
+	uint64_t i;
+	FILE *f;
+
+	f = fopen(path, "r");
+	if (!f)
+		errx(1, "open %s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		nline++;
+		if (sscanf(line, " %c %llu %llu", &act, &sector, &count) != 3 ||
+		    (act != 'Q' && act != 'C'))
+			errx(1, "%s: line %zu: not 'Q|C SECTOR COUNT'", path,
+			     nline);
+		if (nq == cap || nc == cap) {
+			cap = cap ? 2 * cap : 1024;
+			q = realloc(q, cap * sizeof(*q));
+			c = realloc(c, cap * sizeof(*c));
+			if (!q || !c)
+				errx(1, "out of memory");
+		}
+		if (act == 'Q')
+			q[nq++] = (struct tev){ sector, count, nline };
+		else
+			c[nc++] = (struct tev){ sector, count, nline };
+	}
+	if (ferror(f))
+		errx(1, "read %s: %s", path, strerror(errno));
+	fclose(f);
+	qsort(q, nq, sizeof(*q), tev_cmp);
+	qsort(c, nc, sizeof(*c), tev_cmp);
+	if (!order_match(lg, q, nq, c, nc, &why)) {
+		fprintf(stderr, "%s: --order %s not used: %s\n", prog, path, why);
+		for (i = 0; i < lg->nr_entries; i++)
+			lg->e[i].q_pos = lg->e[i].c_pos = NO_POS;
+	}
+	free(q);
+	free(c);
 }
 
 static void log_close(struct log *lg)
@@ -465,6 +616,7 @@ struct window {
 	uint64_t tear_lo, tear_hi;
 	bool must_tear;
 	uint64_t whole, torn, dropped, discards, fua_prefix, nr_fua;
+	uint64_t after_cut;	/* dropped: queued after the cut FUA completed */
 	uint64_t first, end;	/* entries [first, end); end is the FLUSH */
 };
 
@@ -531,6 +683,36 @@ static void write_torn(struct log *lg, struct target *t, struct window *w,
 	free(keep);
 }
 
+/*
+ * The first FUA write not kept whole was cut before it completed: a plain
+ * write queued after that (--order) was not submitted yet.
+ */
+static void drop_after_cut(const struct log *lg, struct window *w,
+			   enum wact *act)
+{
+	uint64_t i, cut = NO_POS;
+
+	w->after_cut = 0;
+	for (i = w->first; i < w->end && cut == NO_POS; i++)
+		if ((lg->e[i].flags & LOG_FUA_FLAG) &&
+		    act[i - w->first] != W_WHOLE)
+			cut = lg->e[i].c_pos;
+	if (cut == NO_POS)
+		return;
+	for (i = w->first; i < w->end; i++) {
+		const struct entry *e = &lg->e[i];
+		enum wact *a = &act[i - w->first];
+
+		if (e->flags & (LOG_FUA_FLAG | LOG_MARK_FLAG | LOG_DISCARD_FLAG))
+			continue;
+		if ((*a == W_WHOLE || *a == W_TEAR) && e->q_pos != NO_POS &&
+		    e->q_pos > cut) {
+			*a = W_DROP;
+			w->after_cut++;
+		}
+	}
+}
+
 /* One draw of the state: an action per entry of the window. */
 static bool plan_window(const struct log *lg, struct window *w,
 			enum wact *act)
@@ -567,8 +749,10 @@ static bool plan_window(const struct log *lg, struct window *w,
 			else
 				*a = W_WHOLE;
 		}
-		tore |= *a == W_TEAR;
 	}
+	drop_after_cut(lg, w, act);
+	for (i = w->first; i < w->end; i++)
+		tore |= act[i - w->first] == W_TEAR;
 	return tore;
 }
 
@@ -649,6 +833,11 @@ static void print_help_text(FILE *f)
 		"                     hold part of a write (--crash-window)\n"
 		"  --must-tear        a state with a torn write, if the window has\n"
 		"                     a write that can tear (--crash-window)\n"
+		"  --order FILE       the logged device's trace of its writes, in\n"
+		"                     time order: lines Q|C SECTOR COUNT (queued,\n"
+		"                     completed); a plain write queued after the\n"
+		"                     cut FUA write completed is not written\n"
+		"                     (--crash-window)\n"
 		"  --list             print each entry in range: number, sector,\n"
 		"                     nr_sectors (in log sectors), flags, mark text\n"
 		"  --find-flushes     print the number of each FLUSH or FUA entry\n"
@@ -677,7 +866,7 @@ static uint64_t parse_u64(const char *opt, const char *s)
 enum {
 	OPT_LOG = 256, OPT_REPLAY, OPT_LIMIT, OPT_END_MARK, OPT_START,
 	OPT_LIST, OPT_FIND_FLUSHES, OPT_DISCARD_ZEROES, OPT_CRASH_WINDOW,
-	OPT_SEED, OPT_TEAR_RANGE, OPT_MUST_TEAR,
+	OPT_SEED, OPT_TEAR_RANGE, OPT_MUST_TEAR, OPT_ORDER,
 };
 
 int main(int argc, char **argv)
@@ -695,11 +884,13 @@ int main(int argc, char **argv)
 		{ "seed", required_argument, NULL, OPT_SEED },
 		{ "tear-range", required_argument, NULL, OPT_TEAR_RANGE },
 		{ "must-tear", no_argument, NULL, OPT_MUST_TEAR },
+		{ "order", required_argument, NULL, OPT_ORDER },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *log_path = NULL, *replay_path = NULL, *end_mark = NULL;
+	const char *order_path = NULL;
 	uint64_t start = 0, limit = UINT64_MAX, stop, i;
 	bool list = false, find_flushes = false, discard_zeroes = false;
 	bool window = false, seed_given = false, must_tear = false;
@@ -743,6 +934,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_MUST_TEAR:
 			must_tear = true;
+			break;
+		case OPT_ORDER:
+			order_path = optarg;
 			break;
 		case OPT_TEAR_RANGE:
 			plus = strchr(optarg, '+');
@@ -788,8 +982,8 @@ int main(int argc, char **argv)
 			prog);
 		return 2;
 	}
-	if ((tear_n || seed_given || must_tear) && !window) {
-		fprintf(stderr, "%s: --seed, --tear-range and --must-tear go with --crash-window\n",
+	if ((tear_n || seed_given || must_tear || order_path) && !window) {
+		fprintf(stderr, "%s: --seed, --tear-range, --must-tear and --order go with --crash-window\n",
 			prog);
 		return 2;
 	}
@@ -800,6 +994,8 @@ int main(int argc, char **argv)
 	}
 
 	log_open(&lg, log_path);
+	if (order_path)
+		order_load(&lg, order_path);
 
 	/* Entries [start, stop) are processed. */
 	stop = lg.nr_entries;
@@ -849,11 +1045,12 @@ int main(int argc, char **argv)
 
 			rng_state = seed;
 			crash_window(&lg, &t, &w);
-			printf("crash window: entries [%" PRIu64 ", %" PRIu64 ") (%s): %" PRIu64 " whole, %" PRIu64 " torn, %" PRIu64 " dropped, %" PRIu64 " of %" PRIu64 " FUA, %" PRIu64 " discards\n",
+			printf("crash window: entries [%" PRIu64 ", %" PRIu64 ") (%s): %" PRIu64 " whole, %" PRIu64 " torn, %" PRIu64 " dropped, %" PRIu64 " of %" PRIu64 " FUA, %" PRIu64 " discards, %" PRIu64 " queued after the cut FUA\n",
 			       w.first, w.end, w.end < lg.nr_entries ?
 			       "up to the next FLUSH" : "up to the log's end",
-			       w.whole, w.torn, w.dropped, w.fua_prefix,
-			       w.nr_fua, w.discards);
+			       w.whole, w.torn, w.dropped,
+			       w.fua_prefix, w.nr_fua, w.discards,
+			       w.after_cut);
 			if (fflush(stdout))
 				errx(1, "write to stdout: %s", strerror(errno));
 			stop = start;

@@ -304,6 +304,61 @@ def main():
     run(tool, "--log", logf, "--replay", rep, "--seed", "3", rc=2)
     run(tool, "--log", logf, "--replay", rep, "--crash-window", "--tear-range", "5", rc=2)
 
+    # --order: a plain write queued after the cut FUA write completed is
+    # never written; one queued before it may be.  A commit (FUA, in the
+    # tear range) and two plain writes logged at the next flush: g queued
+    # before the commit completed, h after.
+    lg = Log(512)
+    lg.write(0, pattern("a", 8 * 512))              # 0
+    lg.flush()                                      # 1
+    lg.write(96, pattern("m", 8 * 512), FUA)        # 2 the commit
+    lg.write(200, pattern("g", 8 * 512))            # 3 queued before 2 completed
+    lg.write(300, pattern("h", 8 * 512))            # 4 queued after
+    lg.flush()                                      # 5
+    with open(logf, "wb") as f:
+        f.write(lg.build())
+    orderf = os.path.join(tmp, "order")
+    trace = ["Q 0 8", "C 0 8", "Q 96 8", "Q 200 8", "C 96 8", "Q 300 8", "C 200 8", "C 300 8"]
+    with open(orderf, "w") as f:
+        f.write("\n".join(trace) + "\n")
+    seen = {"cut": 0, "g_cut": 0, "h_whole": 0}
+    for seed in range(1, 201):
+        fresh()
+        p = run(tool, "--log", logf, "--replay", rep, "--start-entry", "2", "--crash-window",
+                "--seed", str(seed), "--tear-range", "96+8", "--order", orderf)
+        img = content()
+        m_whole = all(sec(img, 96 + k) == lg.entries[2][3][k * ss:(k + 1) * ss] for k in range(8))
+        g_in = sec(img, 200) != base[:ss]
+        h_in = sec(img, 300) != base[:ss]
+        if not m_whole:
+            seen["cut"] += 1
+            check(not h_in, "seed %d: a write queued after the cut FUA landed: %s" % (seed, p.stdout.strip()))
+            seen["g_cut"] += g_in
+            check(" 0 queued after the cut FUA" not in p.stdout or not h_in,
+                  "seed %d: summary: %s" % (seed, p.stdout.strip()))
+        else:
+            seen["h_whole"] += h_in
+    for k, v in seen.items():
+        check(v > 0, "--order: never saw %s in 200 seeds: %s" % (k, seen))
+    # A trace that does not match the log is not used, and says so.
+    with open(orderf, "w") as f:
+        f.write("\n".join(trace[:-1]) + "\n")
+    h_cut = 0
+    for seed in range(1, 201):
+        fresh()
+        p = run(tool, "--log", logf, "--replay", rep, "--start-entry", "2", "--crash-window",
+                "--seed", str(seed), "--tear-range", "96+8", "--order", orderf)
+        check("not used" in p.stderr, "--order, a short trace: no message: %s" % p.stderr)
+        img = content()
+        m_whole = all(sec(img, 96 + k) == lg.entries[2][3][k * ss:(k + 1) * ss] for k in range(8))
+        h_cut += not m_whole and sec(img, 300) != base[:ss]
+    check(h_cut > 0, "--order, a short trace: still used")
+    with open(orderf, "w") as f:
+        f.write("X 1 2\n")
+    run(tool, "--log", logf, "--replay", rep, "--start-entry", "2", "--crash-window",
+        "--order", orderf, rc=1)
+    run(tool, "--log", logf, "--replay", rep, "--order", orderf, rc=2)
+
     # Malformed logs are refused before anything is written.
     lg = Log(512)
     lg.write(0, pattern("x", 1024))
@@ -342,7 +397,7 @@ def main():
     run(tool, "--log", logf, "--list", "--find-flushes", rc=2)
     run(tool, "--help", rc=0)
 
-    for f in (logf, rep):
+    for f in (logf, rep, os.path.join(tmp, "order")):
         if os.path.exists(f):
             os.unlink(f)
     os.rmdir(tmp)
