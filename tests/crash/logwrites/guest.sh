@@ -300,10 +300,15 @@ reload_up() {
 		dmsetup resume --noudevsync lwsnap; } || fail "crash point entry $2: snapshot reload failed"
 	WEND=$2
 	if [[ ${3:-} == window ]]; then
-		# The torn part: the cache slice's metadata area.
+		# The torn part: the cache slice's metadata area. Every other window
+		# must tear a write there; the rest are drawn freely, so that states
+		# with every commit whole and later writes lost come too (a window
+		# whose only writes to that area are commits always tears one).
+		local tear=
+		(((NWIN++ % 2) == 0)) && tear=1
 		out=$("$REPLAY" --log "$LOGDEV" --replay /dev/mapper/lwsnap --discard-zeroes \
 			--start-entry $(($2 + 1)) --crash-window --seed $((SEED * 100000 + $2)) \
-			--tear-range "$OSECT+$META_SECT" --must-tear ${ORDER:+--order "$ORDER"}) ||
+			--tear-range "$OSECT+$META_SECT" ${tear:+--must-tear} ${ORDER:+--order "$ORDER"}) ||
 			fail "crash point entry $2: replay-log --crash-window failed"
 		[[ $out =~ entries\ \[[0-9]+,\ ([0-9]+)\).*\ ([0-9]+)\ whole,\ ([0-9]+)\ torn,\ ([0-9]+)\ dropped ]] ||
 			fail "crash point entry $2: replay-log said: $out"
@@ -311,6 +316,9 @@ reload_up() {
 		WIN_WHOLE=$((WIN_WHOLE + BASH_REMATCH[2]))
 		WIN_TORN=$((WIN_TORN + BASH_REMATCH[3]))
 		WIN_DROPPED=$((WIN_DROPPED + BASH_REMATCH[4]))
+		# Every FUA write whole (all its commits durable) and plain writes lost.
+		[[ $out =~ \ ([1-9][0-9]*)\ dropped,\ ([0-9]+)\ of\ ([0-9]+)\ FUA && ${BASH_REMATCH[2]} == "${BASH_REMATCH[3]}" && ${BASH_REMATCH[3]} != 0 ]] &&
+			WIN_FUA_WHOLE=$((WIN_FUA_WHOLE + 1))
 		[[ $out =~ ([0-9]+)\ queued\ after ]] && WIN_AFTER=$((WIN_AFTER + BASH_REMATCH[1]))
 		CPLOG+="w"
 	fi
@@ -562,7 +570,7 @@ run_phase() { # run_phase STACK WORKLOAD(raw|ext4|xfs) [GEOMETRY]
 	CPLOG=
 	NPOINT=0
 	LOADLOG_DONE=
-	WIN_WHOLE=0 WIN_TORN=0 WIN_DROPPED=0 WIN_AFTER=0
+	WIN_WHOLE=0 WIN_TORN=0 WIN_DROPPED=0 WIN_AFTER=0 NWIN=0 WIN_FUA_WHOLE=0
 	local win
 	snap_init
 	for e in "${CPS[@]}"; do
@@ -584,7 +592,7 @@ run_phase() { # run_phase STACK WORKLOAD(raw|ext4|xfs) [GEOMETRY]
 	snap_fini
 	log "checked ([w: with a power cut's window][recovered|clean load]entry:acked): $CPLOG"
 	if [[ $WINDOW != off ]]; then
-		log "power cut windows: $WIN_WHOLE writes kept, $WIN_TORN torn, $WIN_DROPPED lost ($WIN_AFTER of them queued after a cut FUA write; write order $([[ -n $ORDER ]] && echo "from blktrace" || echo unknown))"
+		log "power cut windows: $WIN_WHOLE writes kept, $WIN_TORN torn, $WIN_DROPPED lost ($WIN_AFTER of them queued after a cut FUA write; write order $([[ -n $ORDER ]] && echo "from blktrace" || echo unknown)); $WIN_FUA_WHOLE of $NWIN windows kept every FUA write and lost others"
 		[[ $stack != ssdprio ]] || ALL_TORN=$((ALL_TORN + WIN_TORN))
 	fi
 	# What the loads made of the torn blocks (informational).
