@@ -17,7 +17,7 @@
 #                   multi-boot crash/restart scenarios (make crash);
 #                   T=<test>... runs only those guest tests
 #   make check-subset  the part of the suite CI also runs on the second
-#                   kernel (CHECK_SUBSET, CRASH_SUBSET; README "Kernels")
+#                   kernel (CHECK_SUBSET, CRASH_SUBSET; docs/kernels.md)
 #   make crash      only the multi-boot scenarios (S=<scenario>...)
 #   make check-fstests  only make check's fstests: tests/fstests/check-tests
 #                   on ssdprio devices, each must pass (~10 min)
