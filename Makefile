@@ -163,6 +163,7 @@ tools-test: tools
 	./tests/unit/test-install.sh
 	./tests/unit/test-generator.sh
 	./tests/unit/test-tool-signature.sh
+	./tests/unit/test-completion.sh
 	./tests/fstests/test-compare.sh
 	./tests/unit/test-py-format.sh
 

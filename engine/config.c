@@ -155,6 +155,14 @@ bool ssdp_config_is_key(const char *key)
 	return !!ssdp_key_find(key);
 }
 
+const char *ssdp_config_key_name(unsigned int i, unsigned int *where)
+{
+	if (i >= SSDP_NR_KEYS)
+		return NULL;
+	*where = ssdp_keys[i].where;
+	return ssdp_keys[i].name;
+}
+
 static int ssdp_value_parse(const struct ssdp_key *k, const char *value,
 			    u32 *out)
 {

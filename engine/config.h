@@ -76,6 +76,12 @@ int ssdp_config_set(struct ssdp_config *cfg, const char *key,
 bool ssdp_config_is_key(const char *key);
 
 /*
+ * The @i-th key of the table, in `dmsetup table` order, and where it may be
+ * set (SSDP_CFG_*); NULL past the last (for listings such as completion).
+ */
+const char *ssdp_config_key_name(unsigned int i, unsigned int *where);
+
+/*
  * Write "key value" pairs for every key that differs from its default,
  * separated by single spaces, into @buf (at most @len bytes, always
  * NUL-terminated).  Returns the number of pairs; the table line prefixes

@@ -323,7 +323,8 @@ int cmd_status(int argc, char **argv)
 		prev[n].buf = NULL;
 		cur = NULL;
 		t_prev = t;
-		if (!watch)
+		/* A name that is wrong at the start will not come right. */
+		if (!watch || (!all && !round && r))
 			break;
 		sleep_s(interval);
 	}

@@ -112,6 +112,7 @@ static void usage_to(FILE *f)
 	      "  " TOOL " detach [--timeout SECS] name\n"
 	      "  " TOOL " attach [--force] name <cache_dev> [features...]\n"
 	      "  " TOOL " set [--persist] [--tab FILE] name key value [key value...]\n"
+	      "  " TOOL " set --list-keys\n"
 	      "  " TOOL " --help | --version\n"
 	      "See ssdprio-tool(8) and docs/tools.md.\n", f);
 }
@@ -379,6 +380,25 @@ static u64 blocks_bytes(const struct ssdp_scan *s, u64 blocks)
 }
 
 /* ---- show ----------------------------------------------------------- */
+
+/*
+ * What a device without a good superblock holds: "blank" only when
+ * libblkid finds nothing either (a file system leaves the superblock's
+ * sector zero).
+ */
+static void print_not_a_cache(const char *path, const struct ssdp_scan *s)
+{
+	char what[128];
+
+	if (s->sb_res == SSDP_SB_BLANK &&
+	    dev_signature(path, what, sizeof(what)) == 1)
+		printf("%s: no ssdprio superblock, but it holds %s (blkid): create and attach refuse it without --force\n",
+		       path, what);
+	else
+		printf("%s: %s\n", path, s->sb_res == SSDP_SB_BLANK ?
+		       "blank (no ssdprio superblock; a table with 'format' initialises it)" :
+		       sb_res_text(s->sb_res, s->sb.version));
+}
 
 static const char *sb_state_key(enum ssdp_sb_result r)
 {
@@ -688,16 +708,7 @@ static int cmd_show(int argc, char **argv)
 		printf("%s: ssdprio cache %s: %s\n", path,
 		       uuid_str(s.sb.uuid, u), old_version_text(s.sb.version));
 	} else if (s.sb_res != SSDP_SB_OK) {
-		char what[128];
-
-		if (s.sb_res == SSDP_SB_BLANK &&
-		    dev_signature(path, what, sizeof(what)) == 1)
-			printf("%s: no ssdprio superblock, but it holds %s (blkid): create and attach refuse it without --force\n",
-			       path, what);
-		else
-			printf("%s: %s\n", path, s.sb_res == SSDP_SB_BLANK ?
-			       "blank (no ssdprio superblock; a table with 'format' initialises it)" :
-			       sb_res_text(s.sb_res, s.sb.version));
+		print_not_a_cache(path, &s);
 	} else {
 		show_text(path, &s, live, sets);
 	}
@@ -837,7 +848,8 @@ static int cmd_check(int argc, char **argv)
 		return EXIT_FAIL;
 	dev_close(&d);
 	if (s.sb_res != SSDP_SB_OK) {
-		printf("%s: %s\n", argv[1], sb_res_text(s.sb_res, s.sb.version));
+		print_not_a_cache(argv[1], &s);
+		scan_free(&s);
 		return EXIT_NOSB;
 	}
 	for (k = 0; k < SCAN_NR_KINDS; k++) {
@@ -2301,6 +2313,18 @@ out:
 	return r;
 }
 
+/* The tunables a message may change, one a line (bash completion). */
+static int list_runtime_keys(void)
+{
+	unsigned int i, where;
+	const char *key;
+
+	for (i = 0; (key = ssdp_config_key_name(i, &where)); i++)
+		if (where & SSDP_CFG_MSG)
+			printf("%s\n", key);
+	return EXIT_OK;
+}
+
 /*
  * Change tunables of a live device (dmsetup message) and, with --persist,
  * in its ssdpriotab line too: messages are runtime only, and the table
@@ -2312,6 +2336,7 @@ static int cmd_set(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "persist", no_argument, NULL, 'p' },
 		{ "tab", required_argument, NULL, 't' },
+		{ "list-keys", no_argument, NULL, 'l' },
 		OPT_HELP, OPT_END,
 	};
 	const char *tab = getenv("SSDPRIO_TAB"), *name, *why;
@@ -2328,6 +2353,8 @@ static int cmd_set(int argc, char **argv)
 			persist = true;
 		else if (c == 't')
 			tab = optarg;
+		else if (c == 'l')
+			return list_runtime_keys();
 	}
 	if (argc - optind < 3 || (argc - optind - 1) % 2)
 		return print_usage();

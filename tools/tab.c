@@ -154,17 +154,92 @@ static bool same_disk(const char *a, const char *b)
 	       S_ISBLK(sb.st_mode) && sa.st_rdev == sb.st_rdev;
 }
 
+/* 32 hex digits, not all zero: the kernel's origin_id. */
+static bool valid_origin_id(const char *v)
+{
+	bool nonzero = false;
+	int i;
+
+	if (strlen(v) != 32)
+		return false;
+	for (i = 0; i < 32; i++) {
+		if (!isxdigit((unsigned char)v[i]))
+			return false;
+		nonzero |= v[i] != '0';
+	}
+	return nonzero;
+}
+
 /*
- * Entries that cannot all be right: a name given twice, or one disk in two
- * entries (the kernel would refuse the second table anyway, but which one
- * loses would depend on the order the disks appear in).  The later entry
- * is refused, naming both lines; returns the number refused.
+ * What the kernel would refuse of one entry's features, by the key table
+ * it uses itself, and what activation refuses: 'format' (a boot never
+ * formats).  Disks are not opened: the generator runs before they exist.
+ * NULL when the features are good.
+ */
+static const char *tab_feature_error(const struct tab_entry *e,
+				     const char **key)
+{
+	struct ssdp_config cfg;
+	const char *why;
+	int i;
+
+	ssdp_config_defaults(&cfg);
+	for (i = 0; i < e->nfeat; i++) {
+		*key = e->feat[i];
+		if (!strcmp(*key, "format"))
+			return "activation never formats: run 'ssdprio-tool create' once";
+		if (!strcmp(*key, "force"))
+			continue;
+		if (i + 1 == e->nfeat)
+			return "needs a value";
+		i++;
+		if (!strcmp(*key, "idle_cgroup"))
+			continue;
+		if (!strcmp(*key, "origin_id")) {
+			if (!valid_origin_id(e->feat[i]))
+				return "must be 32 hex digits, not all zero";
+			continue;
+		}
+		if (ssdp_config_set(&cfg, *key, e->feat[i], SSDP_CFG_CTR, &why))
+			return why;
+	}
+	return NULL;
+}
+
+/*
+ * Entries that can never activate, refused with the reason: features the
+ * kernel or activation would refuse, or one disk as both origin and cache.
+ */
+static int tab_check_entry(const char *path, struct tab_entry *e)
+{
+	const char *why, *key;
+
+	why = tab_feature_error(e, &key);
+	if (why)
+		err("%s:%d: '%s' refused: feature '%s': %s", path, e->line,
+		    e->name, key, why);
+	else if (same_disk(e->origin, e->cache))
+		err("%s:%d: '%s' refused: the origin and the cache are one disk",
+		    path, e->line, e->name);
+	else
+		return 0;
+	e->bad = true;
+	return 1;
+}
+
+/*
+ * Entries that cannot all be right: each one tab_check_entry() refuses,
+ * a name given twice, or one disk in two entries (the kernel would refuse
+ * the second table anyway, but which one loses would depend on the order
+ * the disks appear in: the later entry is refused, naming both lines).
+ * Returns the number refused.
  */
 int tab_check(const char *path, struct tab_entry *e, int n)
 {
 	int i, j, bad = 0;
 
 	for (i = 0; i < n; i++) {
+		bad += tab_check_entry(path, &e[i]);
 		for (j = 0; j < i && !e[i].bad; j++) {
 			const char *what = NULL;
 

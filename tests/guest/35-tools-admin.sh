@@ -126,6 +126,9 @@ grep -q $'\e' "$T/w" && fail "status --watch to a pipe: terminal escapes"
 watch_until "$T/wj" '"schema": 1' 2 --json --watch=0.2
 jq -e -s 'all(.schema == 1) and (.[1].devices[0].summary | has("interval_read_hit_ratio"))' "$T/wj" >/dev/null ||
 	fail "status --json --watch: $(head -3 "$T/wj")"
+# A device that does not exist: an error at once, not empty rounds for ever.
+expect_rc 1 timeout 60 "$TOOL" status --watch 0.2 sp-no-such-device
+grep -q 'sp-no-such-device: no such device' "$T/err" || fail "status --watch of a missing device: $(cat "$T/err")"
 
 # --- flush --wait: to completion --------------------------------------------------------
 assert_ge "$(status_get sp dirty_blocks)" 1 "dirty before the flush"

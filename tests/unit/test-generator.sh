@@ -20,6 +20,12 @@ spare  /dev/disk/by-id/ata-HDD2 /dev/disk/by-id/nvme-SSD1-part2 nofail device_ti
 bad1   /dev/disk/by-id/ata-HDD3 /dev/disk/by-id/nvme-SSD1-part3 device_timeout 0
 data   /dev/disk/by-id/ata-HDD4 /dev/disk/by-id/nvme-SSD1-part4
 my-db+1 /dev/disk/by-id/ata-HDD5 /dev/disk/by-id/nvme-SSD1-part5
+fmt    /dev/disk/by-id/ata-HDD6 /dev/disk/by-id/nvme-SSD1-part6 format
+range  /dev/disk/by-id/ata-HDD7 /dev/disk/by-id/nvme-SSD1-part7 evict_wait 99999999999
+typo   /dev/disk/by-id/ata-HDD8 /dev/disk/by-id/nvme-SSD1-part8 evict_wiat 100
+noval  /dev/disk/by-id/ata-HDD9 /dev/disk/by-id/nvme-SSD1-part9 evict_wait
+oid    /dev/disk/by-id/ata-HDDa /dev/disk/by-id/nvme-SSD1-parta origin_id 00000000000000000000000000000000
+self   /dev/disk/by-id/ata-HDDb /dev/disk/by-id/ata-HDDb
 EOF
 mkdir "$D/out"
 "$TOOL" systemd-generator --tab "$D/tab" "$D/out" "$D/early" "$D/late" 2>"$D/err" ||
@@ -27,6 +33,15 @@ mkdir "$D/out"
 grep -q "tab:4: device_timeout '0'" "$D/err" || fail "bad device_timeout not reported: $(cat "$D/err")"
 grep -q "tab:5: 'data' refused: the name is already used" "$D/err" ||
 	fail "duplicate name not reported: $(cat "$D/err")"
+
+# Lines that can never activate get no unit, each refused with its reason.
+for why in "tab:7: 'fmt' refused: feature 'format': activation never formats" \
+	"tab:8: 'range' refused: feature 'evict_wait'" "tab:9: 'typo' refused: feature 'evict_wiat'" \
+	"tab:10: 'noval' refused: feature 'evict_wait': needs a value" \
+	"tab:11: 'oid' refused: feature 'origin_id': must be 32 hex digits" \
+	"tab:12: 'self' refused: the origin and the cache are one disk"; do
+	grep -qF "$why" "$D/err" || fail "not reported: $why: $(cat "$D/err")"
+done
 
 link=$D/out/local-fs-pre.target.requires/ssdprio@data.service
 [[ -L $link && $(readlink "$link") == */ssdprio@.service ]] || fail "data: no requires link"

@@ -32,6 +32,9 @@ check() { # check WHAT: c.img holds WHAT now
 
 mkfs.ext4 -q -F "$D/c.img"
 check ext4
+# check says what is there too, not "blank".
+"$TOOL" check "$D/c.img" >"$D/out" 2>&1 && fail "check of an ext4 image succeeded"
+grep -q "holds ext4" "$D/out" || fail "check of an ext4 image said: $(cat "$D/out")"
 dd if=/dev/zero of="$D/c.img" bs=1M count=1 conv=notrunc status=none
 mkswap "$D/c.img" >/dev/null 2>&1
 check swap

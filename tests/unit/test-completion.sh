@@ -1,0 +1,54 @@
+#!/bin/bash
+# The bash completion (tools/bash-completion/ssdprio-tool) offers what each
+# word may be: after `set` a device name, then the run-time keys (from
+# `ssdprio-tool set --list-keys`, the module's key table), and nothing for a
+# value. bash-completion's _init_completion is stubbed: only the split of
+# the command line into words is taken from it.  Run by make tools-test.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+TOOL=${TOOL:-build/ssdprio-tool}
+D=$(mktemp -d)
+trap 'rm -rf "$D"' EXIT
+fail() { echo "test-completion: FAIL: $*" >&2; exit 1; }
+
+# The tool under its own name, and a dmsetup that lists one ssdprio device.
+ln -s "$(realpath "$TOOL")" "$D/ssdprio-tool"
+printf '#!/bin/sh\necho "fast\t(254:3)"\n' >"$D/dmsetup"
+chmod +x "$D/dmsetup"
+PATH=$D:$PATH
+
+_init_completion() {
+	words=("${COMP_WORDS[@]}")
+	cword=$COMP_CWORD
+	cur=${words[cword]}
+	prev=${words[cword - 1]:-}
+}
+_filedir() { COMPREPLY=(FILES); }
+complete() { :; }
+# shellcheck source=/dev/null
+. tools/bash-completion/ssdprio-tool
+
+# offers "WORD ..." EXPECTED: what completing the last word offers.
+offers() {
+	local line=$1 want=$2
+	read -ra COMP_WORDS <<<"$line"
+	[[ $line == *" " ]] && COMP_WORDS+=("")
+	COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+	COMPREPLY=()
+	_ssdprio_tool
+	[[ "${COMPREPLY[*]}" == "$want" ]] || fail "'$line': offered '${COMPREPLY[*]}', expected '$want'"
+}
+
+keys=$("$TOOL" set --list-keys | tr '\n' ' ')
+keys=${keys% }
+[[ " $keys " == *" evict_wait "* && " $keys " != *" block_size "* ]] ||
+	fail "set --list-keys: $keys (block_size is a table-only key)"
+offers "ssdprio-tool set " "fast"
+offers "ssdprio-tool set --persist " "fast"
+offers "ssdprio-tool set fast " "$keys"
+offers "ssdprio-tool set --tab /etc/x fast evict_w" "evict_wait"
+offers "ssdprio-tool set fast evict_wait " ""
+offers "ssdprio-tool set fast evict_wait 100 dirty_t" "dirty_target"
+offers "ssdprio-tool status " "fast"
+offers "ssdprio-tool set --tab " "FILES"
+echo "test-completion: ok"
