@@ -279,9 +279,13 @@ uninstall-tools:
 		$(DESTDIR)$(SYSTEMDGENDIR)/ssdprio-generator \
 		$(foreach m,$(MANPAGES),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
 
+# modules_install puts an external module in extra/ (6.1) or updates/
+# (6.12), compressed where the kernel's config says so.
 uninstall: uninstall-tools
-	rm -f $(DESTDIR)/lib/modules/$(notdir $(patsubst %/build,%,$(KDIR)))/extra/dm-ssdprio.ko
-	-depmod -a $(notdir $(patsubst %/build,%,$(KDIR)))
+	rel=$$(./scripts/kernel release-of $(KDIR)) && \
+	rm -f $(DESTDIR)/lib/modules/$$rel/extra/dm-ssdprio.ko* \
+		$(DESTDIR)/lib/modules/$$rel/updates/dm-ssdprio.ko* && \
+	{ depmod -a $$rel || true; }
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
