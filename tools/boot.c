@@ -10,7 +10,8 @@
  *  - a nofail entry is only wanted by local-fs.target, unordered: a disk
  *    that never comes delays nothing, and its mount (nofail in fstab too)
  *    waits for /dev/mapper/NAME on its own;
- *  - how long to wait for the disks (device_timeout).
+ *  - how long to wait for the disks (device_timeout), and so how long a
+ *    mount waits for /dev/mapper/NAME.
  * A generator must not fail the boot: bad lines are reported and skipped.
  */
 #define _GNU_SOURCE
@@ -118,6 +119,40 @@ static int write_dropin(const char *dir, const char *tab,
 	return 0;
 }
 
+/*
+ * A mount of /dev/mapper/NAME waits for its device unit, by default for
+ * systemd's 90 s: as long as the service may take instead, or a
+ * device_timeout above that would not help an fstab line (fstab's
+ * x-systemd.device-timeout writes the same drop-in).
+ */
+static int write_device_dropin(const char *dir, const struct tab_entry *e,
+			       const char *inst)
+{
+	char d[4096], f[4096 + 32];
+	FILE *out;
+
+	if ((size_t)snprintf(d, sizeof(d), "%s/dev-mapper-%s.device.d", dir,
+			     inst) >= sizeof(d)) {
+		err("generator: %s: path too long", dir);
+		return -1;
+	}
+	snprintf(f, sizeof(f), "%s/50-ssdpriotab.conf", d);
+	if (mkdir_p(d))
+		return -1;
+	out = fopen(f, "we");
+	if (!out) {
+		err("generator: %s: %s", f, strerror(errno));
+		return -1;
+	}
+	fprintf(out, "# Written by " TOOL " systemd-generator\n"
+		"[Unit]\nJobRunningTimeoutSec=%u\n", e->device_timeout + 60);
+	if (fclose(out)) {
+		err("generator: %s: %s", f, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 int cmd_systemd_generator(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -160,7 +195,8 @@ int cmd_systemd_generator(int argc, char **argv)
 		if (e[i].bad)
 			continue;
 		unit_instance(e[i].name, inst, sizeof(inst));
-		if (write_dropin(argv[optind], tab, &e[i], inst))
+		if (write_dropin(argv[optind], tab, &e[i], inst) ||
+		    write_device_dropin(argv[optind], &e[i], inst))
 			continue;
 		if (e[i].nofail)
 			link_unit(argv[optind], "local-fs.target", "wants",

@@ -56,6 +56,12 @@ conf=$D/out/ssdprio@spare.service.d/50-ssdpriotab.conf
 ! grep -q '^Before=' "$conf" || fail "spare (nofail) is ordered: $(cat "$conf")"
 grep -qx 'Environment=SSDPRIO_DEVICE_TIMEOUT=7' "$conf" || fail "spare: timeout: $(cat "$conf")"
 
+# A mount of the device waits as long as the service may take, not 90 s.
+grep -qx 'JobRunningTimeoutSec=150' "$D/out/dev-mapper-data.device.d/50-ssdpriotab.conf" ||
+	fail "data: device unit timeout: $(cat "$D/out/dev-mapper-data.device.d/50-ssdpriotab.conf")"
+grep -qx 'JobRunningTimeoutSec=67' "$D/out/dev-mapper-spare.device.d/50-ssdpriotab.conf" ||
+	fail "spare: device unit timeout"
+
 [[ ! -e $D/out/ssdprio@bad1.service.d ]] || fail "a refused line got a unit"
 # A name with - and +: escaped as systemd-escape does, so that the unit's %I
 # is the name again.
@@ -63,10 +69,14 @@ inst='my\x2ddb\x2b1'
 if command -v systemd-escape >/dev/null; then
 	[[ $(systemd-escape 'my-db+1') == "$inst" ]] || fail "systemd-escape says $(systemd-escape 'my-db+1')"
 fi
+if command -v systemd-escape >/dev/null; then
+	dev=$(systemd-escape --path --suffix=device /dev/mapper/my-db+1)
+	[[ -f $D/out/$dev.d/50-ssdpriotab.conf ]] || fail "my-db+1: no drop-in for $dev: $(ls "$D/out")"
+fi
 [[ -L $D/out/local-fs-pre.target.requires/ssdprio@$inst.service &&
 	-f $D/out/ssdprio@$inst.service.d/50-ssdpriotab.conf ]] ||
 	fail "my-db+1: no escaped unit: $(ls "$D/out/local-fs-pre.target.requires")"
-[[ $(find "$D/out" -name '*.conf' | wc -l) == 3 ]] || fail "units: $(find "$D/out")"
+[[ $(find "$D/out" -name '*.conf' | wc -l) == 6 ]] || fail "units: $(find "$D/out")"
 [[ ! -e $D/early && ! -e $D/late ]] || fail "wrote into the early or late dir"
 
 # The boot options are not table features: the line's table has none.
