@@ -54,7 +54,7 @@ same /tmp/A 0 && same /tmp/B 8 && same /tmp/C 16 || fail "data after the swap to
 ssd_leg linear
 "$TOOL" wipe /dev/mapper/ssdleg && fail "wipe of an uncleanly stopped cache without --force"
 "$TOOL" wipe --force /dev/mapper/ssdleg || fail "wipe --force of the drained cache"
-swap "0 $len ssdprio $hdd /dev/mapper/ssdleg 1 format"
+"$TOOL" attach sp /dev/mapper/ssdleg >/tmp/attach.out 2>&1 || fail "attach of the new cache: $(cat /tmp/attach.out)"
 assert_eq "$(status_get sp cache_mode)" normal "a new cache starts normal"
 same /tmp/A 0 && same /tmp/B 8 && same /tmp/C 16 || fail "data over the new cache"
 
