@@ -869,6 +869,15 @@ static int ssdp_meta_format(struct ssdprio *sp)
 	sb->data_start = l->data_start;
 	sb->format_time = ktime_get_real_seconds();
 	ssdp_sb_set_origin_uid(sp, sb);
+	/*
+	 * Another origin of the same size would be taken for this one by
+	 * every later table (and its dirty blocks written over it): say so
+	 * once, where the one who formats reads it.
+	 */
+	if (!(sb->compat & SSDP_SB_COMPAT_ORIGIN_UID) &&
+	    !memchr_inv(sb->origin_id, 0, sizeof(sb->origin_id)))
+		DMWARN("%s: origin %pg has no identity the kernel can read: the cache is tied to it by its size only; give the table 'origin_id <id>' (ssdprio-tool gen-origin-id) in every table, or format with ssdprio-tool create (it derives one from an md array UUID or a disk serial)",
+		       ssdp_name(sp), sp->origin->bdev);
 	sp->meta->seq = 1;
 	/* No record is written yet: each block's first write fills both. */
 	bitmap_fill(sp->meta->both, ssdp_meta_blocks(l));
