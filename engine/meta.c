@@ -48,6 +48,7 @@
  * struct ssdp_meta; it is taken outside cache_lock, never inside it.
  */
 #include <linux/blkdev.h>
+#include <linux/delay.h>
 #include <linux/dm-ioctl.h>
 #include <linux/bio.h>
 #include <linux/random.h>
@@ -56,6 +57,12 @@
 
 #include "ssdprio.h"
 #include "meta_codec.h"
+
+/*
+ * Failed flushes a commit tries again, in all (ssdp_meta_flush_locked):
+ * one flush is tried three times over about a second.
+ */
+#define SSDP_FLUSH_RETRIES	2
 
 /* Metadata blocks encoded and written per round of a commit. */
 #define SSDP_META_CHUNK_BLOCKS	32U	/* 128 KiB */
@@ -869,6 +876,15 @@ static int ssdp_meta_format(struct ssdprio *sp)
 	sb->data_start = l->data_start;
 	sb->format_time = ktime_get_real_seconds();
 	ssdp_sb_set_origin_uid(sp, sb);
+	/*
+	 * Another origin of the same size would be taken for this one by
+	 * every later table (and its dirty blocks written over it): say so
+	 * once, where the one who formats reads it.
+	 */
+	if (!(sb->compat & SSDP_SB_COMPAT_ORIGIN_UID) &&
+	    !memchr_inv(sb->origin_id, 0, sizeof(sb->origin_id)))
+		DMWARN("%s: origin %pg has no identity the kernel can read: the cache is tied to it by its size only; give the table 'origin_id <id>' (ssdprio-tool gen-origin-id) in every table, or format with ssdprio-tool create (it derives one from an md array UUID or a disk serial)",
+		       ssdp_name(sp), sp->origin->bdev);
 	sp->meta->seq = 1;
 	/* No record is written yet: each block's first write fills both. */
 	bitmap_fill(sp->meta->both, ssdp_meta_blocks(l));
@@ -1369,10 +1385,43 @@ static int ssdp_meta_write_list(struct ssdprio *sp, const u32 *list, u32 n)
 	return r;
 }
 
+/*
+ * A commit's flush of @bdev (the origin or the SSD), tried again after a
+ * failure: a path that fails over (multipath, a SAN switch, a reseated
+ * cable) fails a flush or two and then carries on, and one failure must
+ * not retire a healthy cache.  The writes the flush is to make durable
+ * had all completed, and a later flush that succeeds covers them as well;
+ * the records that vouch for them are written only after a success, never
+ * after a failure.  *@retries is what the commit has left, so that a
+ * commit of many chunks over a flapping path stays bounded too: meta->lock
+ * is held (never cache_lock) and the user's flushes and FUA writes wait for
+ * the commit, and so does a suspend (postsuspend commits), for at most
+ * SSDP_FLUSH_RETRIES backoffs.
+ */
+static int ssdp_meta_flush_locked(struct ssdprio *sp, struct block_device *bdev,
+				  unsigned int *retries)
+{
+	static const unsigned int backoff_ms[SSDP_FLUSH_RETRIES] = { 250, 750 };
+	int r;
+
+	lockdep_assert_held(&sp->meta->lock);
+	for (;;) {
+		r = blkdev_issue_flush(bdev);
+		if (!r || !*retries)
+			return r;
+		DMWARN_LIMIT("%s: %s flush failed (%d) during a metadata commit: trying again",
+			     ssdp_name(sp),
+			     bdev == sp->origin->bdev ? "origin" : "SSD", r);
+		msleep(backoff_ms[SSDP_FLUSH_RETRIES - *retries]);
+		(*retries)--;
+	}
+}
+
 /* See the protocol at the top.  Process context. */
 static int ssdp_meta_commit_locked(struct ssdprio *sp)
 {
 	u32 *list = sp->meta->list;
+	unsigned int retries = SSDP_FLUSH_RETRIES;
 	u32 rpb, origin_dirty, ssd_dirty, n, i;
 	unsigned long flags;
 	u64 k = 0;
@@ -1418,12 +1467,13 @@ static int ssdp_meta_commit_locked(struct ssdprio *sp)
 		spin_unlock_irqrestore(&sp->cache_lock, flags);
 		/* Data first: the records just encoded may vouch for it. */
 		if (origin_dirty) {
-			r = blkdev_issue_flush(sp->origin->bdev);
+			r = ssdp_meta_flush_locked(sp, sp->origin->bdev,
+						   &retries);
 			if (r)
 				break;
 			origin_dirty = 0;
 		}
-		r = blkdev_issue_flush(sp->cache->bdev);
+		r = ssdp_meta_flush_locked(sp, sp->cache->bdev, &retries);
 		if (r)
 			break;
 		ssd_dirty = 0;
@@ -1434,9 +1484,9 @@ static int ssdp_meta_commit_locked(struct ssdprio *sp)
 			break;
 	}
 	if (!r && origin_dirty)
-		r = blkdev_issue_flush(sp->origin->bdev);
+		r = ssdp_meta_flush_locked(sp, sp->origin->bdev, &retries);
 	if (!r && ssd_dirty)
-		r = blkdev_issue_flush(sp->cache->bdev);
+		r = ssdp_meta_flush_locked(sp, sp->cache->bdev, &retries);
 	if (r) {
 		DMERR("%s: metadata commit failed: %d; flushes will fail from now on (meta_state failed), I/O goes on",
 		      ssdp_name(sp), r);

@@ -423,6 +423,16 @@ static const char *sb_state_key(enum ssdp_sb_result r)
 	return "?";
 }
 
+/*
+ * Formatted without an origin_id over an origin the kernel could not
+ * identify: only the origin's size ties the cache to it.
+ */
+static bool size_only(const struct ssdp_sb_info *sb)
+{
+	return !id_set(sb->origin_id) &&
+	       !(sb->compat & SSDP_SB_COMPAT_ORIGIN_UID);
+}
+
 /* What a derived origin_id was derived from, for show. */
 static const char *derived_name(const u8 id[16])
 {
@@ -477,6 +487,9 @@ static void show_text(const char *path, const struct ssdp_scan *s, bool live,
 		       hex(sb->origin_uid, sb->origin_uid_len, h),
 		       sb->origin_uid_type,
 		       (unsigned long long)sb->origin_start);
+	if (size_only(sb))
+		printf("  tied by:       origin size only (no origin_id, no origin id the kernel reads): any origin of %llu sectors is taken for it; to tie it, drain it and format it again with an origin_id (create ... origin_id $(%s gen-origin-id), the same in the tab), or with create over an md array or a disk with a serial\n",
+		       (unsigned long long)sb->origin_sectors, TOOL);
 	printf("  shutdown:      %s\n", !s->clean ?
 	       "not clean (live, or not shut down cleanly: the next load keeps only the dirty blocks, clean ones are dropped)" :
 	       sb->flags & SSDP_SB_NO_DIRTY ? "clean, no dirty blocks" :
@@ -611,6 +624,7 @@ static void show_json(const char *path, const struct ssdp_scan *s, bool live,
 		       sb->origin_uid_type);
 	else
 		printf(",\n  \"origin_uid\": null");
+	printf(",\n  \"tied_by_size_only\": %s", size_only(sb) ? "true" : "false");
 	JU("seq", sb->seq);
 	JU("max_record_seq", s->max_rec_seq);
 	JU("format_time", sb->format_time);

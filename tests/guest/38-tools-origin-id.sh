@@ -68,6 +68,33 @@ intact() {
 	log "loaded over $1 with its dirty data"
 }
 
+# --- a bare format: tied by size only, and said so ---------------------------------
+# A null_blk origin has no identity: the kernel says so at format, and show
+# tells it from the superblock.  A dm origin with a UUID has one: no word.
+SIZE_ONLY="has no identity the kernel can read: the cache is tied to it by its size only"
+nb=$(make_hdd oidn 16 0 32)
+"$TOOL" wipe --force "$ssd" >/dev/null || fail "wipe"
+dmesg -C
+dm_create spo "0 $(sectors "$nb") ssdprio $nb $ssd 1 format" >/dev/null
+line=$(dmesg | grep "$SIZE_ONLY") || fail "no word on a format over $nb: $(dmesg | grep ssdprio)"
+[[ $line == *"origin_id"*"ssdprio-tool create"* ]] || fail "the line names no fix: $line"
+dm_remove spo
+out=$("$TOOL" show "$ssd") || fail "show"
+grep -q "tied by: *origin size only" <<<"$out" || fail "show says nothing of it: $out"
+"$TOOL" show --json "$ssd" | grep -q '"tied_by_size_only": true' || fail "show --json"
+dmsetup create oidu --uuid "LVM-ssdprioTESTvgO0000000000000000lvO0000000000000000000" \
+	--table "0 $(sectors "$nb") linear $nb 0" || fail "create oidu"
+_settle
+"$TOOL" wipe --force "$ssd" >/dev/null || fail "wipe"
+dmesg -C
+dm_create spo "0 $(sectors "$nb") ssdprio /dev/mapper/oidu $ssd 1 format" >/dev/null
+dmesg | grep -q "$SIZE_ONLY" && fail "word on a format over an origin with a DM UUID"
+dm_remove spo
+"$TOOL" show "$ssd" | grep -q "tied by: *origin size only" && fail "show: size only over a DM UUID"
+dm_remove oidu
+remove_nullb oidn
+log "a bare format over null_blk: $(sed 's/^\[[^]]*\] //' <<<"$line")"
+
 # --- virtio disks: the serial ----------------------------------------------------------
 va=$(vdisk oid_a)
 vb=$(vdisk oid_b)
@@ -76,6 +103,7 @@ idb=$("$TOOL" origin-id "$vb" 2>/dev/null) || fail "origin-id $vb"
 [[ $ida == 7350694402* && $idb == 7350694402* ]] || fail "not serial-derived ids: $ida $idb"
 [[ $ida != "$idb" ]] || fail "two disks, one id: $ida"
 dirty_create "$va"
+dmesg | grep -q "$SIZE_ONLY" && fail "word on a format by the tool with a derived origin_id"
 "$TOOL" show "$ssd" | grep -q "origin_id: *$ida (derived from the disk serial)" ||
 	fail "show: $("$TOOL" show "$ssd" | grep origin_id)"
 refused "$vb"

@@ -36,7 +36,13 @@
  *
  * Status: reads, writes, seq (sequential hits), skips (short forward
  * skips), seeks, busy_us (modelled service time), queued (now),
- * max_queued, passthrough (bios not modelled) as "key value" pairs.
+ * max_queued, passthrough (bios not modelled), flushes_failed (flushes
+ * failed on purpose) and fail_flushes (how many more will be) as
+ * "key value" pairs.
+ *
+ * Message "fail_flushes <n>": fail the next n flushes with an I/O error
+ * (0 stops), as a path that fails over does, for the tests of what a
+ * stacked target does when its origin's flush fails once or for good.
  */
 
 #include <linux/module.h>
@@ -81,6 +87,8 @@ struct hddsim_c {
 
 	u64 reads, writes, seq, skips, seeks, busy_ns, passthrough;
 	unsigned int max_queued;
+	unsigned int fail_flushes;	/* flushes still to fail */
+	u64 flushes_failed;
 
 	struct hrtimer timer;
 	struct work_struct submit_work;
@@ -181,10 +189,19 @@ static int hddsim_map(struct dm_target *ti, struct bio *bio)
 
 	if ((bio_op(bio) != REQ_OP_READ && bio_op(bio) != REQ_OP_WRITE) ||
 	    !bio_sectors(bio)) {
+		bool fail = false;
+
 		spin_lock_irqsave(&hc->lock, flags);
-		hc->passthrough++;
+		/* dm sends a flush to its targets as an empty bio. */
+		if ((bio->bi_opf & REQ_PREFLUSH) && hc->fail_flushes) {
+			hc->fail_flushes--;
+			hc->flushes_failed++;
+			fail = true;
+		} else {
+			hc->passthrough++;
+		}
 		spin_unlock_irqrestore(&hc->lock, flags);
-		return DM_MAPIO_REMAPPED;
+		return fail ? DM_MAPIO_KILL : DM_MAPIO_REMAPPED;
 	}
 
 	spin_lock_irqsave(&hc->lock, flags);
@@ -397,8 +414,8 @@ static void hddsim_status(struct dm_target *ti, status_type_t type,
 	struct hddsim_c *hc = ti->private;
 	unsigned long flags;
 	unsigned int sz = 0;
-	u64 r, w, s, k, sk, busy, pt;
-	unsigned int q, mq;
+	u64 r, w, s, k, sk, busy, pt, ff;
+	unsigned int q, mq, fl;
 
 	switch (type) {
 	case STATUSTYPE_INFO:
@@ -412,9 +429,12 @@ static void hddsim_status(struct dm_target *ti, status_type_t type,
 		pt = hc->passthrough;
 		q = hc->queued;
 		mq = hc->max_queued;
+		ff = hc->flushes_failed;
+		fl = hc->fail_flushes;
 		spin_unlock_irqrestore(&hc->lock, flags);
-		DMEMIT("reads %llu writes %llu seq %llu skips %llu seeks %llu busy_us %llu queued %u max_queued %u passthrough %llu",
-		       r, w, s, k, sk, div_u64(busy, NSEC_PER_USEC), q, mq, pt);
+		DMEMIT("reads %llu writes %llu seq %llu skips %llu seeks %llu busy_us %llu queued %u max_queued %u passthrough %llu flushes_failed %llu fail_flushes %u",
+		       r, w, s, k, sk, div_u64(busy, NSEC_PER_USEC), q, mq, pt,
+		       ff, fl);
 		break;
 	case STATUSTYPE_TABLE:
 		DMEMIT("%s rpm %u seq_mbps %u avg_seek_us %u t2t_us %u stroke_mb %u",
@@ -427,6 +447,24 @@ static void hddsim_status(struct dm_target *ti, status_type_t type,
 	}
 }
 
+static int hddsim_message(struct dm_target *ti, unsigned int argc,
+			  char **argv, char *result, unsigned int maxlen)
+{
+	struct hddsim_c *hc = ti->private;
+	unsigned long flags;
+	unsigned int n;
+
+	if (argc != 2 || strcmp(argv[0], "fail_flushes") ||
+	    kstrtouint(argv[1], 10, &n)) {
+		DMERR("message: fail_flushes <n>");
+		return -EINVAL;
+	}
+	spin_lock_irqsave(&hc->lock, flags);
+	hc->fail_flushes = n;
+	spin_unlock_irqrestore(&hc->lock, flags);
+	return 0;
+}
+
 static int hddsim_iterate_devices(struct dm_target *ti,
 				  iterate_devices_callout_fn fn, void *data)
 {
@@ -437,7 +475,7 @@ static int hddsim_iterate_devices(struct dm_target *ti,
 
 static struct target_type hddsim_target = {
 	.name		 = "hddsim",
-	.version	 = {1, 0, 0},
+	.version	 = {1, 1, 0},
 	.module		 = THIS_MODULE,
 	.ctr		 = hddsim_ctr,
 	.dtr		 = hddsim_dtr,
@@ -447,6 +485,7 @@ static struct target_type hddsim_target = {
 	.presuspend_undo = hddsim_presuspend_undo,
 	.resume		 = hddsim_resume,
 	.status		 = hddsim_status,
+	.message	 = hddsim_message,
 	.iterate_devices = hddsim_iterate_devices,
 };
 
