@@ -1354,6 +1354,10 @@ int ssdp_cache_end_io(struct ssdprio *sp, struct bio *bio,
 					    pb->nr);
 			ssdp_fmap_set_dirty(&sp->fmap, pb->line, pb->first,
 					    pb->nr);
+			/* What a flush owed of these blocks is gone. */
+			if (!pb->partial)
+				ssdp_wb_overwritten_locked(sp, pb->line,
+							   pb->first, pb->nr);
 			sp->ssd_unflushed++;
 			ssdp_evict_unpinned_locked(sp);
 			ssdp_drain_again_locked(sp, pb);

@@ -188,6 +188,8 @@ struct ssdp_wb_job {
 	u32 gap;
 	/* An SSD read of it failed (not an origin write, nor memory). */
 	bool ssd_read_failed;
+	/* It stopped for a write (@yields): what it left is not newer. */
+	bool yielded;
 	/* The neighbours' lines, each in a cache set of its own, held too. */
 	u32 nr_nb;
 	u32 nb_line[SSDP_WB_NEIGHBOURS];
@@ -718,8 +720,10 @@ static int ssdp_writeback_set(struct ssdprio *sp,
 			    "origin", r);
 		return r;
 	}
-	if (yielded)
+	if (yielded) {
+		job->yielded = true;
 		ssdp_count(sp, SSDP_ST_WRITEBACK_YIELDS);
+	}
 	if (!written)
 		return 0;
 
@@ -819,6 +823,22 @@ bool ssdp_wb_write_beside_locked(struct ssdprio *sp, u32 line, u32 first,
 		return false;
 	ssdp_count(sp, SSDP_ST_WRITES_BESIDE_WRITEBACK);
 	return true;
+}
+
+/*
+ * A write of whole blocks [first, first + nr) of @line completed on the
+ * SSD while a writeback holds its set: it went in beside the writeback (no
+ * writeback starts beside a write in flight), and nothing from before it
+ * is left in those blocks.  cache_lock held.
+ */
+void ssdp_wb_overwritten_locked(struct ssdprio *sp, u32 line, u32 first,
+				u32 nr)
+{
+	struct ssdp_wb_job *job = sp->set_io[ssdp_line_cset(line)].wb;
+
+	lockdep_assert_held(&sp->cache_lock);
+	if (job)
+		ssdp_wbt_overwritten(job->track, line, first, nr);
 }
 
 /*
@@ -967,9 +987,14 @@ static void ssdp_wb_retry_fn(struct work_struct *work)
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 }
 
-/* Did a user write touch a block of the job's own set?  cache_lock held. */
-static bool ssdp_wb_touched_own_locked(struct ssdprio *sp,
-				       const struct ssdp_wb_job *job)
+/*
+ * May the job's own set still hold data, dirty when the job started, that
+ * the job did not write back?  Only where a user write went in beside it
+ * before it read the block, and no whole-block write beside it has
+ * replaced the block since (wb_track.h).  cache_lock held.
+ */
+static bool ssdp_wb_older_left_locked(struct ssdprio *sp,
+				      const struct ssdp_wb_job *job)
 {
 	const struct ssdp_wb_track *t = job->track;
 	u32 i;
@@ -977,7 +1002,7 @@ static bool ssdp_wb_touched_own_locked(struct ssdprio *sp,
 	lockdep_assert_held(&sp->cache_lock);
 	for (i = 0; i < t->nr_lines; i++)
 		if (ssdp_line_cset(t->lines[i]) == job->cset &&
-		    ssdp_wbt_any_touched(t, i, 0, t->set_blocks))
+		    ssdp_wbt_older_left(t, i))
 			return true;
 	return false;
 }
@@ -1016,14 +1041,18 @@ static void ssdp_wb_job_fn(struct work_struct *work)
 		sp->ev->backoff_ms = SSDP_WB_BACKOFF_MIN_MS;
 		ssdp_wb_unfail_locked(sp, job->cset);
 		/*
-		 * It wrote back every block dirty in its set when it started,
-		 * after the flush was asked: what is dirty there now is newer,
-		 * unless a write beside it touched a block (a partial write,
-		 * or one that failed, leaves the block's older data dirty).
+		 * A flush owes data, not sets.  A writeback of a whole set
+		 * that started after the flush was asked (of any kind, if it
+		 * did not yield) wrote back every block dirty in its set then,
+		 * but those a write beside it went into first: what is dirty
+		 * there now is newer than the request, unless such a write
+		 * left older data in its block.  So a rewrite of an owed
+		 * block does not keep the set owed, or a writer as light as
+		 * one rewrite per writeback would keep the flush going.
 		 */
-		if (job->kind == SSDP_WB_FLUSH &&
-		    job->flush_epoch == sp->flush_epoch &&
-		    !ssdp_wb_touched_own_locked(sp, job))
+		if (job->flush_epoch == sp->flush_epoch &&
+		    job->only == SSDP_NONE && !job->yielded &&
+		    !ssdp_wb_older_left_locked(sp, job))
 			ssdp_fmap_flush_unmark(&sp->fmap, job->cset);
 		/* Others held aside may work now too. */
 		if (sp->nr_wb_failed && !sp->suspended)

@@ -57,7 +57,8 @@ const char *ssdp_esm_why(const struct ssdp_evict_sm *sm)
 {
 	if (sm->stopped)
 		return "suspended";
-	if (sm->flushing)
+	/* Eviction's and cleaning's own writebacks beside a flush's. */
+	if (sm->flushing && !sm->nr_wb && !sm->nr_lockout && !sm->nr_clean)
 		return "flush";
 	switch (sm->state) {
 	case SSDP_EVICT_WRITEBACK:
@@ -113,6 +114,7 @@ static bool wb_slot_end(struct ssdp_evict_sm *sm, enum ssdp_evict_wb_kind kind)
 	u32 *slots;
 
 	sm->stalled = false;
+	sm->flush_stalled = false;
 	switch (kind) {
 	case SSDP_WB_RETRY:
 		return false;
@@ -155,24 +157,28 @@ bool ssdp_esm_lockout(struct ssdp_evict_sm *sm)
 
 	sm->lockout_pending = true;
 	sm->stalled = false;
+	sm->flush_stalled = false;
 	return !was && !sm->stopped;
 }
 
 void ssdp_esm_timer(struct ssdp_evict_sm *sm)
 {
 	sm->stalled = false;
+	sm->flush_stalled = false;
 	sm->clean_armed = SSDP_CLEAN_UNARMED;
 }
 
 void ssdp_esm_kick(struct ssdp_evict_sm *sm)
 {
 	sm->stalled = false;
+	sm->flush_stalled = false;
 }
 
 void ssdp_esm_flush_all(struct ssdp_evict_sm *sm)
 {
 	sm->flushing = true;
 	sm->stalled = false;
+	sm->flush_stalled = false;
 }
 
 void ssdp_esm_stop(struct ssdp_evict_sm *sm)
@@ -184,6 +190,7 @@ void ssdp_esm_resume(struct ssdp_evict_sm *sm)
 {
 	sm->stopped = false;
 	sm->stalled = false;
+	sm->flush_stalled = false;
 }
 
 void ssdp_esm_action_failed(struct ssdp_evict_sm *sm,
@@ -200,11 +207,13 @@ void ssdp_esm_action_failed(struct ssdp_evict_sm *sm,
 		sm->wb_started--;
 		break;
 	case SSDP_EVICT_ACT_START_FLUSH:
-		if (WARN_ON_ONCE(!sm->nr_flush))
-			break;
-		sm->nr_flush--;
-		sm->flush_started--;
-		break;
+		if (!WARN_ON_ONCE(!sm->nr_flush)) {
+			sm->nr_flush--;
+			sm->flush_started--;
+		}
+		/* The others may still start what they want. */
+		sm->flush_stalled = true;
+		return;
 	case SSDP_EVICT_ACT_START_CLEAN:
 		if (WARN_ON_ONCE(!sm->nr_clean))
 			break;
@@ -326,10 +335,39 @@ static struct ssdp_evict_action lockout_action(struct ssdp_evict_sm *sm,
 	return a;
 }
 
+/*
+ * May a flush writeback start?  Only for owed sets no flush writeback
+ * holds, within the in-flight bound (@slots of it), and not after the
+ * engine found none to take (until an event).
+ */
+static bool flush_may_start(const struct ssdp_evict_sm *sm,
+			    const struct ssdp_evict_view *v, u32 slots)
+{
+	return sm->flushing && !sm->flush_stalled &&
+	       v->nr_dirty_sets > sm->nr_flush &&
+	       ssdp_esm_inflight(sm) < slots;
+}
+
+static struct ssdp_evict_action flush_start(struct ssdp_evict_sm *sm)
+{
+	sm->nr_flush++;
+	sm->flush_started++;
+	return act(SSDP_EVICT_ACT_START_FLUSH, 0);
+}
+
 static struct ssdp_evict_action evict_action(struct ssdp_evict_sm *sm,
 					     u64 now,
 					     const struct ssdp_evict_view *v);
 
+/*
+ * A flush owes only what was dirty when it was asked: what is dirtied
+ * since is eviction's and cleaning's, under their own rules, beside it.
+ * The flush's writebacks come first but for one slot, which eviction,
+ * lock-out cleaning and cleaning get when they want it: so room, the
+ * dirty target and lock-outs are kept while a long flush runs (an idle
+ * class flush under load may run for minutes).  The flush takes that slot
+ * too when they do not want it now, and eviction is not waiting for it.
+ */
 struct ssdp_evict_action ssdp_esm_next_action(struct ssdp_evict_sm *sm,
 					      u64 now,
 					      const struct ssdp_evict_view *v)
@@ -338,18 +376,24 @@ struct ssdp_evict_action ssdp_esm_next_action(struct ssdp_evict_sm *sm,
 
 	if (sm->stopped || sm->stalled)
 		return act(SSDP_EVICT_ACT_NONE, 0);
+	if (sm->flushing && !v->nr_dirty_sets && !sm->nr_flush)
+		sm->flushing = false;
+	if (flush_may_start(sm, v, sm->inflight_max - 1))
+		return flush_start(sm);
 	e = evict_action(sm, now, v);
 	if (e.type != SSDP_EVICT_ACT_NONE && e.type != SSDP_EVICT_ACT_ARM_TIMER)
-		return e;
-	/* A flush writes everything back anyway. */
-	if (sm->flushing)
 		return e;
 	l = lockout_action(sm, v);
 	if (l.type != SSDP_EVICT_ACT_NONE)
 		return l;
 	c = clean_action(sm, now, v);
-	if (c.type == SSDP_EVICT_ACT_START_CLEAN ||
-	    e.type == SSDP_EVICT_ACT_NONE)
+	if (c.type == SSDP_EVICT_ACT_START_CLEAN)
+		return c;
+	/* Not the slot eviction waits for (room comes first). */
+	if (e.type == SSDP_EVICT_ACT_NONE &&
+	    flush_may_start(sm, v, sm->inflight_max))
+		return flush_start(sm);
+	if (e.type == SSDP_EVICT_ACT_NONE)
 		return c;
 	if (c.type == SSDP_EVICT_ACT_ARM_TIMER && c.deadline < e.deadline)
 		return c;
@@ -369,19 +413,6 @@ static struct ssdp_evict_action evict_action(struct ssdp_evict_sm *sm,
 	if (short_of_space && v->head == SSDP_HEAD_CLEAN) {
 		sm->sets_evicted++;
 		return act(SSDP_EVICT_ACT_FREE_CLEAN_HEAD, 0);
-	}
-
-	if (sm->flushing) {
-		if (v->nr_dirty_sets || sm->nr_flush) {
-			if (inflight < sm->inflight_max &&
-			    v->nr_dirty_sets > inflight) {
-				sm->nr_flush++;
-				sm->flush_started++;
-				return act(SSDP_EVICT_ACT_START_FLUSH, 0);
-			}
-			return act(SSDP_EVICT_ACT_NONE, 0);
-		}
-		sm->flushing = false;
 	}
 
 	for (;;) {

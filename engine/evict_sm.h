@@ -29,6 +29,13 @@
  * off with the knob, or with max_wait_ns 0 (nothing under load).  Which
  * blocks go is the engine's choice (evict.c).
  *
+ * A flush (flush_all) writes back what it owes (view.nr_dirty_sets) at
+ * once, quiet or not, and ends when that is zero with none of its
+ * writebacks in flight.  It owes only what was dirty when it was asked,
+ * so eviction, lock-out cleaning and cleaning go on beside it under their
+ * own rules: its writebacks take the in-flight slots but one first, the
+ * last one when the others do not want it.
+ *
  * Use: on every bio, ssdp_esm_io_arrival() (O(1)); after a mapping, a
  * writeback completion, a timer expiry or a message, run the worker, which
  * loops:
@@ -37,7 +44,8 @@
  * and performs act until it is NONE or ARM_TIMER. next_action() assumes the
  * returned action is carried out (it counts the writeback as in flight);
  * if the engine cannot, it calls ssdp_esm_action_failed(), which also
- * stops further actions until the next event, so the loop cannot spin.
+ * stops further actions until the next event, so the loop cannot spin
+ * (a flush's: further flush writebacks only).
  *
  * Its functions are ssdp_esm_* (eviction state machine); the engine that
  * carries its actions out (evict.c) names its own ssdp_evict_*.
@@ -200,6 +208,11 @@ struct ssdp_evict_sm {
 	bool flushing;		/* flush_dirty requested, not finished */
 	bool stopped;		/* suspended: start nothing */
 	bool stalled;		/* last action failed: wait for an event */
+	/*
+	 * The engine found no owed set to start a flush writeback on (all
+	 * in use): no flush writeback until an event, but the rest goes on.
+	 */
+	bool flush_stalled;
 	bool io_seen;		/* a bio arrived during writeback */
 	bool io_ever;
 	u64 last_io;		/* arrival time of the newest bio */
@@ -255,7 +268,10 @@ bool ssdp_esm_lockout(struct ssdp_evict_sm *sm);
 void ssdp_esm_timer(struct ssdp_evict_sm *sm);
 /* The cache map changed (mapping, unpin, discard): re-evaluate. */
 void ssdp_esm_kick(struct ssdp_evict_sm *sm);
-/* flush_dirty: write back every dirty set now, ignoring quiet and floor. */
+/*
+ * flush_dirty: write back every set it owes now, ignoring quiet and
+ * floor, beside what eviction and cleaning write back.
+ */
 void ssdp_esm_flush_all(struct ssdp_evict_sm *sm);
 /* Suspend: start nothing (in-flight writebacks still report wb_done). */
 void ssdp_esm_stop(struct ssdp_evict_sm *sm);
@@ -303,7 +319,8 @@ const char *ssdp_esm_state_name(enum ssdp_evict_state state);
 
 /*
  * Why eviction and cleaning are (or are not) writing back now, for the
- * status line: "suspended", "flush", "quiet_writeback" (short of space,
+ * status line: "suspended", "flush" (a flush's writebacks, and none of
+ * the others' in flight), "quiet_writeback" (short of space,
  * in a quiet window), "pressure" (short of space, no quiet window within
  * evict_max_wait), "wait_quiet" (short of space, waiting for a quiet
  * window), "cleaning", "lockout_cleaning" (a set whose dirty block kept

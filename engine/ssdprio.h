@@ -530,6 +530,8 @@ bool ssdp_wb_write_beside_locked(struct ssdprio *sp, u32 line, u32 first,
 				 u32 nr);
 bool ssdp_wb_write_around_locked(struct ssdprio *sp, u32 line, u32 first,
 				 u32 nr);
+void ssdp_wb_overwritten_locked(struct ssdprio *sp, u32 line, u32 first,
+				u32 nr);
 
 /* Take every bio of @from (a list under cache_lock) into @to. */
 static inline void ssdp_bios_take(struct ssdprio *sp, struct bio_list *from,

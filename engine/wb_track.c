@@ -4,11 +4,16 @@
  */
 #include "wb_track.h"
 
+/* Longs of one of the tracker's bitmaps. */
+static size_t ssdp_wbt_longs(u32 set_blocks)
+{
+	return BITS_TO_LONGS(SSDP_WB_MAX_LINES * set_blocks);
+}
+
 size_t ssdp_wbt_size(u32 set_blocks)
 {
 	return sizeof(struct ssdp_wb_track) +
-	       BITS_TO_LONGS(SSDP_WB_MAX_LINES * set_blocks) *
-	       sizeof(unsigned long);
+	       4 * ssdp_wbt_longs(set_blocks) * sizeof(unsigned long);
 }
 
 void ssdp_wbt_init(struct ssdp_wb_track *t, u32 set_blocks, const u32 *lines,
@@ -17,6 +22,9 @@ void ssdp_wbt_init(struct ssdp_wb_track *t, u32 set_blocks, const u32 *lines,
 	u32 i;
 
 	t->set_blocks = set_blocks;
+	t->gathered = t->touched + ssdp_wbt_longs(set_blocks);
+	t->kept = t->gathered + ssdp_wbt_longs(set_blocks);
+	t->replaced = t->kept + ssdp_wbt_longs(set_blocks);
 	t->nr_lines = min(nr_lines, SSDP_WB_MAX_LINES);
 	for (i = 0; i < t->nr_lines; i++)
 		t->lines[i] = lines[i];
@@ -52,6 +60,7 @@ static bool ssdp_wbt_meets_window(const struct ssdp_wb_track *t, u32 idx,
 bool ssdp_wbt_write(struct ssdp_wb_track *t, u32 line, u32 first, u32 nr)
 {
 	u32 idx = ssdp_wbt_index(t, line), b;
+	unsigned long bit;
 
 	if (idx == SSDP_NONE)
 		return true;
@@ -59,9 +68,36 @@ bool ssdp_wbt_write(struct ssdp_wb_track *t, u32 line, u32 first, u32 nr)
 		t->refused = true;
 		return false;
 	}
-	for (b = first; b < first + nr && b < t->set_blocks; b++)
-		__set_bit(idx * t->set_blocks + b, t->touched);
+	for (b = first; b < first + nr && b < t->set_blocks; b++) {
+		bit = (unsigned long)idx * t->set_blocks + b;
+		if (!test_bit(bit, t->gathered) && !test_bit(bit, t->replaced))
+			__set_bit(bit, t->kept);
+		__set_bit(bit, t->touched);
+	}
 	return true;
+}
+
+void ssdp_wbt_overwritten(struct ssdp_wb_track *t, u32 line, u32 first,
+			  u32 nr)
+{
+	u32 idx = ssdp_wbt_index(t, line), b;
+	unsigned long bit;
+
+	if (idx == SSDP_NONE)
+		return;
+	for (b = first; b < first + nr && b < t->set_blocks; b++) {
+		bit = (unsigned long)idx * t->set_blocks + b;
+		__clear_bit(bit, t->kept);
+		__set_bit(bit, t->replaced);
+	}
+}
+
+bool ssdp_wbt_older_left(const struct ssdp_wb_track *t, u32 idx)
+{
+	unsigned long base = (unsigned long)idx * t->set_blocks;
+	unsigned long end = base + t->set_blocks;
+
+	return find_next_bit(t->kept, end, base) < end;
 }
 
 bool ssdp_wbt_untouched_run(const struct ssdp_wb_track *t, u32 idx,
@@ -91,6 +127,10 @@ bool ssdp_wbt_any_touched(const struct ssdp_wb_track *t, u32 idx, u32 first,
 void ssdp_wbt_window_add(struct ssdp_wb_track *t, u32 idx, u32 first, u32 nr)
 {
 	struct ssdp_wbt_piece *p = t->nr_win ? &t->win[t->nr_win - 1] : NULL;
+	u32 b;
+
+	for (b = first; b < first + nr && b < t->set_blocks; b++)
+		__set_bit((unsigned long)idx * t->set_blocks + b, t->gathered);
 
 	if (p && p->idx == idx && p->first + p->nr == first) {
 		p->nr += nr;

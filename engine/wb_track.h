@@ -16,6 +16,11 @@
  *    writeback read it, or is still in flight;
  *  - a clean block the writeback would bridge a gap with must be untouched
  *    too (an in-place rewrite keeps it valid, and clean, until it is done).
+ * And for a flush, which owes the data dirty when it was asked, not the
+ * blocks: a block a write went into before the writeback gathered it was
+ * not copied, and its older data is left there ("kept"), until a write of
+ * the whole block completes ("replaced"); a partial write replaces only
+ * part of it.
  * The engine lets a write in beside a writeback only where the write goes
  * to the SSD alone and into blocks the cache holds (no frame changes
  * hands, no origin write of the user's races the writeback's).
@@ -60,7 +65,16 @@ struct ssdp_wb_track {
 	struct ssdp_wbt_piece win[SSDP_WB_MAX_PIECES];
 	bool win_all;		/* never: more than SSDP_WB_MAX_PIECES */
 	bool refused;		/* a write waited on the window */
-	unsigned long touched[];	/* nr_lines * set_blocks bits */
+	/*
+	 * Bitmaps of nr_lines * set_blocks bits, the first touched, the
+	 * others after it: gathered, blocks that joined the window; kept,
+	 * touched before that and not replaced since; replaced, by a
+	 * whole-block write that completed.
+	 */
+	unsigned long *gathered;
+	unsigned long *kept;
+	unsigned long *replaced;
+	unsigned long touched[];
 };
 
 /* Bytes to allocate for a tracker of SSDP_WB_MAX_LINES lines. */
@@ -77,6 +91,9 @@ u32 ssdp_wbt_index(const struct ssdp_wb_track *t, u32 line);
  * its blocks are touched (on a line of the writeback's) and it may go.
  */
 bool ssdp_wbt_write(struct ssdp_wb_track *t, u32 line, u32 first, u32 nr);
+/* A write let in of whole blocks [first, first + nr) of @line completed. */
+void ssdp_wbt_overwritten(struct ssdp_wb_track *t, u32 line, u32 first,
+			  u32 nr);
 
 /*
  * Within [*first, *first + *nr) of line @idx, the first stretch of
@@ -87,6 +104,15 @@ bool ssdp_wbt_untouched_run(const struct ssdp_wb_track *t, u32 idx,
 			    u32 *first, u32 *nr);
 bool ssdp_wbt_any_touched(const struct ssdp_wb_track *t, u32 idx, u32 first,
 			  u32 nr);
+
+/*
+ * May line @idx hold data from before the writeback started that the
+ * writeback did not copy?  Where a write went in before it gathered the
+ * block, unless a whole-block write completed since: a partial write
+ * leaves the rest of the older data, one in flight or failed may leave
+ * it all.  (A block that was clean counts too: the tracker cannot tell.)
+ */
+bool ssdp_wbt_older_left(const struct ssdp_wb_track *t, u32 idx);
 
 /* Blocks [first, first + nr) of line @idx join the window. */
 void ssdp_wbt_window_add(struct ssdp_wb_track *t, u32 idx, u32 first, u32 nr);

@@ -448,6 +448,164 @@ TEST(evict_action_failed_stalls_until_event)
 }
 
 /*
+ * A flush owes only what was dirty when it was asked: beside its
+ * writebacks (all the slots but one first, the last when nothing else
+ * wants it), cleaning, pressure eviction and lock-out cleaning start
+ * when their own conditions hold; one it could not start stops only its
+ * own until an event; it ends when nothing is owed and none of its
+ * writebacks is in flight.
+ */
+TEST(evict_flush_leaves_the_others_their_rules)
+{
+	struct ssdp_evict_sm sm;
+	struct ssdp_evict_view v = {
+		.nr_free = 50, .nr_dirty_sets = 10, .head = SSDP_HEAD_DIRTY,
+		.dirty_blocks = 300, .cleanable = true,
+	};
+	struct ssdp_evict_action a;
+	u64 t;
+	int i;
+
+	setup(&sm);
+	ssdp_esm_set_max_wait(&sm, 3 * WAIT);
+	ssdp_esm_set_cleaning(&sm, 200, 0);
+	ssdp_esm_set_lockout(&sm, true);
+	ssdp_esm_io_arrival(&sm, 0);
+	ssdp_esm_flush_all(&sm);
+	/* Nothing else wants a slot yet: the flush takes all four. */
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(ssdp_esm_next_action(&sm, 1, &v).type,
+			  SSDP_EVICT_ACT_START_FLUSH);
+	/* Cleaning is due (over the target): it waits for the window. */
+	a = ssdp_esm_next_action(&sm, 1, &v);
+	ASSERT_EQ(a.type, SSDP_EVICT_ACT_ARM_TIMER);
+	ASSERT_EQ(a.deadline, 1 + WAIT);
+	ASSERT_STR_EQ(ssdp_esm_why(&sm), "flush");
+
+	/* Cleaning: in the quiet window, the slot a completion frees. */
+	ssdp_esm_timer(&sm);
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 2 * WAIT, &v).type,
+		  SSDP_EVICT_ACT_NONE);		/* all four in use */
+	ssdp_esm_wb_done(&sm, SSDP_WB_FLUSH);
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 2 * WAIT, &v).type,
+		  SSDP_EVICT_ACT_START_CLEAN);
+	ASSERT_STR_EQ(ssdp_esm_why(&sm), "cleaning");
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 2 * WAIT, &v).type,
+		  SSDP_EVICT_ACT_NONE);
+	/* Freed slots: the flush's first, but for the last one. */
+	ssdp_esm_wb_done(&sm, SSDP_WB_FLUSH);
+	ssdp_esm_wb_done(&sm, SSDP_WB_FLUSH);
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 2 * WAIT, &v).type,
+		  SSDP_EVICT_ACT_START_FLUSH);
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 2 * WAIT, &v).type,
+		  SSDP_EVICT_ACT_START_CLEAN);
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 2 * WAIT, &v).type,
+		  SSDP_EVICT_ACT_NONE);
+	ASSERT_EQ(sm.nr_flush, 2);
+	ASSERT_EQ(sm.nr_clean, 2);
+	ssdp_esm_wb_done(&sm, SSDP_WB_CLEAN);
+	ssdp_esm_wb_done(&sm, SSDP_WB_CLEAN);
+	v.dirty_blocks = 100;			/* under the target */
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 2 * WAIT, &v).type,
+		  SSDP_EVICT_ACT_START_FLUSH);
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 2 * WAIT, &v).type,
+		  SSDP_EVICT_ACT_START_FLUSH);	/* none wants the last */
+	ASSERT_EQ(sm.nr_flush, 4);
+	ssdp_esm_wb_done(&sm, SSDP_WB_FLUSH);
+
+	/*
+	 * Pressure: bios every 100 ms from 3 s on, and the cache short of
+	 * room: past evict_max_wait, one eviction writeback beside the
+	 * flush's three.
+	 */
+	v.nr_free = 5;
+	for (t = 3 * WAIT; t < 7 * WAIT; t += 100 * MS) {
+		ssdp_esm_io_arrival(&sm, t);
+		a = ssdp_esm_next_action(&sm, t, &v);
+		if (a.type == SSDP_EVICT_ACT_START_WRITEBACK)
+			break;
+		ASSERT_EQ(a.type, SSDP_EVICT_ACT_ARM_TIMER);
+		ssdp_esm_timer(&sm);
+	}
+	ASSERT_EQ(a.type, SSDP_EVICT_ACT_START_WRITEBACK);
+	ASSERT_TRUE(a.pressure);
+	ASSERT_EQ(t, 6 * WAIT);
+	ASSERT_STR_EQ(ssdp_esm_why(&sm), "pressure");
+	ASSERT_EQ(ssdp_esm_next_action(&sm, t, &v).type,
+		  SSDP_EVICT_ACT_NONE);
+	ASSERT_EQ(sm.nr_flush, 3);
+	ssdp_esm_wb_done(&sm, SSDP_WB_EVICT);
+	v.nr_free = 50;
+	ASSERT_EQ(ssdp_esm_next_action(&sm, t, &v).type,
+		  SSDP_EVICT_ACT_START_FLUSH);	/* the last slot again */
+	ASSERT_EQ(ssdp_esm_state(&sm), SSDP_EVICT_NORMAL);
+
+	/* Lock-out cleaning: at once, in the slot a completion frees. */
+	ASSERT_TRUE(ssdp_esm_lockout(&sm));
+	v.lockout_sets = 1;
+	v.lockout_ready = true;
+	ASSERT_EQ(ssdp_esm_next_action(&sm, t, &v).type,
+		  SSDP_EVICT_ACT_NONE);
+	ssdp_esm_wb_done(&sm, SSDP_WB_FLUSH);
+	a = ssdp_esm_next_action(&sm, t, &v);
+	ASSERT_EQ(a.type, SSDP_EVICT_ACT_START_LOCKOUT);
+	ASSERT_TRUE(a.pressure);
+	ASSERT_STR_EQ(ssdp_esm_why(&sm), "lockout_cleaning");
+	ssdp_esm_wb_done(&sm, SSDP_WB_LOCKOUT);
+	v.lockout_sets = 0;
+	v.lockout_ready = false;
+
+	/*
+	 * The engine found no owed set free: no flush writeback until an
+	 * event, but cleaning still starts (too old, in a quiet window).
+	 */
+	ssdp_esm_wb_done(&sm, SSDP_WB_FLUSH);
+	ASSERT_EQ(sm.nr_flush, 2);
+	a = ssdp_esm_next_action(&sm, t, &v);
+	ASSERT_EQ(a.type, SSDP_EVICT_ACT_START_FLUSH);
+	ssdp_esm_action_failed(&sm, a.type);
+	ASSERT_EQ(sm.nr_flush, 2);
+	ssdp_esm_set_cleaning(&sm, 200, 60000 * MS);
+	v.oldest_age = 60000 * MS;
+	a = ssdp_esm_next_action(&sm, t, &v);
+	ASSERT_EQ(a.type, SSDP_EVICT_ACT_ARM_TIMER);
+	ASSERT_EQ(a.deadline, t + WAIT);
+	ASSERT_EQ(ssdp_esm_next_action(&sm, t + WAIT, &v).type,
+		  SSDP_EVICT_ACT_START_CLEAN);
+	ASSERT_EQ(ssdp_esm_next_action(&sm, t + WAIT, &v).type,
+		  SSDP_EVICT_ACT_START_CLEAN);
+	ASSERT_EQ(ssdp_esm_next_action(&sm, t + WAIT, &v).type,
+		  SSDP_EVICT_ACT_NONE);
+	ssdp_esm_wb_done(&sm, SSDP_WB_CLEAN);
+	ssdp_esm_wb_done(&sm, SSDP_WB_CLEAN);
+	v.oldest_age = 0;
+	ssdp_esm_set_cleaning(&sm, ~0ULL, 0);
+	ASSERT_EQ(ssdp_esm_next_action(&sm, t + WAIT, &v).type,
+		  SSDP_EVICT_ACT_START_FLUSH);	/* the event came */
+
+	/*
+	 * It ends when nothing is owed and none of its writebacks is in
+	 * flight, not when the cache has nothing dirty.
+	 */
+	v.nr_dirty_sets = 2;
+	ASSERT_EQ(ssdp_esm_next_action(&sm, t + WAIT, &v).type,
+		  SSDP_EVICT_ACT_NONE);		/* both held by its own */
+	v.nr_dirty_sets = 0;
+	ssdp_esm_wb_done(&sm, SSDP_WB_FLUSH);
+	ssdp_esm_wb_done(&sm, SSDP_WB_FLUSH);
+	ASSERT_EQ(ssdp_esm_next_action(&sm, t + WAIT, &v).type,
+		  SSDP_EVICT_ACT_NONE);
+	ASSERT_TRUE(sm.flushing);		/* one still in flight */
+	ssdp_esm_wb_done(&sm, SSDP_WB_FLUSH);
+	ASSERT_EQ(ssdp_esm_next_action(&sm, t + WAIT, &v).type,
+		  SSDP_EVICT_ACT_NONE);
+	ASSERT_FALSE(sm.flushing);
+	ASSERT_EQ(ssdp_esm_inflight(&sm), 0);
+	ASSERT_EQ(v.dirty_blocks, 100);
+	ASSERT_STR_EQ(ssdp_esm_why(&sm), "not_needed");
+}
+
+/*
  * End to end with a real frame map and a simulated engine: bursts of
  * writes separated by quiet gaps. Checks that no eviction writeback ever
  * starts within evict_wait of an arrival, that room is recovered in the
@@ -1070,17 +1228,22 @@ TEST(evict_lockout_cleans_without_quiet)
 	ssdp_esm_next_action(&sm, 22 * WAIT, &v);
 	ASSERT_EQ(ssdp_esm_state(&sm), SSDP_EVICT_NORMAL);
 	ssdp_esm_wb_done(&sm, SSDP_WB_LOCKOUT);
-	/* A flush writes everything back anyway. */
+	/* A flush owes what was dirty then: lock-out cleaning goes on. */
 	ssdp_esm_flush_all(&sm);
 	v.nr_dirty_sets = 1;
 	ASSERT_EQ(ssdp_esm_next_action(&sm, 20 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_START_FLUSH);
 	ASSERT_EQ(ssdp_esm_next_action(&sm, 20 * WAIT, &v).type,
+		  SSDP_EVICT_ACT_START_LOCKOUT);
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 20 * WAIT, &v).type,
 		  SSDP_EVICT_ACT_NONE);
 	ssdp_esm_wb_done(&sm, SSDP_WB_FLUSH);
+	ssdp_esm_wb_done(&sm, SSDP_WB_LOCKOUT);
 	v.nr_dirty_sets = 0;
+	v.lockout_sets = 0;
 	ssdp_esm_next_action(&sm, 20 * WAIT, &v);
 	ASSERT_FALSE(sm.flushing);
+	v.lockout_sets = 1;
 
 	/* Suspended: nothing. */
 	ssdp_esm_stop(&sm);

@@ -104,10 +104,51 @@ TEST(wbt_small_sets_keep_lines_apart)
 }
 
 /*
+ * A flush owes data: a block a write went into before the writeback
+ * gathered it keeps its older data until a whole-block write of it has
+ * completed; one rewritten after the gather was copied first.
+ */
+TEST(wbt_older_data_left_only_where_not_copied)
+{
+	static const u32 lines[] = { 0x10, 0x20 };
+	struct ssdp_wb_track *t = wbt_new(16, lines, 2);
+
+	ASSERT_FALSE(ssdp_wbt_older_left(t, 0));
+	/* Gathered and read, then rewritten in part: it went out first. */
+	ssdp_wbt_window_add(t, 0, 0, 4);
+	ssdp_wbt_window_clear(t);
+	ASSERT_TRUE(ssdp_wbt_write(t, 0x10, 2, 1));
+	ASSERT_FALSE(ssdp_wbt_older_left(t, 0));
+	/* Written whole before it was gathered: left while in flight... */
+	ASSERT_TRUE(ssdp_wbt_write(t, 0x10, 5, 2));
+	ASSERT_TRUE(ssdp_wbt_older_left(t, 0));
+	/* ...or where the write completed on part of it only. */
+	ssdp_wbt_overwritten(t, 0x10, 5, 1);
+	ASSERT_TRUE(ssdp_wbt_older_left(t, 0));
+	ssdp_wbt_overwritten(t, 0x10, 6, 1);
+	ASSERT_FALSE(ssdp_wbt_older_left(t, 0));
+	/* A partial write after that leaves nothing older either. */
+	ASSERT_TRUE(ssdp_wbt_write(t, 0x10, 5, 1));
+	ASSERT_FALSE(ssdp_wbt_older_left(t, 0));
+	/* In part, before the gather, never replaced: left. */
+	ASSERT_TRUE(ssdp_wbt_write(t, 0x20, 7, 1));
+	ASSERT_TRUE(ssdp_wbt_older_left(t, 1));
+	ASSERT_FALSE(ssdp_wbt_older_left(t, 0));
+	/* A line not the writeback's is not its business. */
+	ASSERT_TRUE(ssdp_wbt_write(t, 0x30, 0, 1));
+	ssdp_wbt_overwritten(t, 0x30, 0, 1);
+	ASSERT_FALSE(ssdp_wbt_older_left(t, 0));
+	ASSERT_TRUE(ssdp_wbt_older_left(t, 1));
+	free(t);
+}
+
+/*
  * A writeback and user writes interleaved at random, against a model: no
  * write goes in while the writeback reads its blocks, and what the
  * writeback may mark clean at the end (the untouched runs of what it
- * wrote) holds no block a write went into, before or after it was read.
+ * wrote) holds no block a write went into, before or after it was read;
+ * and it says it left older data behind exactly where a write went into a
+ * block before it was gathered and no whole-block write completed since.
  */
 TEST(wbt_random_interleaving_never_cleans_a_rewritten_block)
 {
@@ -115,12 +156,17 @@ TEST(wbt_random_interleaving_never_cleans_a_rewritten_block)
 	static const u32 lines[NL] = { 0x11, 0x21, 0x31 };
 	u32 iter, step, idx, first, nr, b, pos;
 	bool model_touched[NL][SB], model_win[NL][SB];
+	bool model_gathered[NL][SB], model_replaced[NL][SB], model_kept[NL][SB];
+	bool any_kept;
 	struct ssdp_wb_track *t;
 	unsigned int seed = 7;
 
 	for (iter = 0; iter < 500; iter++) {
 		t = wbt_new(SB, lines, NL);
 		memset(model_touched, 0, sizeof(model_touched));
+		memset(model_gathered, 0, sizeof(model_gathered));
+		memset(model_replaced, 0, sizeof(model_replaced));
+		memset(model_kept, 0, sizeof(model_kept));
 		memset(model_win, 0, sizeof(model_win));
 		for (step = 0; step < 60; step++) {
 			idx = rand_r(&seed) % NL;
@@ -128,15 +174,28 @@ TEST(wbt_random_interleaving_never_cleans_a_rewritten_block)
 			nr = 1 + rand_r(&seed) % (SB - first);
 			switch (rand_r(&seed) % 3) {
 			case 0: {	/* a user write */
-				bool meets = false;
+				bool meets = false, done = rand_r(&seed) % 2;
 
 				for (b = first; b < first + nr; b++)
 					meets |= model_win[idx][b];
 				ASSERT_EQ(ssdp_wbt_write(t, lines[idx], first,
 							 nr), !meets);
-				if (!meets)
-					for (b = first; b < first + nr; b++)
-						model_touched[idx][b] = true;
+				if (meets)
+					break;
+				for (b = first; b < first + nr; b++) {
+					model_touched[idx][b] = true;
+					if (!model_gathered[idx][b] &&
+					    !model_replaced[idx][b])
+						model_kept[idx][b] = true;
+				}
+				/* Whole blocks, completed (else in flight). */
+				if (!done)
+					break;
+				ssdp_wbt_overwritten(t, lines[idx], first, nr);
+				for (b = first; b < first + nr; b++) {
+					model_kept[idx][b] = false;
+					model_replaced[idx][b] = true;
+				}
 				break;
 			}
 			case 1:		/* the writeback gathers a run */
@@ -146,6 +205,7 @@ TEST(wbt_random_interleaving_never_cleans_a_rewritten_block)
 				for (b = first; b < first + nr; b++) {
 					ASSERT_FALSE(model_touched[idx][b]);
 					model_win[idx][b] = true;
+					model_gathered[idx][b] = true;
 				}
 				ssdp_wbt_window_add(t, idx, first, nr);
 				break;
@@ -166,6 +226,13 @@ TEST(wbt_random_interleaving_never_cleans_a_rewritten_block)
 				for (b = first; b < first + nr; b++)
 					ASSERT_FALSE(model_touched[idx][b]);
 			}
+		/* What it left of the data from before it started. */
+		for (idx = 0; idx < NL; idx++) {
+			any_kept = false;
+			for (b = 0; b < SB; b++)
+				any_kept |= model_kept[idx][b];
+			ASSERT_EQ(ssdp_wbt_older_left(t, idx), any_kept);
+		}
 		free(t);
 	}
 }
