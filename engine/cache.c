@@ -109,6 +109,7 @@ static void ssdp_retry_work_fn(struct work_struct *work);
 static void ssdp_deferred_work_fn(struct work_struct *work);
 static void ssdp_commit_work_fn(struct work_struct *work);
 static void ssdp_set_released_locked(struct ssdprio *sp, u32 cset);
+static void ssdp_hurry_writers_locked(struct ssdprio *sp, u32 cset);
 
 /*
  * Knob values that only make sense against this cache's geometry: a free
@@ -142,6 +143,7 @@ int ssdp_cache_ctr(struct ssdprio *sp, char **error)
 	bio_list_init(&sp->commit_bios);
 	INIT_WORK(&sp->commit_work, ssdp_commit_work_fn);
 	sp->set_released = ssdp_set_released_locked;
+	sp->hurry_writers = ssdp_hurry_writers_locked;
 
 	if (sp->cfg.cache)
 		ssdp_meta_take_geometry(sp);
@@ -973,6 +975,18 @@ static bool ssdp_wlock_overlap(const struct ssdp_bio *a,
 }
 
 /*
+ * Priority inheritance: idle write @pb holds up a normal write or a
+ * drain, so it is not held in the idle queue, and goes now if it is.
+ * cache_lock held: @pb is in the write range lock, so not completed.
+ */
+static void ssdp_wlock_urge_locked(struct ssdprio *sp, struct ssdp_bio *pb)
+{
+	lockdep_assert_held(&sp->cache_lock);
+	pb->urgent = true;
+	ssdp_sched_inherit(sp, &pb->qn);
+}
+
+/*
  * Priority inheritance: a normal write must not wait for the idle queue.
  * Every idle write it waits for, directly or through others that wait
  * themselves, goes out now.  Newest first, so one pass covers the chain.
@@ -988,12 +1002,31 @@ static void ssdp_wlock_inherit(struct ssdprio *sp, struct ssdp_bio *pb)
 			continue;
 		for (o = list_prev_entry(w, wlock); &o->wlock != bucket;
 		     o = list_prev_entry(o, wlock)) {
-			if (o->idle && !o->urgent && ssdp_wlock_overlap(o, w)) {
-				o->urgent = true;
-				ssdp_sched_inherit(sp, &o->qn);
-			}
+			if (o->idle && !o->urgent && ssdp_wlock_overlap(o, w))
+				ssdp_wlock_urge_locked(sp, o);
 		}
 	}
+}
+
+/*
+ * sp->hurry_writers: a drain waits for @cset's writes in flight, and its
+ * own writeback (normal I/O) would keep the idle queue holding the
+ * idle-class ones: they inherit its priority, as a normal write's
+ * (ssdp_wlock_inherit).  Every write holding a set is in the range lock
+ * until it has let go; the drain comes here only when every dirty set is
+ * held, so a walk of them all is cheap enough.
+ */
+static void ssdp_hurry_writers_locked(struct ssdprio *sp, u32 cset)
+{
+	struct ssdp_bio *pb;
+	u32 i;
+
+	lockdep_assert_held(&sp->cache_lock);
+	for (i = 0; i < SSDP_WLOCK_BUCKETS; i++)
+		list_for_each_entry(pb, &sp->wlocks[i], wlock)
+			if (pb->idle_writer && !pb->urgent &&
+			    ssdp_line_cset(pb->line) == cset)
+				ssdp_wlock_urge_locked(sp, pb);
 }
 
 /* Is an older write of @pb's blocks in flight or waiting?  cache_lock held. */

@@ -1254,9 +1254,9 @@ static u32 ssdp_flush_victim_locked(struct ssdprio *sp)
 /*
  * A drain found every dirty set held by writes in flight: it waits for
  * the oldest of them, and new writes to it wait meanwhile (drain_wants).
- * Not for a set with an idle-class write in flight: the idle queue may
- * hold that one as long as normal I/O is pending, and normal writes would
- * wait behind it; new writes to the set wait, so none comes later.
+ * Its idle-class writes in flight leave the idle queue now: held there as
+ * long as normal I/O is pending (the drain's own writeback is), they
+ * would keep the set, and the normal writes that wait for it, for ever.
  */
 static void ssdp_drain_want_locked(struct ssdprio *sp)
 {
@@ -1269,9 +1269,10 @@ static void ssdp_drain_want_locked(struct ssdprio *sp)
 	for (c = ssdp_fmap_oldest_dirty(&sp->fmap); c != SSDP_NONE;
 	     c = ssdp_fmap_next_dirty_set(&sp->fmap, c)) {
 		sio = &sp->set_io[c];
-		if (sio->writers && !sio->idle_writers && !sio->excl &&
-		    !sio->wb_failed) {
+		if (sio->writers && !sio->excl && !sio->wb_failed) {
 			sp->drain_wants = c;
+			if (sio->idle_writers)
+				sp->hurry_writers(sp, c);
 			return;
 		}
 	}

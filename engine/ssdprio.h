@@ -130,7 +130,10 @@ struct ssdp_bio {
 	u16 nr;				/* whole blocks covered */
 	u8 kind;			/* enum ssdp_bio_kind */
 	bool idle;
-	/* [cache_lock] idle, but a normal write waits for it (range lock) */
+	/*
+	 * [cache_lock] idle, but a normal write waits for it (range lock),
+	 * or a drain for its set (drain_wants): never held in the idle queue
+	 */
 	bool urgent;
 	bool housekeeping;		/* normal, no activity (classify.c) */
 	bool partial;			/* one block, partly covered */
@@ -180,7 +183,8 @@ struct ssdp_set_io {
 	u16 writers;			/* user writes in flight (cache or drop) */
 	/*
 	 * Those of them of the idle class: the idle queue may hold one as
-	 * long as normal I/O is pending, so a drain never waits for them.
+	 * long as normal I/O is pending, so a drain that waits for the set
+	 * lets them out first (ssdprio.hurry_writers).
 	 */
 	u16 idle_writers;
 	/*
@@ -319,6 +323,12 @@ struct ssdprio {
 	 */
 	void (*set_released)(struct ssdprio *sp, u32 cset);
 	/*
+	 * A drain waits for the writes in flight on @cset to end: the cache
+	 * lets its idle-class ones out of the idle queue now (priority
+	 * inheritance).  Set by the cache, as set_released.  cache_lock held.
+	 */
+	void (*hurry_writers)(struct ssdprio *sp, u32 cset);
+	/*
 	 * [cache_lock] Writes and discards waiting: for excl, or for an
 	 * older write of the same blocks (wlocks).
 	 */
@@ -368,6 +378,9 @@ struct ssdprio {
 	 * flight on it (a writeback cannot start beside a write it does not
 	 * know of): new writes to it wait (deferred) until its writeback
 	 * starts, or a set written without pause would never be drained.
+	 * Its idle-class writes in flight leave the idle queue at once
+	 * (hurry_writers), or they could keep the drain waiting for as long
+	 * as normal I/O is pending.
 	 * SSDP_NONE: none.  Let go when the job starts or cannot, when the
 	 * flush ends and at suspend (ssdp_drain_unwant_locked).
 	 */
