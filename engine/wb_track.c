@@ -4,11 +4,21 @@
  */
 #include "wb_track.h"
 
+/* Longs of one of the tracker's bitmaps. */
+static size_t ssdp_wbt_map_longs(u32 set_blocks)
+{
+	return BITS_TO_LONGS(SSDP_WB_MAX_LINES * set_blocks);
+}
+
 size_t ssdp_wbt_size(u32 set_blocks)
 {
 	return sizeof(struct ssdp_wb_track) +
-	       BITS_TO_LONGS(SSDP_WB_MAX_LINES * set_blocks) *
-	       sizeof(unsigned long);
+	       2 * ssdp_wbt_map_longs(set_blocks) * sizeof(unsigned long);
+}
+
+static unsigned long *ssdp_wbt_failed_map(struct ssdp_wb_track *t)
+{
+	return t->touched + ssdp_wbt_map_longs(t->set_blocks);
 }
 
 void ssdp_wbt_init(struct ssdp_wb_track *t, u32 set_blocks, const u32 *lines,
@@ -86,6 +96,20 @@ bool ssdp_wbt_any_touched(const struct ssdp_wb_track *t, u32 idx, u32 first,
 
 	return find_next_bit(t->touched, base + first + nr, base + first) <
 	       base + first + nr;
+}
+
+void ssdp_wbt_failed_note(struct ssdp_wb_track *t, u32 idx, u32 blk)
+{
+	if (idx < t->nr_lines && blk < t->set_blocks)
+		__set_bit(idx * t->set_blocks + blk, ssdp_wbt_failed_map(t));
+}
+
+bool ssdp_wbt_failed_take(struct ssdp_wb_track *t, u32 idx, u32 blk)
+{
+	if (idx >= t->nr_lines || blk >= t->set_blocks)
+		return false;
+	return __test_and_clear_bit(idx * t->set_blocks + blk,
+				    ssdp_wbt_failed_map(t));
 }
 
 void ssdp_wbt_window_add(struct ssdp_wb_track *t, u32 idx, u32 first, u32 nr)

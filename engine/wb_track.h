@@ -15,7 +15,11 @@
  *    the next writeback), whether the write went in before or after the
  *    writeback read it, or is still in flight;
  *  - a clean block the writeback would bridge a gap with must be untouched
- *    too (an in-place rewrite keeps it valid, and clean, until it is done).
+ *    too (an in-place rewrite keeps it valid, and clean, until it is done);
+ *  - a clean block in the origin write in flight (bridged) whose rewrite
+ *    fails is "failed": its SSD frame may hold part of the failed write,
+ *    and only the outcome of that origin write says which copy counts
+ *    (failed: the frame, made dirty; done: the origin, the frame dropped).
  * The engine lets a write in beside a writeback only where the write goes
  * to the SSD alone and into blocks the cache holds (no frame changes
  * hands, no origin write of the user's races the writeback's).
@@ -60,7 +64,11 @@ struct ssdp_wb_track {
 	struct ssdp_wbt_piece win[SSDP_WB_MAX_PIECES];
 	bool win_all;		/* never: more than SSDP_WB_MAX_PIECES */
 	bool refused;		/* a write waited on the window */
-	unsigned long touched[];	/* nr_lines * set_blocks bits */
+	/*
+	 * Two bitmaps of SSDP_WB_MAX_LINES * set_blocks bits each: touched,
+	 * then failed (ssdp_wbt_failed_note()).
+	 */
+	unsigned long touched[];
 };
 
 /* Bytes to allocate for a tracker of SSDP_WB_MAX_LINES lines. */
@@ -87,6 +95,14 @@ bool ssdp_wbt_untouched_run(const struct ssdp_wb_track *t, u32 idx,
 			    u32 *first, u32 *nr);
 bool ssdp_wbt_any_touched(const struct ssdp_wb_track *t, u32 idx, u32 first,
 			  u32 nr);
+
+/*
+ * A rewrite of block @blk of line @idx failed while the block was in the
+ * origin write in flight: noted until ssdp_wbt_failed_take() of it.
+ */
+void ssdp_wbt_failed_note(struct ssdp_wb_track *t, u32 idx, u32 blk);
+/* Was block @blk of line @idx noted failed?  Clears the note. */
+bool ssdp_wbt_failed_take(struct ssdp_wb_track *t, u32 idx, u32 blk);
 
 /* Blocks [first, first + nr) of line @idx join the window. */
 void ssdp_wbt_window_add(struct ssdp_wb_track *t, u32 idx, u32 first, u32 nr);
