@@ -453,6 +453,7 @@ static enum ssdp_dest ssdp_route_read(struct ssdprio *sp, struct bio *bio,
 		pb->frame = ssdp_fmap_frame(&sp->fmap, line, pb->first);
 		pb->clean = hit == SSDP_FMAP_CLEAN;
 		pb->replaced = sp->set_io[cset].replaced;
+		pb->redirtied = sp->set_io[cset].redirtied;
 		ssdp_hold(sp, pb, cset, false, true);
 		pb->kind = SSDP_BK_SSD_READ;
 		/* Kept to read a clean block again from the origin. */
@@ -1228,22 +1229,26 @@ static bool ssdp_ssd_read_failed_locked(struct ssdprio *sp, struct bio *bio,
 	if (!pb->clean)
 		return false;
 	/*
-	 * A writeback of the set failed since the read was mapped: the clean
-	 * blocks it bridged are dirty again, and where its origin write
-	 * failed the origin may hold anything.  Not read from there.
+	 * A writeback whose origin write failed since the read was mapped
+	 * made the clean blocks it carried dirty again, in its own set or a
+	 * neighbour's, at once (set_io.redirtied), and there the origin may
+	 * hold anything: a block of the read dirty now is not read from it.
+	 * (A block dirty now with no such failure was written since: the
+	 * origin has what it held when the read was mapped, an answer of
+	 * its own for a read that overlapped the write.)
 	 */
-	if (sio->wb_failed)
+	if (sio->redirtied != pb->redirtied)
 		for (blk = pb->first; blk < pb->first + pb->nr; blk++)
 			if (ssdp_fmap_block(&sp->fmap, pb->line, blk) ==
 			    SSDP_FMAP_DIRTY)
 				return false;
 	/*
-	 * pb->clean is the state when the read was mapped: a write since may
-	 * have made a block dirty (its acknowledged data only on the SSD), so
-	 * only blocks clean now are dropped.  A writer in flight may be about
-	 * to make them dirty, and a writeback holding the set may fail and
-	 * need its bridged clean blocks back as dirty (its origin write
-	 * leaves the origin undefined there): leave them all.
+	 * These copies are not used again (those still clean: a block may
+	 * have been dropped since the read was mapped).  But a writer in
+	 * flight may be about to make them dirty, and a writeback holding
+	 * the set may fail and need its bridged clean blocks back as dirty
+	 * (its origin write leaves the origin undefined there): then leave
+	 * them all.
 	 */
 	if (!sio->writers && !sio->wb)
 		for (blk = pb->first; blk < pb->first + pb->nr; blk++)
@@ -1275,14 +1280,14 @@ static void ssdp_write_failed_locked(struct ssdprio *sp,
 		if (state == SSDP_FMAP_DIRTY)
 			continue;
 		/*
-		 * A clean block written beside a writeback of its set may be
-		 * one the writeback bridged: its origin write may yet fail
-		 * and leave the origin undefined there, and then only this
-		 * frame has the rest of the block.  Kept; the writeback
-		 * makes it dirty again if it fails.
+		 * A clean block written beside a writeback of its set that
+		 * the writeback's origin write carries (bridged): that write
+		 * may yet fail and leave the origin undefined there, and then
+		 * only this frame has the rest of the block.  Kept until the
+		 * write ends, which decides (evict.c).
 		 */
 		if (state == SSDP_FMAP_CLEAN &&
-		    sp->set_io[ssdp_line_cset(pb->line)].wb)
+		    ssdp_wb_failed_beside_locked(sp, pb->line, blk))
 			continue;
 		ssdp_drop_locked(sp, pb->line, blk, 1);
 	}

@@ -360,38 +360,104 @@ static bool ssdp_wb_yield_locked(struct ssdprio *sp,
 }
 
 /*
- * An origin write failed: what it covered there is undefined now, the
- * clean blocks it bridged too.  They become dirty, durably, so that the
- * cache's copy stays the one that counts and is written back again.
+ * The origin write of @w is over (@failed: with an error); cache_lock
+ * held.  Failed, what it covered on the origin is undefined now, the clean
+ * blocks it bridged too: they become dirty (durably: the caller commits),
+ * so that the cache's copy stays the one that counts and is written back
+ * again.  Done, a bridged block whose rewrite beside it failed meanwhile
+ * (ssdp_wb_failed_beside_locked) has its latest data on the origin again,
+ * and an SSD frame that may hold part of the failed write: dropped.  In
+ * the same section as the write stops being carried (job->out), so that
+ * no failed read or write of these blocks finds them clean and carried by
+ * nothing in between.  Returns the blocks made dirty.
  */
-static void ssdp_wb_write_failed(struct ssdprio *sp, const u32 *lines,
-				 const struct ssdp_wb_write *w)
+static u32 ssdp_wb_write_over_locked(struct ssdprio *sp,
+				     struct ssdp_wb_job *job, const u32 *lines,
+				     const struct ssdp_wb_write *w, bool failed)
 {
-	unsigned long flags;
-	u32 i, blk, n = 0;
+	u32 i, blk, idx, line, n = 0;
+	bool noted;
 
-	spin_lock_irqsave(&sp->cache_lock, flags);
-	for (i = 0; i < w->nr; i++)
+	lockdep_assert_held(&sp->cache_lock);
+	for (i = 0; i < w->nr; i++) {
+		idx = w->piece[i].idx;
+		line = lines[idx];
 		for (blk = w->piece[i].first;
-		     blk < w->piece[i].first + w->piece[i].nr; blk++)
-			if (ssdp_fmap_block(&sp->fmap, lines[w->piece[i].idx],
-					    blk) == SSDP_FMAP_CLEAN) {
-				ssdp_fmap_set_dirty(&sp->fmap,
-						    lines[w->piece[i].idx],
-						    blk, 1);
-				/*
-				 * Data from before a flush's request, dirty
-				 * again: the flush owes it (a neighbour's set
-				 * is not held aside with the job's).
-				 */
-				if (sp->evict.flushing)
-					ssdp_fmap_flush_mark(&sp->fmap,
-						ssdp_line_cset(lines[w->piece[i].idx]));
-				n++;
+		     blk < w->piece[i].first + w->piece[i].nr; blk++) {
+			noted = ssdp_wbt_failed_take(job->track, idx, blk);
+			if (ssdp_fmap_block(&sp->fmap, line, blk) !=
+			    SSDP_FMAP_CLEAN)
+				continue;
+			if (!failed) {
+				if (noted) {
+					ssdp_fmap_drop(&sp->fmap, line, blk, 1);
+					sp->promo_gen++;
+				}
+				continue;
 			}
-	spin_unlock_irqrestore(&sp->cache_lock, flags);
-	if (n)
-		ssdp_meta_commit(sp);
+			ssdp_fmap_set_dirty(&sp->fmap, line, blk, 1);
+			sp->set_io[ssdp_line_cset(line)].redirtied++;
+			/*
+			 * Data from before a flush's request, dirty again:
+			 * the flush owes it (a neighbour's set is not held
+			 * aside with the job's).
+			 */
+			if (sp->evict.flushing)
+				ssdp_fmap_flush_mark(&sp->fmap,
+						     ssdp_line_cset(line));
+			n++;
+		}
+	}
+	job->out_end = job->out_start;
+	return n;
+}
+
+/*
+ * Does the writeback holding @line's set carry block @blk of it in the
+ * write it gathers or has in flight?  cache_lock held.
+ */
+static bool ssdp_wb_carries_locked(struct ssdprio *sp, u32 line, u32 blk,
+				   u32 *idx)
+{
+	struct ssdp_wb_job *job = sp->set_io[ssdp_line_cset(line)].wb;
+	const struct ssdp_wb_write *w;
+	u32 i;
+
+	lockdep_assert_held(&sp->cache_lock);
+	if (!job || job->out_end <= job->out_start)
+		return false;
+	w = &job->out;
+	for (i = 0; i < w->nr; i++)
+		if (job->track->lines[w->piece[i].idx] == line &&
+		    blk >= w->piece[i].first &&
+		    blk < w->piece[i].first + w->piece[i].nr) {
+			*idx = w->piece[i].idx;
+			return true;
+		}
+	return false;
+}
+
+/*
+ * A rewrite of clean block @blk of @line failed on the SSD while a
+ * writeback held its set: the frame may hold part of it.  Is the block to
+ * stay?  Only if the writeback's origin write carries it (bridged): that
+ * write may yet fail and leave the origin undefined there, and then the
+ * frame has what is left of the block; its end decides (dirty again, or
+ * dropped: ssdp_wb_write_over_locked()).  Any other clean block has its
+ * data on the origin: the caller drops it, or it would read from the
+ * origin while the cache is degraded and from the frame after a reload.
+ * cache_lock held.
+ */
+bool ssdp_wb_failed_beside_locked(struct ssdprio *sp, u32 line, u32 blk)
+{
+	u32 idx;
+
+	lockdep_assert_held(&sp->cache_lock);
+	if (!ssdp_wb_carries_locked(sp, line, blk, &idx))
+		return false;
+	ssdp_wbt_failed_note(sp->set_io[ssdp_line_cset(line)].wb->track, idx,
+			     blk);
+	return true;
 }
 
 /*
@@ -458,10 +524,11 @@ static int ssdp_wb_write_out(struct ssdprio *sp,
 	r = ssdp_io_origin_burst(sp, buf, ext, nr_ext, REQ_OP_WRITE,
 				 ssdp_wb_class(sp, job));
 	spin_lock_irqsave(&sp->cache_lock, flags);
-	job->out_end = job->out_start;
+	n = ssdp_wb_write_over_locked(sp, job, lines, w, r != 0);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 	if (r) {
-		ssdp_wb_write_failed(sp, lines, w);
+		if (n)
+			ssdp_meta_commit(sp);
 		return r;
 	}
 	for (i = 0; i < w->nr; i++)

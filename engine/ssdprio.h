@@ -124,6 +124,7 @@ struct ssdp_bio {
 	u64 oset;
 	u64 gen;			/* promo_gen when the miss was issued */
 	u32 replaced;			/* set_io.replaced when issued */
+	u32 redirtied;			/* a hit: set_io.redirtied when issued */
 	u32 line;			/* frame map line (cset << 4 | tag) */
 	u16 frame;			/* SSD I/O: the frame of block @first */
 	u16 first;			/* first block in the set */
@@ -170,7 +171,7 @@ struct ssdp_wb_job;		/* evict.c */
 
 /* Per cache set I/O holds, beside the pure map (cache_lock). */
 struct ssdp_set_io {
-	/* The pointer and the u32 first, then u16s and bools: 32 bytes. */
+	/* The pointer and the u32s first, then u16s and bools: 32 bytes. */
 	struct ssdp_wb_job *wb;		/* the writeback holding it, or NULL */
 	/*
 	 * Bumped whenever a clean block of the set was taken by another
@@ -179,6 +180,13 @@ struct ssdp_set_io {
 	 * and replaced).  No read of the set is in flight then.
 	 */
 	u32 replaced;
+	/*
+	 * Bumped whenever a writeback's failed origin write makes clean
+	 * blocks of the set dirty again (its own set or a neighbour's): the
+	 * origin may hold anything there, so a read mapped before, when they
+	 * were clean, is not read from the origin if its SSD read fails.
+	 */
+	u32 redirtied;
 	u16 readers;			/* user reads in flight on the SSD */
 	u16 writers;			/* user writes in flight (cache or drop) */
 	/*
@@ -541,6 +549,7 @@ void ssdp_wb_retry_now_locked(struct ssdprio *sp);
 void ssdp_wb_unfail_locked(struct ssdprio *sp, u32 cset);
 bool ssdp_wb_write_beside_locked(struct ssdprio *sp, u32 line, u32 first,
 				 u32 nr);
+bool ssdp_wb_failed_beside_locked(struct ssdprio *sp, u32 line, u32 blk);
 bool ssdp_wb_write_around_locked(struct ssdprio *sp, u32 line, u32 first,
 				 u32 nr);
 void ssdp_wb_overwritten_locked(struct ssdprio *sp, u32 line, u32 first,

@@ -13,7 +13,7 @@ static size_t ssdp_wbt_longs(u32 set_blocks)
 size_t ssdp_wbt_size(u32 set_blocks)
 {
 	return sizeof(struct ssdp_wb_track) +
-	       4 * ssdp_wbt_longs(set_blocks) * sizeof(unsigned long);
+	       5 * ssdp_wbt_longs(set_blocks) * sizeof(unsigned long);
 }
 
 void ssdp_wbt_init(struct ssdp_wb_track *t, u32 set_blocks, const u32 *lines,
@@ -25,6 +25,7 @@ void ssdp_wbt_init(struct ssdp_wb_track *t, u32 set_blocks, const u32 *lines,
 	t->gathered = t->touched + ssdp_wbt_longs(set_blocks);
 	t->kept = t->gathered + ssdp_wbt_longs(set_blocks);
 	t->replaced = t->kept + ssdp_wbt_longs(set_blocks);
+	t->failed = t->replaced + ssdp_wbt_longs(set_blocks);
 	t->nr_lines = min(nr_lines, SSDP_WB_MAX_LINES);
 	for (i = 0; i < t->nr_lines; i++)
 		t->lines[i] = lines[i];
@@ -122,6 +123,20 @@ bool ssdp_wbt_any_touched(const struct ssdp_wb_track *t, u32 idx, u32 first,
 
 	return find_next_bit(t->touched, base + first + nr, base + first) <
 	       base + first + nr;
+}
+
+void ssdp_wbt_failed_note(struct ssdp_wb_track *t, u32 idx, u32 blk)
+{
+	if (idx < t->nr_lines && blk < t->set_blocks)
+		__set_bit(idx * t->set_blocks + blk, t->failed);
+}
+
+bool ssdp_wbt_failed_take(struct ssdp_wb_track *t, u32 idx, u32 blk)
+{
+	if (idx >= t->nr_lines || blk >= t->set_blocks)
+		return false;
+	return __test_and_clear_bit(idx * t->set_blocks + blk,
+				    t->failed);
 }
 
 void ssdp_wbt_window_add(struct ssdp_wb_track *t, u32 idx, u32 first, u32 nr)

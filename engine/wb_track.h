@@ -15,7 +15,11 @@
  *    the next writeback), whether the write went in before or after the
  *    writeback read it, or is still in flight;
  *  - a clean block the writeback would bridge a gap with must be untouched
- *    too (an in-place rewrite keeps it valid, and clean, until it is done).
+ *    too (an in-place rewrite keeps it valid, and clean, until it is done);
+ *  - a clean block in the origin write in flight (bridged) whose rewrite
+ *    fails is "failed": its SSD frame may hold part of the failed write,
+ *    and only the outcome of that origin write says which copy counts
+ *    (failed: the frame, made dirty; done: the origin, the frame dropped).
  * And for a flush, which owes the data dirty when it was asked, not the
  * blocks: a block a write went into before the writeback gathered it was
  * not copied, and its older data is left there ("kept"), until a write of
@@ -69,11 +73,13 @@ struct ssdp_wb_track {
 	 * Bitmaps of nr_lines * set_blocks bits, the first touched, the
 	 * others after it: gathered, blocks that joined the window; kept,
 	 * touched before that and not replaced since; replaced, by a
-	 * whole-block write that completed.
+	 * whole-block write that completed; failed, see
+	 * ssdp_wbt_failed_note().
 	 */
 	unsigned long *gathered;
 	unsigned long *kept;
 	unsigned long *replaced;
+	unsigned long *failed;
 	unsigned long touched[];
 };
 
@@ -113,6 +119,14 @@ bool ssdp_wbt_any_touched(const struct ssdp_wb_track *t, u32 idx, u32 first,
  * it all.  (A block that was clean counts too: the tracker cannot tell.)
  */
 bool ssdp_wbt_older_left(const struct ssdp_wb_track *t, u32 idx);
+
+/*
+ * A rewrite of block @blk of line @idx failed while the block was in the
+ * origin write in flight: noted until ssdp_wbt_failed_take() of it.
+ */
+void ssdp_wbt_failed_note(struct ssdp_wb_track *t, u32 idx, u32 blk);
+/* Was block @blk of line @idx noted failed?  Clears the note. */
+bool ssdp_wbt_failed_take(struct ssdp_wb_track *t, u32 idx, u32 blk);
 
 /* Blocks [first, first + nr) of line @idx join the window. */
 void ssdp_wbt_window_add(struct ssdp_wb_track *t, u32 idx, u32 first, u32 nr);

@@ -143,6 +143,39 @@ TEST(wbt_older_data_left_only_where_not_copied)
 }
 
 /*
+ * Failed notes are a bitmap of their own: they neither touch a block nor
+ * are touched by a write, each is taken once, and the last line's last
+ * block of the largest tracker is one too (the allocation holds both maps).
+ */
+TEST(wbt_failed_notes_apart_from_touched)
+{
+	u32 lines[SSDP_WB_MAX_LINES], i, last = SSDP_WB_MAX_LINES - 1;
+	struct ssdp_wb_track *t;
+
+	for (i = 0; i < SSDP_WB_MAX_LINES; i++)
+		lines[i] = i + 100;
+	t = wbt_new(256, lines, SSDP_WB_MAX_LINES);
+	ASSERT_TRUE(ssdp_wbt_write(t, lines[0], 5, 1));
+	ASSERT_FALSE(ssdp_wbt_failed_take(t, 0, 5));
+	ssdp_wbt_failed_note(t, 1, 7);
+	ssdp_wbt_failed_note(t, last, 255);
+	ASSERT_FALSE(ssdp_wbt_any_touched(t, 1, 0, 256));
+	ASSERT_FALSE(ssdp_wbt_any_touched(t, last, 0, 256));
+	ASSERT_FALSE(ssdp_wbt_failed_take(t, 1, 6));
+	ASSERT_FALSE(ssdp_wbt_failed_take(t, 0, 7));
+	ASSERT_TRUE(ssdp_wbt_failed_take(t, 1, 7));
+	ASSERT_FALSE(ssdp_wbt_failed_take(t, 1, 7));	/* taken */
+	ASSERT_TRUE(ssdp_wbt_failed_take(t, last, 255));
+	/* Out of range: ignored. */
+	ssdp_wbt_failed_note(t, SSDP_WB_MAX_LINES, 0);
+	ssdp_wbt_failed_note(t, 0, 256);
+	ASSERT_FALSE(ssdp_wbt_failed_take(t, 0, 256));
+	ASSERT_TRUE(ssdp_wbt_any_touched(t, 0, 5, 1));
+	ASSERT_FALSE(ssdp_wbt_older_left(t, 1));
+	free(t);
+}
+
+/*
  * A writeback and user writes interleaved at random, against a model: no
  * write goes in while the writeback reads its blocks, and what the
  * writeback may mark clean at the end (the untouched runs of what it
