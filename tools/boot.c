@@ -85,25 +85,48 @@ static int link_unit(const char *dir, const char *target, const char *kind,
 	return 0;
 }
 
-static int write_dropin(const char *dir, const char *tab,
-			const struct tab_entry *e, const char *inst)
+/*
+ * Opens @dir/@unit.d/50-ssdpriotab.conf for writing (@unit, e.g.
+ * "dev-mapper-NAME.device"), its path in @f; NULL after saying why.
+ */
+static FILE *open_dropin(const char *dir, const char *unit, char *f,
+			 size_t f_size)
 {
-	char d[4096], f[4096 + 32];
+	char d[4096];
 	FILE *out;
 
-	if ((size_t)snprintf(d, sizeof(d), "%s/ssdprio@%s.service.d", dir,
-			     inst) >= sizeof(d)) {
+	if ((size_t)snprintf(d, sizeof(d), "%s/%s.d", dir, unit) >= sizeof(d) ||
+	    (size_t)snprintf(f, f_size, "%s/50-ssdpriotab.conf", d) >= f_size) {
 		err("generator: %s: path too long", dir);
-		return -1;
+		return NULL;
 	}
-	snprintf(f, sizeof(f), "%s/50-ssdpriotab.conf", d);
 	if (mkdir_p(d))
-		return -1;
+		return NULL;
 	out = fopen(f, "we");
-	if (!out) {
+	if (!out)
+		err("generator: %s: %s", f, strerror(errno));
+	return out;
+}
+
+static int close_dropin(FILE *out, const char *f)
+{
+	if (fclose(out)) {
 		err("generator: %s: %s", f, strerror(errno));
 		return -1;
 	}
+	return 0;
+}
+
+static int write_dropin(const char *dir, const char *tab,
+			const struct tab_entry *e, const char *inst)
+{
+	char unit[4096], f[4096 + 32];
+	FILE *out;
+
+	snprintf(unit, sizeof(unit), "ssdprio@%s.service", inst);
+	out = open_dropin(dir, unit, f, sizeof(f));
+	if (!out)
+		return -1;
 	fprintf(out, "# Written by " TOOL " systemd-generator from %s line %d\n"
 		"[Unit]\nSourcePath=%s\n", tab, e->line, tab);
 	if (!e->nofail)
@@ -112,11 +135,7 @@ static int write_dropin(const char *dir, const char *tab,
 	fprintf(out, "\n[Service]\nEnvironment=SSDPRIO_DEVICE_TIMEOUT=%u\n"
 		"TimeoutStartSec=%u\n", e->device_timeout,
 		e->device_timeout + 60);
-	if (fclose(out)) {
-		err("generator: %s: %s", f, strerror(errno));
-		return -1;
-	}
-	return 0;
+	return close_dropin(out, f);
 }
 
 /*
@@ -128,29 +147,16 @@ static int write_dropin(const char *dir, const char *tab,
 static int write_device_dropin(const char *dir, const struct tab_entry *e,
 			       const char *inst)
 {
-	char d[4096], f[4096 + 32];
+	char unit[4096], f[4096 + 32];
 	FILE *out;
 
-	if ((size_t)snprintf(d, sizeof(d), "%s/dev-mapper-%s.device.d", dir,
-			     inst) >= sizeof(d)) {
-		err("generator: %s: path too long", dir);
+	snprintf(unit, sizeof(unit), "dev-mapper-%s.device", inst);
+	out = open_dropin(dir, unit, f, sizeof(f));
+	if (!out)
 		return -1;
-	}
-	snprintf(f, sizeof(f), "%s/50-ssdpriotab.conf", d);
-	if (mkdir_p(d))
-		return -1;
-	out = fopen(f, "we");
-	if (!out) {
-		err("generator: %s: %s", f, strerror(errno));
-		return -1;
-	}
 	fprintf(out, "# Written by " TOOL " systemd-generator\n"
 		"[Unit]\nJobRunningTimeoutSec=%u\n", e->device_timeout + 60);
-	if (fclose(out)) {
-		err("generator: %s: %s", f, strerror(errno));
-		return -1;
-	}
-	return 0;
+	return close_dropin(out, f);
 }
 
 int cmd_systemd_generator(int argc, char **argv)

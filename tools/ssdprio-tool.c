@@ -518,6 +518,9 @@ static void show_text(const char *path, const struct ssdp_scan *s, bool live,
 	if (!s->clean)
 		printf("; %llu once loaded (unclean: only dirty blocks are kept)",
 		       (unsigned long long)s->load_valid_blocks);
+	else if (s->load_valid_blocks != s->valid_blocks)
+		printf("; %llu once loaded (a set whose other record copy is bad keeps only its dirty blocks)",
+		       (unsigned long long)s->load_valid_blocks);
 	putchar('\n');
 	printf("  dirty blocks:  %llu (%s)\n",
 	       (unsigned long long)s->dirty_blocks,

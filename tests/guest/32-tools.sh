@@ -162,7 +162,14 @@ assert_eq "$(j "$T/s2.json" torn_records)" 1 "torn: newer copy damaged"
 assert_eq "$(set_field "$T/s2.json" "$cset" copy)" $((1 - copy)) "the other copy is used"
 # (the older record may hold fewer blocks, or others: what the kernel loads;
 # good in one copy only, it may be a commit old: only its dirty blocks load)
-"$TOOL" check "$ssd" >/dev/null || fail "check fails on a torn record"
+"$TOOL" check "$ssd" >"$T/check2.txt" || fail "check fails on a torn record"
+# check and show count the same blocks: what a load keeps
+cvalid=$(sed -n 's/.* mapped, \([0-9]*\) valid blocks.*/\1/p' "$T/check2.txt")
+assert_eq "$cvalid" "$(j "$T/s2.json" load_valid_blocks)" "check counts what a load keeps (torn)"
+if [[ $cvalid != "$(j "$T/s2.json" valid_blocks)" ]]; then
+	grep -q "; $cvalid once loaded" "$T/show2.txt" ||
+		fail "show does not say what a load keeps: $(grep 'valid blocks' "$T/show2.txt")"
+fi
 line=$("$TOOL" table "$hdd" "$ssd" evict_wait 60000) || fail "table failed"
 # read_alloc off: udev's probe of the new device must not copy in a block
 # the load dropped
