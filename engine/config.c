@@ -99,6 +99,9 @@ static const struct ssdp_key ssdp_keys[] = {
 	  1, 4096, 32, NULL },
 	{ "idle_grace", CFG_OFF(idle_grace_ms), SSDP_KEY_U32, BOTH,
 	  0, HOUR_MS, 10, NULL },
+	/* Per mille of normal bios that may meet idle I/O; 0 = interval. */
+	{ "idle_budget", CFG_OFF(idle_budget), SSDP_KEY_U32, BOTH,
+	  0, 1000, 0, NULL },
 };
 
 #define SSDP_NR_KEYS ARRAY_SIZE(ssdp_keys)

@@ -51,6 +51,7 @@ struct ssdp_config {
 	u32 writes_starved;
 	u32 normal_depth;		/* normal in flight before queueing */
 	u32 idle_grace_ms;		/* normal quiet time before an idle */
+	u32 idle_budget;		/* per mille; 0: no learnt gaps */
 };
 
 /* Where a key may be set. */

@@ -153,6 +153,8 @@ static void count_inflight(struct ssdp_sched *s, struct ssdp_qnode *qn,
 	qn->flags |= SSDP_QN_INFLIGHT;
 	if (idle) {
 		qn->flags |= SSDP_QN_IDLE;
+		/* Its service time, for the policy (idle_budget). */
+		qn->time = ktime_get_ns();
 		s->idle_inflight++;
 	} else {
 		s->normal_inflight++;
@@ -392,6 +394,7 @@ static void read_knobs(struct ssdprio *sp, struct ssdp_sched_knobs *k)
 	k->idle_batch_depth = READ_ONCE(c->idle_batch_depth);
 	k->idle_max_wait_ns = (u64)READ_ONCE(c->idle_max_wait_ms) *
 			      SSDP_NS_PER_MS;
+	k->idle_budget = READ_ONCE(c->idle_budget);
 }
 
 int ssdp_sched_init_dev(struct ssdprio *sp)
@@ -468,6 +471,7 @@ static bool normal_arrival_locked(struct ssdp_sched *s, struct ssdp_qnode *qn,
 		ssdp_sched_housekeeping_arrival(&s->st);
 	} else {
 		ssdp_sched_normal_arrival(&s->st, now);
+		ssdp_sched_normal_seen(&s->st, now, s->idle_inflight != 0);
 		ssdp_sched_normal_position(&s->st, qn->bio->bi_iter.bi_sector,
 					   bio_sectors(qn->bio));
 	}
@@ -549,11 +553,17 @@ static void complete_qn(struct ssdprio *sp, struct ssdp_qnode *qn)
 		return;
 	}
 	if (qn->flags & SSDP_QN_IDLE) {
+		/* Alone on the device, its time is a service time. */
+		if (s->idle_inflight == 1 && !s->normal_inflight)
+			ssdp_sched_idle_complete(&s->st, now, qn->time);
 		s->idle_inflight--;
 	} else {
 		s->normal_inflight--;
 		if (!(qn->flags & SSDP_QN_HOUSEKEEPING))
 			ssdp_sched_normal_complete(&s->st, now);
+		if (!s->normal_inflight && !s->queued[SSDP_Q_READ] &&
+		    !s->queued[SSDP_Q_WRITE])
+			ssdp_sched_normal_drained(&s->st, now);
 	}
 	qn->flags &= ~(SSDP_QN_INFLIGHT | SSDP_QN_IDLE | SSDP_QN_HOUSEKEEPING);
 	if (s->queued[SSDP_Q_READ] || s->queued[SSDP_Q_WRITE] ||
@@ -755,6 +765,7 @@ unsigned int ssdp_sched_status(struct ssdprio *sp, char *result,
 	struct ssdp_sched_view v = { 0 };
 	u32 qr, qw, qi, ni, ii;
 	u64 disp, entries, promoted, boosted, pressure, gaps, hk, burst;
+	u64 injected, met;
 	enum ssdp_sched_mode mode;
 	unsigned long flags;
 
@@ -784,6 +795,8 @@ unsigned int ssdp_sched_status(struct ssdprio *sp, char *result,
 	gaps = s->st.pressure_gaps;
 	burst = s->st.pressure_burst;
 	hk = s->st.housekeeping;
+	injected = s->st.idle_injected;
+	met = s->st.normal_met_idle;
 	mode = ssdp_sched_mode(&s->st);
 	spin_unlock_irqrestore(&s->lock, flags);
 
@@ -798,6 +811,8 @@ unsigned int ssdp_sched_status(struct ssdprio *sp, char *result,
 	       (unsigned long long)boosted, (unsigned long long)pressure);
 	DMEMIT(" normal_housekeeping %llu pressure_gaps %llu",
 	       (unsigned long long)hk, (unsigned long long)gaps);
-	DMEMIT(" pressure_burst %llu", (unsigned long long)burst);
+	DMEMIT(" pressure_burst %llu idle_injected %llu normal_met_idle %llu",
+	       (unsigned long long)burst, (unsigned long long)injected,
+	       (unsigned long long)met);
 	return sz;
 }

@@ -6,6 +6,8 @@
 #include "sched_policy.h"
 
 #define SSDP_NEVER	(~0ULL)
+/* What an idle bio is taken to cost before one has been timed. */
+#define SSDP_SCHED_SERVICE_START	(10 * SSDP_NS_PER_MS)
 
 const char *ssdp_sched_mode_name(enum ssdp_sched_mode mode)
 {
@@ -24,6 +26,7 @@ void ssdp_sched_default_knobs(struct ssdp_sched_knobs *k)
 	k->batch_delay_ns = 5000 * SSDP_NS_PER_MS;
 	k->idle_batch_depth = 16;
 	k->idle_max_wait_ns = 10000 * SSDP_NS_PER_MS;
+	k->idle_budget = 0;
 }
 
 void ssdp_sched_init(struct ssdp_sched_state *st,
@@ -37,6 +40,150 @@ void ssdp_sched_init(struct ssdp_sched_state *st,
 	st->batching = ~0U;
 	/* Creation counts as activity: batch mode needs a quiet delay. */
 	st->last_normal = now;
+	st->gaps.open = true;
+	st->gaps.start = now;
+	st->gaps.idle_service = SSDP_SCHED_SERVICE_START;
+	st->gaps.thresh = SSDP_SCHED_INJ_START;
+}
+
+u64 ssdp_sched_gap_top(unsigned int i)
+{
+	if (i >= SSDP_SCHED_GAP_BUCKETS - 1)
+		return SSDP_NEVER;
+	/* 250 us times sqrt(2)^i: 250 us to 1 s in half-octaves. */
+	return (i & 1 ? 353553ULL : 250000ULL) << (i / 2);
+}
+
+static unsigned int gap_bucket(u64 gap)
+{
+	unsigned int i;
+
+	for (i = 0; i < SSDP_SCHED_GAP_BUCKETS - 1; i++)
+		if (gap <= ssdp_sched_gap_top(i))
+			break;
+	return i;
+}
+
+/*
+ * Weight of the learnt gaps longer than @x, each bucket's spread evenly
+ * over it.  The last bucket is open-ended: its gaps count as longer than
+ * any @x, so that they never count as ending within a window.
+ */
+static u64 gaps_above(const struct ssdp_sched_gaps *g, u64 x)
+{
+	u64 lo = 0, hi, sum = 0;
+	unsigned int i;
+
+	for (i = 0; i < SSDP_SCHED_GAP_BUCKETS; i++, lo = hi) {
+		hi = ssdp_sched_gap_top(i);
+		if (!g->w[i] || hi <= x)
+			continue;
+		if (lo >= x || hi == SSDP_NEVER)
+			sum += g->w[i];
+		else
+			sum += div64_u64((u64)g->w[i] * (hi - x), hi - lo);
+	}
+	return sum;
+}
+
+/* Does a gap that lasted @e end within an idle bio's service time? */
+static bool gap_safe_at(const struct ssdp_sched_gaps *g, u64 e)
+{
+	u64 above = gaps_above(g, e);
+
+	if (!above)	/* longer than every gap learnt */
+		return true;
+	return (above - gaps_above(g, e + g->idle_service)) *
+	       SSDP_SCHED_INJ_ONE <= (u64)g->thresh * above;
+}
+
+bool ssdp_sched_gap_safe(const struct ssdp_sched_gaps *g, u64 elapsed,
+			 u64 *next)
+{
+	unsigned int i;
+	u64 top;
+
+	*next = SSDP_NEVER;
+	if (g->total < SSDP_SCHED_GAP_TRUST)
+		return false;
+	if (gap_safe_at(g, elapsed))
+		return true;
+	/* The hazard changes where the gap leaves a bucket. */
+	for (i = 0; i < SSDP_SCHED_GAP_BUCKETS - 1; i++) {
+		top = ssdp_sched_gap_top(i);
+		if (top > elapsed && gap_safe_at(g, top)) {
+			*next = top;
+			break;
+		}
+	}
+	return false;
+}
+
+void ssdp_sched_normal_drained(struct ssdp_sched_state *st, u64 now)
+{
+	st->gaps.open = true;
+	st->gaps.start = now;
+}
+
+static void gap_learn(struct ssdp_sched_gaps *g, u64 gap)
+{
+	unsigned int i;
+
+	g->w[gap_bucket(gap)] += SSDP_SCHED_GAP_ONE;
+	g->total += SSDP_SCHED_GAP_ONE;
+	if (g->total <= SSDP_SCHED_GAP_MAX)
+		return;
+	g->total = 0;
+	for (i = 0; i < SSDP_SCHED_GAP_BUCKETS; i++) {
+		g->w[i] /= 2;
+		g->total += g->w[i];
+	}
+}
+
+/*
+ * One budget window ended: halve the threshold over budget, raise it by
+ * an eighth when well under (additive increase, multiplicative decrease:
+ * what a normal bio meets comes back under the budget fast).
+ */
+static void budget_window(struct ssdp_sched_gaps *g, u32 budget)
+{
+	if ((u64)g->win_met * 1000 > (u64)budget * g->win_arrivals)
+		g->thresh = max(g->thresh / 2, 1U);
+	else if ((u64)g->win_met * 2000 < (u64)budget * g->win_arrivals)
+		g->thresh = min(g->thresh + g->thresh / 8 + 1,
+				SSDP_SCHED_INJ_MAX);
+	g->win_arrivals = 0;
+	g->win_met = 0;
+}
+
+void ssdp_sched_normal_seen(struct ssdp_sched_state *st, u64 now,
+			    bool idle_in_flight)
+{
+	struct ssdp_sched_gaps *g = &st->gaps;
+
+	if (idle_in_flight)
+		st->normal_met_idle++;
+	if (g->open) {
+		g->open = false;
+		if (st->k.idle_budget && now >= g->start)
+			gap_learn(g, now - g->start);
+	}
+	if (!st->k.idle_budget)
+		return;
+	g->win_arrivals++;
+	g->win_met += idle_in_flight;
+	if (g->win_arrivals >= SSDP_SCHED_INJ_WINDOW)
+		budget_window(g, st->k.idle_budget);
+}
+
+void ssdp_sched_idle_complete(struct ssdp_sched_state *st, u64 now, u64 sent)
+{
+	struct ssdp_sched_gaps *g = &st->gaps;
+
+	if (!st->k.idle_budget || now < sent)
+		return;
+	/* An eighth of each new time: a few bios follow a change of load. */
+	g->idle_service = (7 * g->idle_service + (now - sent)) / 8;
 }
 
 void ssdp_sched_normal_arrival(struct ssdp_sched_state *st, u64 now)
@@ -247,6 +394,18 @@ normal:
 		st->idle_ever = true;
 		st->last_idle = now;
 		return dispatch_idle(st, v);
+	}
+	/* Work-conserving: into a learnt gap (see the header). */
+	if (k->idle_budget && st->gaps.open && now >= st->gaps.start) {
+		u64 next;
+
+		if (ssdp_sched_gap_safe(&st->gaps, now - st->gaps.start,
+					&next)) {
+			st->idle_injected++;
+			return dispatch_idle(st, v);
+		}
+		if (next != SSDP_NEVER)
+			t = min(t, st->gaps.start + next);
 	}
 	return wait_until(min(wake, t));
 }

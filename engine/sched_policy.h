@@ -53,6 +53,21 @@
  * pass over a track instead of a seek per run, and a burst counts as one
  * dispatch of the share, the gap or the interval.  At most
  * idle_batch_depth bios make a burst.
+ *
+ * Work-conserving idle (idle_budget > 0): the interval starves idle work
+ * whatever the device time normal I/O leaves unused.  So the policy also
+ * learns the normal class's gaps (from the moment no normal bio is queued
+ * or in flight to the next normal arrival: a decayed histogram), and the
+ * time one idle bio takes on the device.  After e ns of such a gap, one
+ * idle bio (one at a time) goes out when the gaps learnt say the next
+ * normal bio is unlikely to arrive during it: P(gap <= e + service |
+ * gap > e) at most a threshold.  A gap longer than any learnt takes idle
+ * bios back to back.  The threshold follows what normal bios really
+ * meet (BFQ's injection and blk-iolatency work the same way): the share
+ * of normal arrivals that find an idle bio in flight, whichever rule sent
+ * it, is kept under idle_budget per mille by halving the threshold over
+ * budget and raising it slowly under it.  The interval's rule stays as a
+ * floor, and batch mode, the starvation bound and pressure as they are.
  */
 #ifndef SSDP_SCHED_POLICY_H
 #define SSDP_SCHED_POLICY_H
@@ -118,6 +133,37 @@ struct ssdp_sched_knobs {
 	u64 batch_delay_ns;		/* batch_mode_delay, 5000 ms */
 	u32 idle_batch_depth;		/* idle in flight in batch mode, 16 */
 	u64 idle_max_wait_ns;		/* 0 = idle bios are never promoted */
+	/*
+	 * Per mille of normal arrivals that may find an idle bio in flight;
+	 * 0 = no injection into learnt gaps (the interval's rule alone).
+	 */
+	u32 idle_budget;
+};
+
+/* Gap histogram buckets: bucket i holds gaps up to ssdp_sched_gap_top(i). */
+#define SSDP_SCHED_GAP_BUCKETS	26
+/* Fixed-point weight of one gap; all halve past SSDP_SCHED_GAP_MAX. */
+#define SSDP_SCHED_GAP_ONE	16U
+#define SSDP_SCHED_GAP_MAX	(256U * SSDP_SCHED_GAP_ONE)
+/* Gaps learnt before the histogram is trusted. */
+#define SSDP_SCHED_GAP_TRUST	(8U * SSDP_SCHED_GAP_ONE)
+/* Injection threshold: probability in 1/1024. */
+#define SSDP_SCHED_INJ_ONE	1024U
+#define SSDP_SCHED_INJ_START	64U
+#define SSDP_SCHED_INJ_MAX	512U
+/* Normal arrivals per budget window. */
+#define SSDP_SCHED_INJ_WINDOW	128U
+
+/* What the policy learns of the normal class (idle_budget). */
+struct ssdp_sched_gaps {
+	u32 w[SSDP_SCHED_GAP_BUCKETS];	/* decayed weights */
+	u32 total;
+	bool open;			/* a gap runs since @start */
+	u64 start;
+	u64 idle_service;		/* decayed idle service time, ns */
+	u32 thresh;			/* injection threshold, 1/1024 */
+	u32 win_arrivals;		/* this budget window */
+	u32 win_met;			/* of which found idle in flight */
 };
 
 enum ssdp_sched_mode {
@@ -158,6 +204,10 @@ struct ssdp_sched_state {
 	u64 pressure_gaps;		/* in the gaps of a scattered load */
 	u64 pressure_burst;		/* following one in flight */
 	u64 housekeeping;		/* normal arrivals that were housekeeping */
+	u64 idle_injected;		/* into learnt gaps (idle_budget) */
+	u64 normal_met_idle;		/* normal arrivals with idle in flight */
+
+	struct ssdp_sched_gaps gaps;
 };
 
 void ssdp_sched_default_knobs(struct ssdp_sched_knobs *k);
@@ -175,6 +225,26 @@ void ssdp_sched_normal_complete(struct ssdp_sched_state *st, u64 now);
 #define SSDP_SCHED_NEAR_SECTORS	2048ULL
 void ssdp_sched_normal_position(struct ssdp_sched_state *st, u64 sector,
 				u32 sectors);
+/*
+ * For idle_budget: the last normal bio left the device (none queued or in
+ * flight); a normal bio arrived (not housekeeping), finding idle bios in
+ * flight or not; an idle bio dispatched at @sent completed, alone on the
+ * device (its time is a service time).
+ */
+void ssdp_sched_normal_drained(struct ssdp_sched_state *st, u64 now);
+void ssdp_sched_normal_seen(struct ssdp_sched_state *st, u64 now,
+			    bool idle_in_flight);
+void ssdp_sched_idle_complete(struct ssdp_sched_state *st, u64 now,
+			      u64 sent);
+/* The upper bound of gap bucket @i, ns (the last is open-ended). */
+u64 ssdp_sched_gap_top(unsigned int i);
+/*
+ * After @elapsed ns of a gap: may one idle bio go now?  If not, *@next is
+ * the elapsed time from which it may (~0ULL: not yet known).
+ */
+bool ssdp_sched_gap_safe(const struct ssdp_sched_gaps *g, u64 elapsed,
+			 u64 *next);
+
 /*
  * A normal bio that is housekeeping (REQ_META/FUA/flush from a kernel
  * thread or an idle task; classify.c) arrives: only counted.  It

@@ -26,6 +26,7 @@
 #include <linux/errno.h>
 #include <linux/log2.h>
 #include <linux/math.h>
+#include <linux/math64.h>
 #include <linux/minmax.h>
 #include <linux/mm.h>
 #include <linux/slab.h>
@@ -137,6 +138,11 @@ void ssdp_warn_report(const char *file, int line, const char *cond);
 	__typeof__(b) __ssdp_b = (b);					\
 	__ssdp_a > __ssdp_b ? __ssdp_a : __ssdp_b;			\
 })
+
+static inline u64 div64_u64(u64 dividend, u64 divisor)
+{
+	return dividend / divisor;
+}
 
 static inline bool is_power_of_2(unsigned long n)
 {

@@ -82,7 +82,7 @@ struct ssdp_buf {
 struct ssdp_qnode {
 	struct rb_node rb;
 	struct list_head fifo;
-	u64 time;			/* arrival, or FIFO deadline */
+	u64 time;			/* arrival, FIFO deadline; idle: sent */
 	struct bio *bio;
 	u8 flags;			/* SSDP_QN_* (sched.c) */
 	/*

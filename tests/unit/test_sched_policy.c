@@ -794,3 +794,282 @@ TEST(sched_due_bio_without_room_lets_normal_go)
 		ASSERT_EQ(act(&st, 3002 * MS, &v), c[i].due);
 	}
 }
+
+/*
+ * Work-conserving idle (idle_budget): a fake single-head device that
+ * serves one bio at a time in the order sent, a QD1 normal job with think
+ * times, and an idle backlog that never runs dry.
+ */
+struct gap_sim {
+	struct ssdp_sched_state st;
+	u64 now, dev_free, think, svc_normal, svc_idle, end;
+	bool exp_think;			/* exponential think times */
+	u64 stop_normal;		/* no normal bio from then on */
+	u32 rng;
+	/* normal job: thinking until next_arr, or in flight until n_end */
+	u64 next_arr, n_end;
+	bool n_busy;
+	u64 i_end[32], i_sent[32];
+	u32 nr_idle;
+	u64 idle_since;			/* the oldest idle bio queued */
+	u64 wake;
+	/* results */
+	u64 normal_done, normal_delayed, max_delay, idle_done;
+	u64 normal_busy;
+};
+
+static u64 sim_think(struct gap_sim *s)
+{
+	u32 r;
+
+	if (!s->exp_think)
+		return s->think;
+	/* -ln(U) by a table-free approximation: sum of 4 uniforms is not
+	 * exponential; use inversion on 1/1024 steps instead. */
+	s->rng = s->rng * 1103515245U + 12345U;
+	r = ((s->rng >> 16) & 1023) + 1;
+	{
+		/* ln(1024/r) * think, with ln by bits: ln2 * log2 */
+		u64 x = 1024 * 1024 / r, l = 0;
+
+		while (x >= 2048) {
+			x /= 2;
+			l += 1024;
+		}
+		/* linear between octaves: good enough for a test */
+		l += (x - 1024);
+		return s->think * l * 693 / 1000 / 1024;
+	}
+}
+
+static void sim_decide(struct gap_sim *s, u64 *wake)
+{
+	struct ssdp_sched_view v;
+	struct ssdp_sched_decision d;
+	u64 start;
+
+	for (;;) {
+		memset(&v, 0, sizeof(v));
+		v.nr_idle = 1000;
+		v.idle_has_next = true;
+		/* A reader with one bio queued: the next, since the last. */
+		v.idle_oldest = s->idle_since;
+		v.normal_inflight = s->n_busy;
+		v.idle_inflight = s->nr_idle;
+		d = ssdp_sched_decide(&s->st, s->now, &v);
+		if (d.act == SSDP_SCHED_WAIT_UNTIL) {
+			*wake = d.when;
+			return;
+		}
+		if (d.act == SSDP_SCHED_NOTHING) {
+			*wake = ~0ULL;
+			return;
+		}
+		ASSERT_TRUE(d.act == SSDP_SCHED_IDLE_SORTED ||
+			    d.act == SSDP_SCHED_IDLE_FIFO ||
+			    d.act == SSDP_SCHED_IDLE_AS_NORMAL);
+		ASSERT_LT(s->nr_idle, 32);
+		start = max(s->now, s->dev_free);
+		s->dev_free = start + s->svc_idle;
+		s->i_sent[s->nr_idle] = s->now;
+		s->idle_since = s->now;
+		s->i_end[s->nr_idle++] = s->dev_free;
+	}
+}
+
+static void sim_run(struct gap_sim *s)
+{
+	u64 t, start;
+	u32 i, k;
+
+	while (s->now < s->end) {
+		t = s->wake;
+		if (!s->n_busy && s->next_arr < s->stop_normal)
+			t = min(t, s->next_arr);
+		if (s->n_busy)
+			t = min(t, s->n_end);
+		for (i = 0; i < s->nr_idle; i++)
+			t = min(t, s->i_end[i]);
+		ASSERT_NE(t, ~0ULL);
+		ASSERT_GE(t, s->now);
+		s->now = t;
+		for (i = 0; i < s->nr_idle; i++) {
+			if (s->i_end[i] > s->now)
+				continue;
+			if (s->nr_idle == 1 && !s->n_busy)
+				ssdp_sched_idle_complete(&s->st, s->now,
+							 s->i_sent[i]);
+			for (k = i; k + 1 < s->nr_idle; k++) {
+				s->i_end[k] = s->i_end[k + 1];
+				s->i_sent[k] = s->i_sent[k + 1];
+			}
+			s->nr_idle--;
+			s->idle_done++;
+			i--;
+		}
+		if (s->n_busy && s->n_end <= s->now) {
+			s->n_busy = false;
+			s->normal_done++;
+			ssdp_sched_normal_complete(&s->st, s->now);
+			ssdp_sched_normal_drained(&s->st, s->now);
+			s->next_arr = s->now + sim_think(s);
+		}
+		if (!s->n_busy && s->next_arr <= s->now &&
+		    s->next_arr < s->stop_normal) {
+			ssdp_sched_normal_arrival(&s->st, s->now);
+			ssdp_sched_normal_seen(&s->st, s->now, s->nr_idle);
+			start = max(s->now, s->dev_free);
+			if (start > s->now)
+				s->normal_delayed++;
+			s->max_delay = max(s->max_delay, start - s->now);
+			s->n_busy = true;
+			s->n_end = start + s->svc_normal;
+			s->dev_free = s->n_end;
+			s->normal_busy += s->svc_normal;
+		}
+		sim_decide(s, &s->wake);
+	}
+}
+
+static void sim_init(struct gap_sim *s, u32 budget, u64 think, bool exp)
+{
+	struct ssdp_sched_knobs k;
+
+	memset(s, 0, sizeof(*s));
+	ssdp_sched_default_knobs(&k);
+	k.idle_budget = budget;
+	ssdp_sched_init(&s->st, &k, 0);
+	s->think = think;
+	s->exp_think = exp;
+	s->svc_normal = 5 * MS;
+	s->svc_idle = 5 * MS;
+	s->end = 120000 * MS;
+	s->stop_normal = ~0ULL;
+	s->rng = 1;
+}
+
+/* Idle share of the time normal I/O leaves unused, in per mille. */
+static u64 sim_idle_share(const struct gap_sim *s)
+{
+	return s->idle_done * s->svc_idle * 1000 / (s->end - s->normal_busy);
+}
+
+TEST(sched_gap_buckets)
+{
+	unsigned int i;
+
+	ASSERT_EQ(ssdp_sched_gap_top(0), 250000ULL);
+	ASSERT_EQ(ssdp_sched_gap_top(2), 500000ULL);
+	for (i = 1; i < SSDP_SCHED_GAP_BUCKETS; i++)
+		ASSERT_GT(ssdp_sched_gap_top(i), ssdp_sched_gap_top(i - 1));
+	ASSERT_GE(ssdp_sched_gap_top(SSDP_SCHED_GAP_BUCKETS - 2), 1000 * MS);
+	ASSERT_EQ(ssdp_sched_gap_top(SSDP_SCHED_GAP_BUCKETS - 1), ~0ULL);
+}
+
+TEST(sched_gap_untrusted_until_learnt)
+{
+	struct ssdp_sched_state st;
+	struct ssdp_sched_knobs k;
+	u64 next, t = 0;
+	int i;
+
+	ssdp_sched_default_knobs(&k);
+	k.idle_budget = 10;
+	ssdp_sched_init(&st, &k, 0);
+	for (i = 0; i < 7; i++) {
+		ssdp_sched_normal_drained(&st, t);
+		t += 50 * MS;
+		ssdp_sched_normal_seen(&st, t, false);
+	}
+	ASSERT_FALSE(ssdp_sched_gap_safe(&st.gaps, 0, &next));
+	ssdp_sched_normal_drained(&st, t);
+	ssdp_sched_normal_seen(&st, t + 50 * MS, false);
+	/* Now 8 gaps of 50 ms: a 10 ms idle bio fits at once. */
+	ASSERT_TRUE(ssdp_sched_gap_safe(&st.gaps, 0, &next));
+	/* Not with 45 ms of the gap gone; from past the learnt gaps, yes. */
+	ASSERT_FALSE(ssdp_sched_gap_safe(&st.gaps, 45 * MS, &next));
+	ASSERT_GT(next, 45 * MS);
+	ASSERT_TRUE(ssdp_sched_gap_safe(&st.gaps, next, &next));
+	ASSERT_TRUE(ssdp_sched_gap_safe(&st.gaps, 2000 * MS, &next));
+}
+
+/* Off (the default): the interval alone, as the paper has it. */
+TEST(sched_gap_off_keeps_interval)
+{
+	struct gap_sim s;
+
+	sim_init(&s, 0, 20 * MS, false);
+	sim_run(&s);
+	ASSERT_EQ(s.st.idle_injected, 0);
+	ASSERT_LT(sim_idle_share(&s), 100);
+}
+
+/*
+ * Fixed think times: the gaps are learnt, idle bios fill them, and a
+ * normal bio never waits behind more than one idle bio.
+ */
+TEST(sched_gap_fixed_think_used_within_budget)
+{
+	static const u64 thinks[] = { 20 * MS, 50 * MS };
+	struct gap_sim s;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(thinks); i++) {
+		sim_init(&s, 10, thinks[i], false);
+		sim_run(&s);
+		ASSERT_GT(s.st.idle_injected, 0);
+		/* >= 0.5 of the unused time at 20 ms, >= 0.8 at 50 ms */
+		ASSERT_GE(sim_idle_share(&s), i ? 800 : 500);
+		/* budget: 1% of normal bios meet idle I/O, AIMD's slack 2x */
+		ASSERT_LE(s.normal_delayed * 1000, 20 * s.normal_done);
+		ASSERT_LE(s.max_delay, s.svc_idle);
+	}
+}
+
+/* Exponential think times: no gap is safe, the budget decides. */
+TEST(sched_gap_exponential_think_budget_holds)
+{
+	struct gap_sim s, off;
+
+	sim_init(&off, 0, 20 * MS, true);
+	sim_run(&off);
+	sim_init(&s, 10, 20 * MS, true);
+	sim_run(&s);
+	ASSERT_GT(s.idle_done, off.idle_done);
+	ASSERT_LE(s.normal_delayed * 1000, 30 * s.normal_done);
+	ASSERT_LE(s.max_delay, s.svc_idle);
+}
+
+/* The normal job stops: idle bios go back to back before batch mode. */
+TEST(sched_gap_long_gap_used)
+{
+	struct gap_sim s;
+	u64 before;
+
+	sim_init(&s, 10, 20 * MS, false);
+	s.stop_normal = 10000 * MS;
+	s.end = 10000 * MS;
+	sim_run(&s);
+	before = s.idle_done;
+	/* 4 s: still short of batch_mode_delay's 5 s */
+	s.end = 14000 * MS;
+	sim_run(&s);
+	ASSERT_EQ(ssdp_sched_mode(&s.st), SSDP_SCHED_MODE_NORMAL);
+	ASSERT_GE(s.idle_done - before, 4000 / 5 * 9 / 10);
+}
+
+/* With normal I/O back to back the starvation bound still holds. */
+TEST(sched_gap_starvation_bound_holds)
+{
+	struct gap_sim s;
+	struct ssdp_sched_knobs k;
+
+	sim_init(&s, 10, 0, false);
+	ssdp_sched_default_knobs(&k);
+	k.idle_budget = 10;
+	k.idle_max_wait_ns = 1000 * MS;
+	ssdp_sched_init(&s.st, &k, 0);
+	s.end = 20000 * MS;
+	sim_run(&s);
+	ASSERT_GE(s.idle_done, 15);
+}

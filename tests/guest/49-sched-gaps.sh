@@ -1,0 +1,83 @@
+#!/bin/bash
+# Work-conserving idle (idle_budget): with the interval, batch mode and the
+# starvation bound all out of reach, an ionice -c3 reader beside a normal
+# job with think time gets nothing with idle_budget 0, and bios into the
+# gaps the policy learnt once it is set; when the normal job stops, the
+# idle reader goes on without waiting for batch mode.  The knob takes
+# only 0 to 1000 and shows in the table.  Counters only, no timing bound.
+# timeout: 300
+# shellcheck source=tests/guest/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+load_module
+hdd=$(make_hdd hdd 256)
+ssd=$(make_ssd ssd 64)
+len=$(sectors "$hdd")
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 10 cache off idle_dispatch_interval 3600000 batch_mode_delay 3600000 idle_max_wait 0 idle_grace 3600000")
+st() { status_get sp "$1"; }
+msg() { dmsetup message sp 0 "$@"; }
+
+before=$(dmsetup table sp)
+for bad in "idle_budget 1001" "idle_budget -1" "idle_budget x"; do
+	# shellcheck disable=SC2086 # two words
+	msg $bad 2>/dev/null && fail "message '$bad' was accepted"
+done
+assert_eq "$(dmsetup table sp)" "$before" "rejected messages changed the table"
+assert_eq "$(st idle_injected)" 0 "idle_injected at the start"
+st normal_met_idle >/dev/null
+
+# Normal job: 4 KiB random reads at QD1 with 30 ms think time.
+fio --name=normal --filename="$dm" --rw=randread --bs=4k --direct=1 \
+	--ioengine=psync --thinktime=30000 --size=128M --offset=0 \
+	--runtime=600 --time_based --output=/tmp/normal.out &
+normal=$!
+ionice -c3 fio --name=idle --filename="$dm" --rw=read --bs=4k --direct=1 \
+	--ioengine=libaio --iodepth=4 --offset=128M --size=64M \
+	--runtime=600 --time_based --output=/tmp/idle.out &
+idle=$!
+trap 'kill $normal $idle 2>/dev/null; wait' EXIT
+for _ in $(seq 150); do
+	[[ $(st bios_normal) -ge 20 && $(st queued_idle) -ge 1 ]] && break
+	sleep 0.2
+done
+assert_ge "$(st queued_idle)" 1 "idle bios queued"
+
+# Off: nothing lets an idle bio go while the normal job runs.
+a=$(st idle_dispatched)
+sleep 3
+b=$(st idle_dispatched)
+log "idle_budget 0: idle +$((b - a)) in 3 s, queued_idle $(st queued_idle)"
+assert_eq $((b - a)) 0 "idle bios sent with idle_budget 0 and every other rule out of reach"
+
+# On: the gaps are learnt (8 of them at least), then used.
+msg idle_budget 10 || fail "idle_budget 10 rejected"
+[[ $(dmsetup table sp) == *"idle_budget 10"* ]] || fail "idle_budget missing from the table"
+for _ in $(seq 300); do
+	(($(st idle_injected) >= 20)) && break
+	sleep 0.2
+done
+n0=$(st bios_normal)
+log "idle_budget 10: idle_injected $(st idle_injected), normal_met_idle $(st normal_met_idle), normal bios $n0"
+assert_ge "$(st idle_injected)" 20 "idle bios sent into the normal job's gaps"
+assert_eq "$(st sched_mode)" normal "no batch mode while the normal job runs"
+
+# The normal job stops: the gap outlasts every one learnt, idle goes on.
+kill "$normal"
+wait "$normal" 2>/dev/null
+grep -Eq 'err= *[1-9]' /tmp/normal.out && fail "normal fio error"
+sleep 1
+i0=$(st idle_injected)
+sleep 2
+i1=$(st idle_injected)
+log "normal stopped: idle_injected +$((i1 - i0)) in 2 s"
+assert_ge $((i1 - i0)) 10 "idle bios go on when the normal job stops"
+assert_eq "$(st sched_mode)" normal "batch mode not needed for it"
+
+kill "$idle"
+wait "$idle" 2>/dev/null
+trap - EXIT
+grep -Eq 'err= *[1-9]' /tmp/idle.out && fail "idle fio error"
+dm_remove sp
+remove_nullb hdd
+remove_nullb ssd
+log "ok"
