@@ -824,19 +824,17 @@ static u64 sim_think(struct gap_sim *s)
 
 	if (!s->exp_think)
 		return s->think;
-	/* -ln(U) by a table-free approximation: sum of 4 uniforms is not
-	 * exponential; use inversion on 1/1024 steps instead. */
+	/* Inversion, think * -ln(U), U in 1/1024 steps from an LCG. */
 	s->rng = s->rng * 1103515245U + 12345U;
 	r = ((s->rng >> 16) & 1023) + 1;
 	{
-		/* ln(1024/r) * think, with ln by bits: ln2 * log2 */
+		/* ln(1024 / r) as ln 2 times a piecewise-linear log2 */
 		u64 x = 1024 * 1024 / r, l = 0;
 
 		while (x >= 2048) {
 			x /= 2;
 			l += 1024;
 		}
-		/* linear between octaves: good enough for a test */
 		l += (x - 1024);
 		return s->think * l * 693 / 1000 / 1024;
 	}
