@@ -30,11 +30,11 @@
 #   make install    modules_install + depmod, the tool, its man pages, bash
 #                   completion and udev rule (make uninstall removes them)
 
-# The engine units, one concern each.
-SSDP_ENGINE_SRCS := engine/config.c engine/frame_map.c engine/evict_sm.c engine/seq_detect.c \
-	engine/sched_policy.c engine/wb_track.c engine/classify.c engine/sched.c engine/cache.c \
-	engine/evict.c engine/promote.c engine/bg_io.c \
-	engine/meta_codec.c engine/meta.c
+# The engine units, one concern each: engine/units lists them.  Read
+# relative to this file, which Kbuild reads from another directory.
+SSDP_TOP := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
+SSDP_ENGINE_SRCS := $(shell awk 'NF && $$1 !~ /^[^a-z]/ && $$1 != "dm-ssdprio-target" \
+	{ print "engine/" $$1 ".c" }' $(SSDP_TOP)/engine/units)
 
 ifneq ($(KERNELRELEASE),)
 # ---- Kbuild half -------------------------------------------------------

@@ -5,24 +5,42 @@
     tests/depgraph.py --check    exit 1 on an edge against LAYERS or a cycle
 
 A unit calls another when it names a function or variable defined (not
-static) in that one.  LAYERS is the intended one-way order: a unit may use
-units in later layers only.
+static) in that one.  engine/units gives the intended one-way order: a
+unit may use units in later layers only.  --check also fails on a .c file
+of engine/ that engine/units does not list, and on a unit that
+docs/design.md's table of units does not name (or names and the list
+does not).
 """
 import os
 import re
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LAYERS = [
-    ["dm-ssdprio-target"],
-    ["cache"],
-    ["evict", "promote"],
-    ["meta"],
-    ["bg_io"],
-    ["sched", "classify"],
-    ["frame_map", "evict_sm", "meta_codec", "sched_policy", "seq_detect", "config",
-     "wb_track"],
-]
+
+
+def read_units():
+    """engine/units: {unit: layer}."""
+    layer = {}
+    with open(os.path.join(REPO, "engine", "units")) as f:
+        for line in f:
+            w = line.split()
+            if w and not w[0].startswith("#"):
+                layer[w[0]] = int(w[1])
+    return layer
+
+
+def design_units():
+    """The units docs/design.md's "Units" table names."""
+    names, on = set(), False
+    with open(os.path.join(REPO, "docs", "design.md")) as f:
+        for line in f:
+            if line.startswith("## "):
+                on = line.strip() == "## Units"
+                continue
+            m = re.match(r"\| `(?:engine/)?([\w-]+)\.c` \|", line)
+            if on and m:
+                names.add(m.group(1))
+    return names
 
 DEF = re.compile(r"^(?!static\b)[a-z_][\w \*]*?\b(\w+)\s*\(", re.M)
 
@@ -61,7 +79,13 @@ def main():
             v = owner.get(name)
             if v and v != u:
                 edges.setdefault((u, v), []).append(name)
-    rank = {u: i for i, layer in enumerate(LAYERS) for u in layer}
+    rank = read_units()
+    unlisted = sorted(set(src) - set(rank))
+    for u in unlisted:
+        print(f"UNLISTED {u}: not in engine/units")
+    undocumented = sorted(set(rank) ^ design_units())
+    for u in undocumented:
+        print(f"UNDOCUMENTED {u}: engine/units and docs/design.md's units differ")
     bad = []
     for (u, v), names in sorted(edges.items()):
         ok = rank.get(u, -1) < rank.get(v, -1)
@@ -103,7 +127,7 @@ def main():
     for c in sccs:
         print("cycle:", " <-> ".join(c))
     print(f"{len(edges)} edges, {len(bad)} against the layers, {len(sccs)} cycles")
-    if "--check" in sys.argv and (bad or sccs):
+    if "--check" in sys.argv and (bad or sccs or unlisted or undocumented):
         sys.exit(1)
 
 
