@@ -27,6 +27,8 @@
 #   make xfstests   the same with fstests' whole "quick" group (hours)
 #   make demo       boot the bench and show the target at work
 #   make bench      benchmarks (S=<scenario>, BENCH_QUICK=1)
+#   make rpm        the RPM packages (rpm/), built into build/rpm/; make
+#                   rpm-check also lints them and compares them with the debs
 #   make install    modules_install + depmod, the tool, its man pages, bash
 #                   completion and udev rule (make uninstall removes them)
 
@@ -82,7 +84,7 @@ SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSTEMDGENDIR ?= $(PREFIX)/lib/systemd/system-generators
 MANPAGES := man/ssdprio-tool.8 man/dm-ssdprio.4 man/ssdpriotab.5
 
-.PHONY: all modules hddsim lint unit check check-subset crash demo bench deb debs install install-tools clean \
+.PHONY: all modules hddsim lint unit check check-subset crash demo bench deb debs rpm rpm-check install install-tools clean \
 	deps checkpatch tools tools-test uninstall uninstall-tools xfstests check-xfstests check-fstests
 
 all: modules
@@ -233,6 +235,15 @@ deb:
 # (tests/crash/systemd.sh) installs them in the guest.
 debs:
 	./scripts/deb-check --build-only
+
+# RPM packages for Fedora and RHEL 10 (rpm/dm-ssdprio.spec), built with
+# Debian's rpmbuild into build/rpm/; rpm-check also runs rpmlint and compares
+# their files with the debs' (scripts/rpm-check).
+rpm:
+	./scripts/rpm-check --build-only
+
+rpm-check:
+	./scripts/rpm-check
 
 # Warm restart across reboots and power cuts (QEMU killed), see
 # tests/crash/README.md; `make crash S="powercut fsck"` runs some.

@@ -38,6 +38,8 @@ PACKAGES=(
 	libblkid-dev
 	# Debian packages (scripts/deb-check): debhelper with the DKMS addon.
 	debhelper dh-dkms dpkg-dev build-essential
+	# RPM packages (scripts/rpm-check): rpmbuild and rpmlint.
+	rpm rpmlint
 	# Man pages checked with groff (make unit).
 	groff-base
 	# Tools the guest tests use (from the host's root).
