@@ -164,6 +164,7 @@ tools-test: tools
 	python3 tests/crash/logwrites/test-replay-log.py build/tools/replay-log
 	./tests/unit/test-install.sh
 	./tests/unit/test-generator.sh
+	./tests/unit/test-example-tab.sh
 	./tests/unit/test-tool-signature.sh
 	./tests/unit/test-completion.sh
 	./tests/fstests/test-compare.sh

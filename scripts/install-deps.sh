@@ -27,8 +27,9 @@ PACKAGES=(
 	# for the BTF that 6.12's kbuild adds to modules.
 	linux-image-amd64 linux-headers-amd64 linux-image-6.12-amd64
 	gcc make bc kmod dwarves
-	# The DKMS build of both kernels (scripts/dkms-check, CI).
-	dkms
+	# The DKMS build of both kernels (scripts/dkms-check, CI); dkms makes
+	# the key it signs modules with by openssl.
+	dkms openssl
 	# Kernel source: reference, checkpatch.pl; sparse for `make lint`.
 	linux-source-6.1 xz-utils sparse
 	# The QEMU bench (tests/vm/run): QEMU, the initramfs' static busybox.
@@ -36,8 +37,9 @@ PACKAGES=(
 	# ssdprio-tool status/flush: libdevmapper (headers and the library).
 	libdevmapper-dev
 	libblkid-dev
-	# Debian packages (scripts/deb-check): debhelper with the DKMS addon.
-	debhelper dh-dkms dpkg-dev build-essential
+	# Debian packages (scripts/deb-check): debhelper with the DKMS addon;
+	# lintian checks what they build.
+	debhelper dh-dkms dpkg-dev build-essential lintian
 	# RPM packages (scripts/rpm-check): rpmbuild and rpmlint.
 	rpm rpmlint
 	# Man pages checked with groff (make unit).
