@@ -302,6 +302,19 @@ static int ssdp_swap_check(struct ssdprio *sp)
 	return r;
 }
 
+/*
+ * A state in the status line changed (ssdp_state_event).  The table's
+ * event callback is set only while it is bound to its device, under dm's
+ * event mutex: before the first resume and after the swap that replaces
+ * it, this does nothing.
+ */
+static void ssdp_event_work(struct work_struct *work)
+{
+	struct ssdprio *sp = container_of(work, struct ssdprio, event_work);
+
+	dm_table_event(sp->ti->table);
+}
+
 static int ssdp_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 {
 	struct dm_arg_set as = { .argc = argc, .argv = argv };
@@ -320,6 +333,7 @@ static int ssdp_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 		return -ENOMEM;
 	}
 	sp->ti = ti;
+	INIT_WORK(&sp->event_work, ssdp_event_work);
 	mutex_init(&sp->cfg_lock);
 	ssdp_config_defaults(&sp->cfg);
 
@@ -415,6 +429,8 @@ bad:
 		dm_put_device(ti, sp->cache);
 	if (sp->origin)
 		dm_put_device(ti, sp->origin);
+	/* Nothing may run after the free. */
+	cancel_work_sync(&sp->event_work);
 	kfree(sp);
 	return r;
 }
@@ -429,6 +445,11 @@ static void ssdp_dtr(struct dm_target *ti)
 	/* The cache may still write back through the scheduler. */
 	ssdp_cache_dtr(sp);
 	ssdp_sched_exit_dev(sp);
+	/*
+	 * Nothing queues an event any more (no I/O, no worker).  The table
+	 * is unbound: a pending event would do nothing, so it is dropped.
+	 */
+	cancel_work_sync(&sp->event_work);
 	mutex_lock(&sp->cfg_lock);
 	ssdp_idle_cgroup_clear(sp);
 	mutex_unlock(&sp->cfg_lock);

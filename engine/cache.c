@@ -1197,6 +1197,7 @@ static void ssdp_drain_again_locked(struct ssdprio *sp, struct ssdp_bio *pb)
 		return;
 	sp->draining = true;
 	ssdp_esm_flush_all(&sp->evict);
+	ssdp_state_event(sp);	/* flush_state running again */
 	ssdp_evict_kick_locked(sp);
 }
 
@@ -1597,11 +1598,13 @@ void ssdp_cache_apply_config(struct ssdprio *sp)
 
 int ssdp_cache_flush_dirty(struct ssdprio *sp, bool drain)
 {
+	enum ssdp_flush_state was;
 	unsigned long flags;
 
 	if (!sp->caching)
 		return 0;
 	spin_lock_irqsave(&sp->cache_lock, flags);
+	was = ssdp_flush_state_locked(sp);
 	sp->flush_failed = false;
 	/* A drain stays one until its flush ends; a flush_dirty joins it. */
 	if (drain)
@@ -1612,9 +1615,17 @@ int ssdp_cache_flush_dirty(struct ssdprio *sp, bool drain)
 	/* What it owes: what is dirty now (a drain, everything). */
 	sp->flush_epoch++;
 	ssdp_fmap_flush_mark_dirty(&sp->fmap);
+	if (ssdp_flush_state_locked(sp) != was)
+		ssdp_state_event(sp);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 	return 0;
 }
+
+static const char * const ssdp_flush_state_names[] = {
+	[SSDP_FLUSH_IDLE] = "idle",
+	[SSDP_FLUSH_RUNNING] = "running",
+	[SSDP_FLUSH_FAILED] = "failed",
+};
 
 unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 			       unsigned int maxlen, unsigned int sz)
@@ -1644,8 +1655,7 @@ unsigned int ssdp_cache_status(struct ssdprio *sp, char *result,
 	deferred = bio_list_size(&sp->deferred);
 	failed = sp->nr_wb_failed;
 	degraded = sp->degraded;
-	flush = sp->evict.flushing ? "running" :
-		sp->flush_failed ? "failed" : "idle";
+	flush = ssdp_flush_state_names[ssdp_flush_state_locked(sp)];
 	draining = sp->draining;
 	cleaned = sp->evict.clean_started;
 	pressed = sp->evict.pressure_started;

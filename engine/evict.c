@@ -1542,6 +1542,8 @@ static void ssdp_evict_work_fn(struct work_struct *work)
 		sp->draining = false;
 		ssdp_drain_unwant_locked(sp);
 		ssdp_fmap_flush_unmark_all(&sp->fmap);
+		/* flush_state: running to idle or failed. */
+		ssdp_state_event(sp);
 	}
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 }

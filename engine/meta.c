@@ -113,6 +113,17 @@ const char *ssdp_meta_state_name(enum ssdp_meta_state st)
 
 static int ssdp_meta_write_sb(struct ssdprio *sp, bool clean);
 
+/* Status reads the state without the lock; a change is a dm event. */
+static void ssdp_meta_set_state_locked(struct ssdprio *sp,
+				       enum ssdp_meta_state st)
+{
+	lockdep_assert_held(&sp->meta->lock);
+	if (sp->meta->state == st)
+		return;
+	WRITE_ONCE(sp->meta->state, st);
+	ssdp_state_event(sp);
+}
+
 /*
  * Caches (by uuid) whose metadata failed since the module was loaded: the
  * superblock's META_FAILED may never have reached the SSD (its write may
@@ -180,7 +191,7 @@ static void ssdp_meta_fail_locked(struct ssdprio *sp, const char *why)
 	unsigned long flags;
 
 	lockdep_assert_held(&sp->meta->lock);
-	sp->meta->state = SSDP_META_FAILED;
+	ssdp_meta_set_state_locked(sp, SSDP_META_FAILED);
 	spin_lock_irqsave(&sp->cache_lock, flags);
 	ssdp_degrade_locked(sp, why);
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
@@ -1207,14 +1218,16 @@ int ssdp_meta_preresume(struct ssdprio *sp)
 			r = ssdp_meta_alloc_bitmaps(sp);
 		if (!r && sp->meta->must_format) {
 			r = ssdp_meta_format(sp);
-			sp->meta->state = SSDP_META_FORMATTED;
+			ssdp_meta_set_state_locked(sp, SSDP_META_FORMATTED);
 		} else if (!r) {
-			sp->meta->state = sp->meta->sb.flags & SSDP_SB_CLEAN ?
-					 SSDP_META_CLEAN : SSDP_META_RECOVERED;
+			ssdp_meta_set_state_locked(sp,
+				sp->meta->sb.flags & SSDP_SB_CLEAN ?
+				SSDP_META_CLEAN : SSDP_META_RECOVERED);
 			r = ssdp_meta_load(sp);
 		}
 		if (r) {
-			sp->meta->state = SSDP_META_FAILED;	/* serves nothing */
+			/* serves nothing */
+			ssdp_meta_set_state_locked(sp, SSDP_META_FAILED);
 			goto out;
 		}
 		sp->meta->loaded = true;

@@ -429,6 +429,15 @@ struct ssdprio {
 	struct ssdp_meta *meta;
 	/* Flushes and FUA writes waiting for a commit (cache.c). */
 	struct work_struct commit_work;
+	/*
+	 * Raises a dm event when cache_mode, meta_state or flush_state
+	 * changes (ssdp_state_event), so that dmsetup wait and event daemons
+	 * wake.  Those change under spinlocks and in bio completion, and
+	 * dm_table_event takes a mutex: a work item calls it.  Queued from
+	 * any context with no lock; cancelled in dtr (and on ctr's error
+	 * path) once nothing can queue it any more.
+	 */
+	struct work_struct event_work;
 
 	struct ssdp_sched *sched;	/* sched.c's own state */
 	/* classify.c: written under cfg_lock, read under RCU. */
@@ -471,6 +480,31 @@ static inline u64 ssdp_nr_osets(struct ssdprio *sp)
 	return (sp->ti->len + sp->layout.set_sectors - 1) >> sp->set_shift;
 }
 
+/*
+ * cache_mode, meta_state or flush_state (status) changed: wake dm's event
+ * waiters.  Any context, any lock: the event itself is raised by a work
+ * item (struct ssdprio.event_work).
+ */
+static inline void ssdp_state_event(struct ssdprio *sp)
+{
+	schedule_work(&sp->event_work);
+}
+
+/* status's flush_state. */
+enum ssdp_flush_state {
+	SSDP_FLUSH_IDLE,
+	SSDP_FLUSH_RUNNING,
+	SSDP_FLUSH_FAILED,
+};
+
+static inline enum ssdp_flush_state ssdp_flush_state_locked(struct ssdprio *sp)
+{
+	lockdep_assert_held(&sp->cache_lock);
+	if (sp->evict.flushing)
+		return SSDP_FLUSH_RUNNING;
+	return sp->flush_failed ? SSDP_FLUSH_FAILED : SSDP_FLUSH_IDLE;
+}
+
 /* The SSD is failing: stop relying on it where the origin can serve. */
 static inline void ssdp_degrade_locked(struct ssdprio *sp, const char *why)
 {
@@ -478,6 +512,7 @@ static inline void ssdp_degrade_locked(struct ssdprio *sp, const char *why)
 	if (sp->degraded)
 		return;
 	sp->degraded = true;
+	ssdp_state_event(sp);
 	DMERR("%s: cache degraded (%s): no new caching, clean blocks read from the origin, dirty blocks still written back",
 	      ssdp_name(sp), why);
 }

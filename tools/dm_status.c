@@ -288,3 +288,60 @@ void st_print_json(FILE *f, const struct dm_status *cur,
 		st_blocks_bytes(cur, num0(cur, "dirty_blocks")),
 		dirty_share(cur));
 }
+
+static const char * const st_until_words[] = {
+	[ST_UNTIL_CLEAN] = "clean",
+	[ST_UNTIL_DEGRADED] = "degraded",
+	[ST_UNTIL_FAILED] = "failed",
+	[ST_UNTIL_FLUSHED] = "flushed",
+};
+
+bool st_until_parse(const char *word, enum st_until *out)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(st_until_words); i++)
+		if (st_until_words[i] && !strcmp(word, st_until_words[i])) {
+			*out = i;
+			return true;
+		}
+	return false;
+}
+
+static bool st_is(const struct dm_status *st, const char *key,
+		  const char *val)
+{
+	const char *v = st_get(st, key);
+
+	return v && !strcmp(v, val);
+}
+
+/*
+ * docs/tools.md, "wait", says what each word means.  A device with the
+ * cache off holds no dirty data and runs no flush: clean and flushed; it
+ * has no cache to degrade or fail.
+ */
+int st_until_met(const struct dm_status *st, enum st_until u)
+{
+	bool on = st_is(st, "cache", "on");
+	unsigned long long dirty;
+
+	switch (u) {
+	case ST_UNTIL_CLEAN:
+		return !on || (st_num(st, "dirty_blocks", &dirty) && !dirty);
+	case ST_UNTIL_DEGRADED:
+		return on && ((st_get(st, "cache_mode") &&
+			       !st_is(st, "cache_mode", "normal")) ||
+			      st_is(st, "meta_state", "failed"));
+	case ST_UNTIL_FAILED:
+		return on && (st_is(st, "meta_state", "failed") ||
+			      st_is(st, "flush_state", "failed"));
+	case ST_UNTIL_FLUSHED:
+		if (!on || st_is(st, "flush_state", "idle"))
+			return 1;
+		return st_is(st, "flush_state", "failed") ? -1 : 0;
+	case ST_UNTIL_NEXT:
+	default:
+		return 0;
+	}
+}

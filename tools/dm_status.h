@@ -38,6 +38,23 @@ const char *st_get(const struct dm_status *st, const char *key);
 bool st_num(const struct dm_status *st, const char *key,
 	    unsigned long long *v);
 
+/* What ssdprio-tool wait --until waits for (docs/tools.md, "wait"). */
+enum st_until {
+	ST_UNTIL_NEXT,		/* no --until: the next event */
+	ST_UNTIL_CLEAN,
+	ST_UNTIL_DEGRADED,
+	ST_UNTIL_FAILED,
+	ST_UNTIL_FLUSHED,
+};
+
+/* --until's word into @out; false when it names none. */
+bool st_until_parse(const char *word, enum st_until *out);
+/*
+ * Whether @st meets @u: 1 yes, 0 not yet, -1 not without a new request
+ * (flushed, after a flush that failed).
+ */
+int st_until_met(const struct dm_status *st, enum st_until u);
+
 /* Bytes of @blocks cache blocks, per the status's block_sectors. */
 unsigned long long st_blocks_bytes(const struct dm_status *st,
 				   unsigned long long blocks);

@@ -91,7 +91,7 @@ static bool timeout_arg(const char *s, double *out)
  * The status of device @name into @st.  Returns 0, 1 when the device
  * has no ssdprio target (@quiet: not reported), -1 on error (reported).
  */
-static int dm_status_get(const char *name, struct dm_status *st, bool quiet)
+int dm_status_get(const char *name, struct dm_status *st, bool quiet)
 {
 	uint64_t start, length;
 	char *type, *params;

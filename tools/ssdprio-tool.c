@@ -14,6 +14,7 @@
  *	ssdprio-tool systemd-generator [--tab FILE] dir [early_dir late_dir]
  *	ssdprio-tool status [--json] [--watch [SECS]] [name...]
  *	ssdprio-tool flush [--wait] [--timeout SECS] name
+ *	ssdprio-tool wait [--until clean|degraded|failed|flushed] [--timeout SECS] name
  *
  * The on-SSD format is engine/ssdprio_format.h and the codec the
  * kernel's own engine/meta_codec.c; cache_scan.c reads the records the
@@ -46,6 +47,7 @@
 
 #include "cache_scan.h"
 #include "config.h"
+#include "events.h"
 #include "live.h"
 #include "origin_ident.h"
 #include "signature.h"
@@ -109,6 +111,7 @@ static void usage_to(FILE *f)
 	      "  " TOOL " udev-role [--tab FILE]   (udev IMPORT{program})\n"
 	      "  " TOOL " status [--json] [--watch [SECS]] [name...]\n"
 	      "  " TOOL " flush [--drain] [--wait] [--timeout SECS] name\n"
+	      "  " TOOL " wait [--until clean|degraded|failed|flushed] [--timeout SECS] name\n"
 	      "  " TOOL " detach [--timeout SECS] name\n"
 	      "  " TOOL " attach [--force] name <cache_dev> [features...]\n"
 	      "  " TOOL " set [--persist] [--tab FILE] name key value [key value...]\n"
@@ -2608,6 +2611,7 @@ int main(int argc, char **argv)
 		{ "udev-role", cmd_udev_role },
 		{ "status", cmd_status },
 		{ "flush", cmd_flush },
+		{ "wait", cmd_wait },
 		{ "detach", cmd_detach },
 		{ "attach", cmd_attach },
 		{ "set", cmd_set },

@@ -54,7 +54,12 @@ assert_eq "$(st dirty_blocks)" $((SET / 2)) "half a set dirty after a quiet wind
 assert_eq "$(st blocks_written_back)" 0 "blocks written back for half a set"
 
 # --- A whole: crowded, written back in the window, kept clean ---------------------------
-for i in $(seq 0 $((SET - 1))); do blk_put "$dev" $((a + i)) a || fail "write A:$i"; done
+# In one write: written block by block, a host stall longer than evict_wait
+# halfway would let cleaning take the first ones and leave the rest, not
+# crowded, dirty.
+head -c $((SET * BLK_BYTES)) </dev/zero | tr '\0' a |
+	dd of="$dev" bs=$((SET * BLK_BYTES)) seek=$((a / SET)) count=1 oflag=direct status=none ||
+	fail "write A"
 log "A written: $(dmsetup status sp)"
 wait_status sp blocks_written_back -ge "$SET" 120
 wait_status sp writeback_sets -eq 0 60

@@ -100,3 +100,48 @@ TEST(dm_status_text_eviction_reason_and_fill)
 	free(buf);
 	st_free(&st);
 }
+
+/* wait --until's words against the status keys (docs/tools.md, "wait"). */
+static int until(const char *params, const char *word)
+{
+	struct dm_status st = { .name = "sp" };
+	enum st_until u;
+	int r;
+
+	if (!st_until_parse(word, &u) || st_parse(&st, params))
+		return -9;
+	r = st_until_met(&st, u);
+	st_free(&st);
+	return r;
+}
+
+TEST(dm_status_until)
+{
+	static const char ok[] = "cache on cache_mode normal dirty_blocks 3 flush_state running meta_state clean";
+	static const char deg[] = "cache on cache_mode degraded dirty_blocks 0 flush_state idle meta_state clean";
+	static const char mfail[] = "cache on cache_mode degraded dirty_blocks 5 flush_state idle meta_state failed";
+	static const char ffail[] = "cache on cache_mode normal dirty_blocks 5 flush_state failed meta_state clean";
+	static const char off[] = "cache off";
+	enum st_until u;
+
+	ASSERT_FALSE(st_until_parse("dirty", &u));
+	ASSERT_EQ(until(ok, "clean"), 0);
+	ASSERT_EQ(until(ok, "degraded"), 0);
+	ASSERT_EQ(until(ok, "failed"), 0);
+	ASSERT_EQ(until(ok, "flushed"), 0);
+	ASSERT_EQ(until(deg, "clean"), 1);
+	ASSERT_EQ(until(deg, "degraded"), 1);
+	ASSERT_EQ(until(deg, "failed"), 0);
+	ASSERT_EQ(until(deg, "flushed"), 1);
+	ASSERT_EQ(until(mfail, "degraded"), 1);
+	ASSERT_EQ(until(mfail, "failed"), 1);
+	ASSERT_EQ(until(mfail, "clean"), 0);
+	ASSERT_EQ(until(ffail, "failed"), 1);
+	ASSERT_EQ(until(ffail, "degraded"), 0);
+	ASSERT_EQ(until(ffail, "flushed"), -1);
+	/* No cache: nothing dirty, no flush, nothing to degrade. */
+	ASSERT_EQ(until(off, "clean"), 1);
+	ASSERT_EQ(until(off, "flushed"), 1);
+	ASSERT_EQ(until(off, "degraded"), 0);
+	ASSERT_EQ(until(off, "failed"), 0);
+}
