@@ -58,7 +58,7 @@ assert_eq "$(st blocks_written_back)" 0 "blocks written back for half a set"
 # halfway would let cleaning take the first ones and leave the rest, not
 # crowded, dirty.
 head -c $((SET * BLK_BYTES)) </dev/zero | tr '\0' a |
-	dd of="$dev" bs=$((SET * BLK_BYTES)) seek=$((a / SET)) count=1 oflag=direct status=none ||
+	dd of="$dev" bs=$((SET * BLK_BYTES)) seek=$((a / SET)) count=1 iflag=fullblock oflag=direct status=none ||
 	fail "write A"
 log "A written: $(dmsetup status sp)"
 wait_status sp blocks_written_back -ge "$SET" 120

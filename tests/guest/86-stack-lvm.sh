@@ -27,7 +27,7 @@ lvm_conf() { # lvm_conf FILTER: lvm.conf with FILTER as global_filter
 lvm_conf '"a|.*|"'
 pattern() { # pattern DEV CHAR: 8 MiB of CHAR at 1 MiB
 	head -c $((8 << 20)) </dev/zero | tr '\0' "$2" |
-		dd of="$1" bs=1M seek=1 oflag=direct status=none || fail "write $1"
+		dd of="$1" bs=1M seek=1 iflag=fullblock oflag=direct status=none || fail "write $1"
 }
 check() { # check DEV CHAR
 	local got
