@@ -52,6 +52,8 @@ static const char * const ssdp_stat_names[SSDP_ST_NR] = {
 	[SSDP_ST_WRITEBACK_BRIDGED] = "writeback_bridged_blocks",
 	[SSDP_ST_WRITES_BESIDE_WRITEBACK] = "writes_beside_writeback",
 	[SSDP_ST_WRITES_AROUND_WRITEBACK] = "writes_around_writeback",
+	[SSDP_ST_BYTES_NORMAL] = "bytes_normal",
+	[SSDP_ST_BYTES_IDLE] = "bytes_idle",
 };
 
 /* origin_id: 32 hex digits, not all zero (zero means "none"). */
@@ -466,6 +468,10 @@ static int ssdp_map(struct dm_target *ti, struct bio *bio)
 
 	pb->idle = ssdp_classify_idle(sp, bio, &pb->housekeeping);
 	ssdp_count(sp, pb->idle ? SSDP_ST_BIOS_IDLE : SSDP_ST_BIOS_NORMAL);
+	/* Data moved: a discard's size is a range, not a transfer. */
+	if (bio_has_data(bio))
+		ssdp_count_n(sp, pb->idle ? SSDP_ST_BYTES_IDLE :
+			     SSDP_ST_BYTES_NORMAL, bio->bi_iter.bi_size);
 	if (bio_op(bio) == REQ_OP_DISCARD)
 		ssdp_count(sp, SSDP_ST_DISCARDS);
 	else if (bio_data_dir(bio) == WRITE)
