@@ -60,9 +60,9 @@ T ?=
 # ssdprio-tool: user space, shares the on-SSD codec with the module.
 TOOL := build/ssdprio-tool
 TOOL_SRCS := tools/ssdprio-tool.c tools/tab.c tools/boot.c tools/cache_scan.c tools/origin_ident.c tools/signature.c engine/meta_codec.c \
-	engine/config.c tools/live.c tools/dm_status.c
+	engine/config.c tools/live.c tools/dm_status.c tools/metrics.c
 TOOL_HDRS := tools/cache_scan.h tools/msg.h tools/tab.h tools/boot.h tools/origin_ident.h tools/signature.h engine/meta_codec.h engine/ssdprio_format.h \
-	engine/ssdp_compat.h engine/config.h tools/live.h tools/dm_status.h
+	engine/ssdp_compat.h engine/config.h tools/live.h tools/dm_status.h tools/metrics.h
 # status and flush talk to the kernel through libdevmapper (libdevmapper-dev);
 # a device is probed for signatures before a format with libblkid (libblkid-dev).
 TOOL_LIBS := -ldevmapper -lblkid -lm

@@ -13,6 +13,7 @@
  *	ssdprio-tool deactivate name...
  *	ssdprio-tool systemd-generator [--tab FILE] dir [early_dir late_dir]
  *	ssdprio-tool status [--json] [--watch [SECS]] [name...]
+ *	ssdprio-tool status --prometheus [--output FILE] [name...]
  *	ssdprio-tool flush [--wait] [--timeout SECS] name
  *
  * The on-SSD format is engine/ssdprio_format.h and the codec the
@@ -108,6 +109,7 @@ static void usage_to(FILE *f)
 	      "  " TOOL " systemd-generator [--tab FILE] <dir> [<early_dir> <late_dir>]\n"
 	      "  " TOOL " udev-role [--tab FILE]   (udev IMPORT{program})\n"
 	      "  " TOOL " status [--json] [--watch [SECS]] [name...]\n"
+	      "  " TOOL " status --prometheus [--output FILE] [name...]\n"
 	      "  " TOOL " flush [--drain] [--wait] [--timeout SECS] name\n"
 	      "  " TOOL " detach [--timeout SECS] name\n"
 	      "  " TOOL " attach [--force] name <cache_dev> [features...]\n"
