@@ -28,7 +28,8 @@
 #   make demo       boot the bench and show the target at work
 #   make bench      benchmarks (S=<scenario>, BENCH_QUICK=1)
 #   make install    modules_install + depmod, the tool, its man pages, bash
-#                   completion and udev rule (make uninstall removes them)
+#                   completion, udev rule and systemd units (the metrics
+#                   timer not enabled; make uninstall removes them)
 
 # The engine units, one concern each.
 SSDP_ENGINE_SRCS := engine/config.c engine/frame_map.c engine/evict_sm.c engine/seq_detect.c \
@@ -267,6 +268,10 @@ install-tools: $(TOOL)
 		tools/systemd/ssdprio@.service >$(DESTDIR)$(SYSTEMDUNITDIR)/ssdprio@.service
 	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/ssdprio@.service
 	sed 's|/usr/local/sbin/ssdprio-tool|$(SBINDIR)/ssdprio-tool|' \
+		tools/systemd/ssdprio-metrics.service >$(DESTDIR)$(SYSTEMDUNITDIR)/ssdprio-metrics.service
+	install -m 0644 tools/systemd/ssdprio-metrics.timer $(DESTDIR)$(SYSTEMDUNITDIR)/
+	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/ssdprio-metrics.service
+	sed 's|/usr/local/sbin/ssdprio-tool|$(SBINDIR)/ssdprio-tool|' \
 		tools/systemd/ssdprio-generator >$(DESTDIR)$(SYSTEMDGENDIR)/ssdprio-generator
 	chmod 0755 $(DESTDIR)$(SYSTEMDGENDIR)/ssdprio-generator
 
@@ -276,6 +281,8 @@ uninstall-tools:
 		$(DESTDIR)$(UDEVRULESDIR)/60-ssdprio.rules \
 		$(DESTDIR)$(BASHCOMPDIR)/ssdprio-tool \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/ssdprio@.service \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/ssdprio-metrics.service \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/ssdprio-metrics.timer \
 		$(DESTDIR)$(SYSTEMDGENDIR)/ssdprio-generator \
 		$(foreach m,$(MANPAGES),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
 
