@@ -468,10 +468,14 @@ static int ssdp_map(struct dm_target *ti, struct bio *bio)
 
 	pb->idle = ssdp_classify_idle(sp, bio, &pb->housekeeping);
 	ssdp_count(sp, pb->idle ? SSDP_ST_BIOS_IDLE : SSDP_ST_BIOS_NORMAL);
-	/* Data moved: a discard's size is a range, not a transfer. */
+	/*
+	 * Counted at completion: by then a part the cache split off
+	 * (ssdp_accept_partial) has come back as a bio of its own, so that
+	 * the counter never goes back.  A discard's size is a range, not
+	 * data moved.
+	 */
 	if (bio_has_data(bio))
-		ssdp_count_n(sp, pb->idle ? SSDP_ST_BYTES_IDLE :
-			     SSDP_ST_BYTES_NORMAL, bio->bi_iter.bi_size);
+		pb->bytes = bio->bi_iter.bi_size;
 	if (bio_op(bio) == REQ_OP_DISCARD)
 		ssdp_count(sp, SSDP_ST_DISCARDS);
 	else if (bio_data_dir(bio) == WRITE)
@@ -491,8 +495,16 @@ static int ssdp_end_io(struct dm_target *ti, struct bio *bio,
 		       blk_status_t *error)
 {
 	struct ssdprio *sp = ti->private;
+	struct ssdp_bio *pb = ssdp_pb(bio);
+	int r = ssdp_cache_end_io(sp, bio, error);
 
-	return ssdp_cache_end_io(sp, bio, error);
+	/* INCOMPLETE: tried again (a read from the origin), it ends later. */
+	if (r != DM_ENDIO_INCOMPLETE && pb->bytes) {
+		ssdp_count_n(sp, pb->idle ? SSDP_ST_BYTES_IDLE :
+			     SSDP_ST_BYTES_NORMAL, pb->bytes);
+		pb->bytes = 0;
+	}
+	return r;
 }
 
 static void ssdp_presuspend(struct dm_target *ti)
