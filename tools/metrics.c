@@ -17,6 +17,10 @@
 
 #include "metrics.h"
 
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#endif
+
 #define PREFIX		"ssdprio_"
 #define MAX_SERIES	4
 #define MAX_STATES	6
@@ -312,7 +316,7 @@ void metrics_print(FILE *f, const struct dm_status *st, int nr)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(families) / sizeof(families[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(families); i++)
 		print_family(f, &families[i], st, nr);
 }
 
