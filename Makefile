@@ -30,7 +30,8 @@
 #   make rpm        the RPM packages (rpm/), built into build/rpm/; make
 #                   rpm-check also lints them and compares them with the debs
 #   make install    modules_install + depmod, the tool, its man pages, bash
-#                   completion and udev rule (make uninstall removes them)
+#                   completion, udev rule and systemd units (the metrics
+#                   timer not enabled; make uninstall removes them)
 
 # The engine units, one concern each: engine/units lists them.  Read
 # relative to this file, which Kbuild reads from another directory.
@@ -62,9 +63,9 @@ T ?=
 # ssdprio-tool: user space, shares the on-SSD codec with the module.
 TOOL := build/ssdprio-tool
 TOOL_SRCS := tools/ssdprio-tool.c tools/tab.c tools/boot.c tools/cache_scan.c tools/origin_ident.c tools/signature.c engine/meta_codec.c \
-	engine/config.c tools/live.c tools/dm_status.c tools/events.c
+	engine/config.c tools/live.c tools/dm_status.c tools/events.c tools/metrics.c
 TOOL_HDRS := tools/cache_scan.h tools/msg.h tools/tab.h tools/boot.h tools/origin_ident.h tools/signature.h engine/meta_codec.h engine/ssdprio_format.h \
-	engine/ssdp_compat.h engine/config.h tools/live.h tools/dm_status.h tools/events.h
+	engine/ssdp_compat.h engine/config.h tools/live.h tools/dm_status.h tools/events.h tools/metrics.h
 # status and flush talk to the kernel through libdevmapper (libdevmapper-dev);
 # a device is probed for signatures before a format with libblkid (libblkid-dev).
 TOOL_LIBS := -ldevmapper -lblkid -lm
@@ -279,6 +280,10 @@ install-tools: $(TOOL)
 		tools/systemd/ssdprio@.service >$(DESTDIR)$(SYSTEMDUNITDIR)/ssdprio@.service
 	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/ssdprio@.service
 	sed 's|/usr/local/sbin/ssdprio-tool|$(SBINDIR)/ssdprio-tool|' \
+		tools/systemd/ssdprio-metrics.service >$(DESTDIR)$(SYSTEMDUNITDIR)/ssdprio-metrics.service
+	install -m 0644 tools/systemd/ssdprio-metrics.timer $(DESTDIR)$(SYSTEMDUNITDIR)/
+	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/ssdprio-metrics.service
+	sed 's|/usr/local/sbin/ssdprio-tool|$(SBINDIR)/ssdprio-tool|' \
 		tools/systemd/ssdprio-generator >$(DESTDIR)$(SYSTEMDGENDIR)/ssdprio-generator
 	chmod 0755 $(DESTDIR)$(SYSTEMDGENDIR)/ssdprio-generator
 
@@ -288,6 +293,8 @@ uninstall-tools:
 		$(DESTDIR)$(UDEVRULESDIR)/60-ssdprio.rules \
 		$(DESTDIR)$(BASHCOMPDIR)/ssdprio-tool \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/ssdprio@.service \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/ssdprio-metrics.service \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/ssdprio-metrics.timer \
 		$(DESTDIR)$(SYSTEMDGENDIR)/ssdprio-generator \
 		$(foreach m,$(MANPAGES),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
 

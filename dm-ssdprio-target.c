@@ -52,6 +52,8 @@ static const char * const ssdp_stat_names[SSDP_ST_NR] = {
 	[SSDP_ST_WRITEBACK_BRIDGED] = "writeback_bridged_blocks",
 	[SSDP_ST_WRITES_BESIDE_WRITEBACK] = "writes_beside_writeback",
 	[SSDP_ST_WRITES_AROUND_WRITEBACK] = "writes_around_writeback",
+	[SSDP_ST_BYTES_NORMAL] = "bytes_normal",
+	[SSDP_ST_BYTES_IDLE] = "bytes_idle",
 };
 
 /* origin_id: 32 hex digits, not all zero (zero means "none"). */
@@ -487,6 +489,14 @@ static int ssdp_map(struct dm_target *ti, struct bio *bio)
 
 	pb->idle = ssdp_classify_idle(sp, bio, &pb->housekeeping);
 	ssdp_count(sp, pb->idle ? SSDP_ST_BIOS_IDLE : SSDP_ST_BIOS_NORMAL);
+	/*
+	 * Counted at completion: by then a part the cache split off
+	 * (ssdp_accept_partial) has come back as a bio of its own, so that
+	 * the counter never goes back.  A discard's size is a range, not
+	 * data moved.
+	 */
+	if (bio_has_data(bio))
+		pb->bytes = bio->bi_iter.bi_size;
 	if (bio_op(bio) == REQ_OP_DISCARD)
 		ssdp_count(sp, SSDP_ST_DISCARDS);
 	else if (bio_data_dir(bio) == WRITE)
@@ -506,8 +516,16 @@ static int ssdp_end_io(struct dm_target *ti, struct bio *bio,
 		       blk_status_t *error)
 {
 	struct ssdprio *sp = ti->private;
+	struct ssdp_bio *pb = ssdp_pb(bio);
+	int r = ssdp_cache_end_io(sp, bio, error);
 
-	return ssdp_cache_end_io(sp, bio, error);
+	/* INCOMPLETE: tried again (a read from the origin), it ends later. */
+	if (r != DM_ENDIO_INCOMPLETE && pb->bytes) {
+		ssdp_count_n(sp, pb->idle ? SSDP_ST_BYTES_IDLE :
+			     SSDP_ST_BYTES_NORMAL, pb->bytes);
+		pb->bytes = 0;
+	}
+	return r;
 }
 
 static void ssdp_presuspend(struct dm_target *ti)

@@ -439,7 +439,7 @@ static enum ssdp_dest ssdp_route_read(struct ssdprio *sp, struct bio *bio,
 			if (WARN_ON_ONCE(!may_split))
 				hit = SSDP_FMAP_MISS, run = pb->nr;
 			else
-				dm_accept_partial_bio(bio, run << sp->block_shift);
+				ssdp_accept_partial(bio, run << sp->block_shift);
 			pb->nr = run;
 		}
 		ssdp_fmap_touch(&sp->fmap, line);
@@ -593,14 +593,14 @@ static bool ssdp_route_write_conflict(struct ssdprio *sp, struct bio *bio,
 		return true;
 	}
 	if (claimed) {
-		dm_accept_partial_bio(bio, claimed << sp->block_shift);
+		ssdp_accept_partial(bio, claimed << sp->block_shift);
 		pb->nr = claimed;
 		return false;
 	}
 	run = ssdp_fmap_unclaimable_run(&sp->fmap, line, pb->first, pb->nr,
 					sp->degraded);
 	if (run < pb->nr) {
-		dm_accept_partial_bio(bio, run << sp->block_shift);
+		ssdp_accept_partial(bio, run << sp->block_shift);
 		pb->nr = run;
 	}
 	/* None of them is a valid block of this origin set. */
@@ -722,7 +722,7 @@ static enum ssdp_dest ssdp_route_write(struct ssdprio *sp, struct bio *bio,
 			n = ssdp_fmap_dirty_run(&sp->fmap, line, pb->first,
 						pb->nr, &dirty);
 			if (n < pb->nr) {
-				dm_accept_partial_bio(bio, n << sp->block_shift);
+				ssdp_accept_partial(bio, n << sp->block_shift);
 				pb->nr = n;
 			}
 		} else {
@@ -1140,7 +1140,7 @@ int ssdp_cache_map(struct ssdprio *sp, struct bio *bio)
 		len &= ~(sector_t)(bs - 1);
 	}
 	if (len < bio_sectors(bio))
-		dm_accept_partial_bio(bio, len);
+		ssdp_accept_partial(bio, len);
 
 	/*
 	 * FUA is met by the commit that follows the write (end_io), which

@@ -69,6 +69,8 @@ enum ssdp_stat {
 	SSDP_ST_WRITEBACK_BRIDGED,
 	SSDP_ST_WRITES_BESIDE_WRITEBACK,
 	SSDP_ST_WRITES_AROUND_WRITEBACK,
+	SSDP_ST_BYTES_NORMAL,
+	SSDP_ST_BYTES_IDLE,
 	SSDP_ST_NR,
 };
 
@@ -126,6 +128,7 @@ struct ssdp_bio {
 	u32 replaced;			/* set_io.replaced when issued */
 	u32 redirtied;			/* a hit: set_io.redirtied when issued */
 	u32 line;			/* frame map line (cset << 4 | tag) */
+	u32 bytes;			/* data to count at completion (bytes_*) */
 	u16 frame;			/* SSD I/O: the frame of block @first */
 	u16 first;			/* first block in the set */
 	u16 nr;				/* whole blocks covered */
@@ -459,6 +462,19 @@ static inline void ssdp_count_n(struct ssdprio *sp, enum ssdp_stat st, u64 n)
 static inline struct ssdp_bio *ssdp_pb(struct bio *bio)
 {
 	return dm_per_bio_data(bio, sizeof(struct ssdp_bio));
+}
+
+/*
+ * dm_accept_partial_bio: the rest comes back through .map as a bio of its
+ * own, which counts its own bytes.
+ */
+static inline void ssdp_accept_partial(struct bio *bio, unsigned int sectors)
+{
+	struct ssdp_bio *pb = ssdp_pb(bio);
+
+	if (pb->bytes)
+		pb->bytes = sectors << SECTOR_SHIFT;
+	dm_accept_partial_bio(bio, sectors);
 }
 
 /* SSD sector of frame @frame of cache set @cset. */

@@ -19,6 +19,7 @@
 
 #include "dm_status.h"
 #include "live.h"
+#include "metrics.h"
 
 #define TOOL		"ssdprio-tool"
 #define MiB		(1024.0 * 1024.0)
@@ -200,7 +201,43 @@ static int dm_message(const char *name, const char *msg)
 
 static void status_usage(FILE *f)
 {
-	fputs("usage: " TOOL " status [--json] [--watch [SECS]] [NAME...]\n", f);
+	fputs("usage: " TOOL " status [--json] [--watch [SECS]] [NAME...]\n"
+	      "       " TOOL " status --prometheus [--output FILE] [NAME...]\n", f);
+}
+
+/*
+ * status --prometheus: one reading of each device, as metrics on stdout
+ * or into @output for node_exporter's textfile collector.  A device that
+ * cannot be read is left out and makes the exit status 1; the others are
+ * still written, so one bad name does not blank the whole file.
+ */
+static int status_prometheus(char **names, int n, const char *output)
+{
+	struct dm_status *st = calloc(n ? n : 1, sizeof(*st));
+	int i, got = 0, r = 0;
+
+	if (!st)
+		return EXIT_FAIL;
+	for (i = 0; i < n; i++) {
+		if (dm_status_get(names[i], &st[got], false))
+			r = EXIT_FAIL;
+		else
+			got++;
+	}
+	if (output) {
+		if (metrics_write_file(output, st, got)) {
+			fprintf(stderr, TOOL ": %s: %s\n", output, strerror(errno));
+			r = EXIT_FAIL;
+		}
+	} else {
+		metrics_print(stdout, st, got);
+		if (fflush(stdout))
+			r = EXIT_FAIL;
+	}
+	for (i = 0; i < got; i++)
+		st_free(&st[i]);
+	free(st);
+	return r;
 }
 
 int cmd_status(int argc, char **argv)
@@ -208,19 +245,28 @@ int cmd_status(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "watch", optional_argument, NULL, 'w' },
+		{ "prometheus", no_argument, NULL, 'p' },
+		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct dm_status *cur = NULL, *prev = NULL;
-	bool json = false, watch = false, tty, all;
+	bool json = false, watch = false, prom = false, tty, all;
 	double interval = 2, t_prev = 0, t;
+	const char *output = NULL;
 	char **names = NULL;
 	int c, n = 0, i, r = 0, round;
 
-	while ((c = getopt_long(argc, argv, "jw::h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jw::po:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
+			break;
+		case 'p':
+			prom = true;
+			break;
+		case 'o':
+			output = optarg;
 			break;
 		case 'w':
 			watch = true;
@@ -242,6 +288,14 @@ int cmd_status(int argc, char **argv)
 			return EXIT_FAIL;
 		}
 	}
+	if (output && !prom) {
+		fprintf(stderr, TOOL ": --output goes with --prometheus\n");
+		return EXIT_FAIL;
+	}
+	if (prom && (json || watch)) {
+		fprintf(stderr, TOOL ": --prometheus takes neither --json nor --watch (a timer runs it: docs/tools.md, \"Metrics\")\n");
+		return EXIT_FAIL;
+	}
 	all = optind == argc;
 	if (!all) {
 		n = argc - optind;
@@ -249,6 +303,20 @@ int cmd_status(int argc, char **argv)
 		for (i = 0; i < n; i++)
 			names[i] = strdup(argv[optind + i]);
 		qsort(names, n, sizeof(*names), cmp_str);
+	} else if (prom) {
+		n = dm_list_ssdprio(&names);
+		if (n < 0) {
+			dm_lib_release();
+			return EXIT_FAIL;
+		}
+	}
+	if (prom) {
+		r = status_prometheus(names, n, output);
+		for (i = 0; i < n; i++)
+			free(names[i]);
+		free(names);
+		dm_lib_release();
+		return r;
 	}
 	tty = isatty(STDOUT_FILENO);
 	if (watch)

@@ -13,6 +13,7 @@
  *	ssdprio-tool deactivate name...
  *	ssdprio-tool systemd-generator [--tab FILE] dir [early_dir late_dir]
  *	ssdprio-tool status [--json] [--watch [SECS]] [name...]
+ *	ssdprio-tool status --prometheus [--output FILE] [name...]
  *	ssdprio-tool flush [--wait] [--timeout SECS] name
  *	ssdprio-tool wait [--until clean|degraded|failed|flushed] [--timeout SECS] name
  *
@@ -110,6 +111,7 @@ static void usage_to(FILE *f)
 	      "  " TOOL " systemd-generator [--tab FILE] <dir> [<early_dir> <late_dir>]\n"
 	      "  " TOOL " udev-role [--tab FILE]   (udev IMPORT{program})\n"
 	      "  " TOOL " status [--json] [--watch [SECS]] [name...]\n"
+	      "  " TOOL " status --prometheus [--output FILE] [name...]\n"
 	      "  " TOOL " flush [--drain] [--wait] [--timeout SECS] name\n"
 	      "  " TOOL " wait [--until clean|degraded|failed|flushed] [--timeout SECS] name\n"
 	      "  " TOOL " detach [--timeout SECS] name\n"

@@ -1,6 +1,8 @@
 #!/bin/bash
 # ssdprio-tool's live commands and admin fixes against the kernel: `status`
-# (text, --json checked against `dmsetup status`, --watch), the status line's
+# (text, --json checked against `dmsetup status`, --watch, --prometheus: the
+# text format, counters rising after I/O, the metrics unit's ExecStart writing
+# its file atomically), the status line's
 # status_version, `flush --wait` to completion, to `failed` (a dm-flakey
 # origin refusing writes: names failed_sets and writeback_errors), to its
 # timeout and to Ctrl-C (the flush goes on), argument checks, an ssdpriotab
@@ -99,6 +101,113 @@ jq -e --argjson h "$rh" --argjson m "$rm_" \
 	fail "json read_hit_ratio: $(jq -c .devices[0].summary "$T/j"), hits $rh misses $rm_"
 # All devices: sp only.
 "$TOOL" status --json | jq -e '[.devices[].name] == ["sp"]' >/dev/null || fail "status --json lists only ssdprio devices"
+
+# --- status --prometheus: the text format, counters that rise, the timer's file ---------
+# prom_check FILE: every line a HELP, a TYPE or a sample of sp (the linear
+# device never), each metric's HELP and TYPE once and before its samples,
+# counters named _total, the last line whole.
+prom_check() {
+	[[ -s $1 && $(tail -c1 "$1" | od -An -c | tr -d ' ') == '\n' ]] || fail "$1: empty or a cut line"
+	awk '
+	function bad(why) { print FILENAME ":" NR ": " why ": " $0; err = 1; exit 1 }
+	/^# HELP / { if (help[$3]++) bad("second HELP"); next }
+	/^# TYPE / {
+		if (type[$3]) bad("second TYPE")
+		if ($4 != "counter" && $4 != "gauge") bad("type")
+		if ($4 == "counter" && $3 !~ /_total$/) bad("a counter not named _total")
+		type[$3] = $4; next
+	}
+	/^ssdprio_[a-z_]+\{device="sp"(,[a-z_]+="[a-z_]+")*\} [0-9]+(\.[0-9]+)?$/ {
+		name = $0; sub(/\{.*/, "", name)
+		if (!help[name] || !type[name]) bad("no HELP or TYPE before it")
+		if (done[name]) bad("samples of one metric apart")
+		if (name != last && last != "") done[last] = 1
+		last = name; n++; next
+	}
+	{ bad("not a sample") }
+	END { if (!err && n < 40) { print FILENAME ": only " n " samples"; exit 1 } }
+	' "$1" || fail "status --prometheus: bad text format"
+}
+# prom VALUE-OF FILE METRIC{LABELS}: the sample's value
+prom() { awk -v m="$2" 'index($0, m " ") == 1 { print $2 }' "$1"; }
+expect_rc 0 "$TOOL" status --prometheus
+cp "$T/out" "$T/p0"
+prom_check "$T/p0"
+grep -q '^# TYPE ssdprio_io_errors_total counter$' "$T/p0" || fail "no io_errors_total counter"
+assert_eq "$(prom "$T/p0" 'ssdprio_meta_state{device="sp",state="formatted"}')" 1 "meta_state formatted"
+assert_eq "$(prom "$T/p0" 'ssdprio_meta_state{device="sp",state="failed"}')" 0 "meta_state failed"
+assert_eq "$(prom "$T/p0" 'ssdprio_cache_mode{device="sp",mode="normal"}')" 1 "cache_mode normal"
+assert_eq "$(prom "$T/p0" 'ssdprio_dirty_blocks{device="sp"}')" "$(status_get sp dirty_blocks)" "dirty_blocks"
+assert_eq "$(prom "$T/p0" 'ssdprio_dirty_bytes{device="sp"}')" $(($(status_get sp dirty_blocks) * 4096)) "dirty_bytes"
+assert_eq "$(prom "$T/p0" 'ssdprio_size_bytes{device="sp"}')" $((len * 512)) "size_bytes"
+for m in 'ssdprio_inflight_bios{device="sp",class="idle"}' 'ssdprio_queued_bios{device="sp",queue="idle"}' \
+	'ssdprio_written_back_blocks_total{device="sp"}' 'ssdprio_bypassed_total{device="sp"}' \
+	'ssdprio_writeback_errors_total{device="sp"}' 'ssdprio_io_errors_total{device="sp",leg="origin",op="write"}'; do
+	[[ -n $(prom "$T/p0" "$m") ]] || fail "no sample $m"
+done
+# A normal and an idle (ionice -c3) direct read: bios and bytes of their class rise.
+dd if=/dev/mapper/sp of=/dev/null bs=64k count=16 skip=100 iflag=direct status=none
+ionice -c3 dd if=/dev/mapper/sp of=/dev/null bs=64k count=4 skip=200 iflag=direct status=none
+"$TOOL" status --prometheus sp >"$T/p1" || fail "status --prometheus sp"
+prom_check "$T/p1"
+n='ssdprio_bytes_total{device="sp",class="normal"}' i='ssdprio_bytes_total{device="sp",class="idle"}'
+assert_ge $(($(prom "$T/p1" "$n") - $(prom "$T/p0" "$n"))) $((1 << 20)) "normal bytes after a 1 MiB read"
+assert_eq $(($(prom "$T/p1" "$i") - $(prom "$T/p0" "$i"))) $((256 << 10)) "idle bytes after a 256 KiB idle read (each piece the cache split off counted once)"
+b='ssdprio_bios_total{device="sp",class="idle"}'
+assert_ge $(($(prom "$T/p1" "$b") - $(prom "$T/p0" "$b"))) 4 "idle bios after the idle read"
+assert_eq "$(prom "$T/p1" "$i")" "$(status_get sp bytes_idle)" "ssdprio_bytes_total is the kernel's bytes_idle"
+expect_rc 1 "$TOOL" status --prometheus lin
+expect_rc 1 "$TOOL" status --output "$T/x.prom"
+expect_rc 1 "$TOOL" status --prometheus --output "$T/no/such/dir/x.prom"
+grep -q "no/such/dir/x.prom: No such file" "$T/err" || fail "--output into a missing directory: $(cat "$T/err")"
+
+# The service's ExecStart as its unit has it: under systemd the unit itself,
+# otherwise the line run with the tool and the directory (the read-only
+# host's) swapped for ours.
+unit=$REPO/tools/systemd/ssdprio-metrics.service
+exec_line=$(sed -n 's/^ExecStart=//p' "$unit")
+prom_dir=/var/lib/prometheus/node-exporter
+[[ $exec_line == "/usr/local/sbin/ssdprio-tool status --prometheus --output $prom_dir/ssdprio.prom" ]] ||
+	fail "the unit's ExecStart: $exec_line"
+if [[ -d /run/systemd/system ]]; then
+	mkdir -p "$prom_dir"
+	sed "s|/usr/local/sbin/ssdprio-tool|$TOOL|" "$unit" >/run/systemd/system/ssdprio-metrics.service
+	systemctl daemon-reload
+	systemctl start ssdprio-metrics.service || fail "ssdprio-metrics.service: $(systemctl status ssdprio-metrics.service 2>&1)"
+	prom_file=$prom_dir/ssdprio.prom
+else
+	mkdir -p "$T/textfile"
+	read -ra cmd <<<"${exec_line//$prom_dir/$T/textfile}"
+	cmd[0]=$TOOL
+	"${cmd[@]}" || fail "the service's command: ${cmd[*]}"
+	prom_file=$T/textfile/ssdprio.prom
+fi
+prom_check "$prom_file"
+assert_eq "$(stat -c %a "$prom_file")" 644 "the metrics file's mode"
+[[ -e $prom_file.tmp ]] && fail "$prom_file.tmp left behind"
+# Atomic: each write is a new file renamed into place (a new inode), and a
+# reader meanwhile only ever sees whole files.
+ino=$(stat -c %i "$prom_file")
+lines=$(wc -l <"$prom_file")
+(for _ in $(seq 30); do "$TOOL" status --prometheus --output "$prom_file" || exit 1; done) &
+wpid=$!
+reads=0
+while kill -0 "$wpid" 2>/dev/null; do
+	# (not cp: it refuses a file replaced between its stat and its open)
+	cat "$prom_file" >"$T/seen" || fail "the file was missing while being rewritten"
+	[[ $(wc -l <"$T/seen") == "$lines" && $(tail -c1 "$T/seen" | od -An -c | tr -d ' ') == '\n' ]] ||
+		fail "a reader saw a partial file: $(wc -l <"$T/seen") lines of $lines"
+	reads=$((reads + 1))
+done
+wait "$wpid" || fail "status --prometheus --output in a loop"
+[[ $(stat -c %i "$prom_file") != "$ino" ]] || fail "--output rewrote the file in place"
+prom_check "$prom_file"
+[[ -e $prom_file.tmp ]] && fail "$prom_file.tmp left behind"
+log "status --prometheus: $(grep -vc '^#' "$T/p1") samples; $reads reads during 30 rewrites"
+if [[ -d /run/systemd/system ]]; then
+	rm -f /run/systemd/system/ssdprio-metrics.service "$prom_file"
+	systemctl daemon-reload
+fi
 
 # --watch on a pipe: plain repeated blocks; with --json one object per line,
 # the later ones with the interval's figures. Ended by SIGINT (exit 0).

@@ -2,8 +2,9 @@
 # The bash completion (tools/bash-completion/ssdprio-tool) offers what each
 # word may be: after `set` a device name, then the run-time keys (from
 # `ssdprio-tool set --list-keys`, the module's key table), and nothing for a
-# value. bash-completion's _init_completion is stubbed: only the split of
-# the command line into words is taken from it.  Run by make tools-test.
+# value; after `status --prometheus --output` a file. bash-completion's
+# _init_completion is stubbed: only the split of the command line into words
+# is taken from it.  Run by make tools-test.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 TOOL=${TOOL:-build/ssdprio-tool}
@@ -57,4 +58,8 @@ offers "ssdprio-tool wait --until " "clean degraded failed flushed"
 offers "ssdprio-tool wait --until d" "degraded"
 offers "ssdprio-tool wait --until clean --t" "--timeout"
 offers "ssdprio-tool wait --timeout " ""
+offers "ssdprio-tool status --p" "--prometheus"
+offers "ssdprio-tool status --prometheus --o" "--output"
+offers "ssdprio-tool status --prometheus --output " "FILES"
+offers "ssdprio-tool status --prometheus --output /x/y.prom " "fast"
 echo "test-completion: ok"

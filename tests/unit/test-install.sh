@@ -23,6 +23,8 @@ want=(
 	usr/share/man/man5/ssdpriotab.5
 	usr/share/bash-completion/completions/ssdprio-tool
 	usr/lib/systemd/system/ssdprio@.service
+	usr/lib/systemd/system/ssdprio-metrics.service
+	usr/lib/systemd/system/ssdprio-metrics.timer
 	usr/lib/systemd/system-generators/ssdprio-generator
 )
 for f in "${want[@]}"; do
@@ -33,11 +35,21 @@ got=$(cd "$D" && find . -type f | sort | sed 's|^\./||')
 [[ -x $D/usr/sbin/ssdprio-tool ]] || fail "the tool is not executable"
 grep -q 'RUN+="/usr/sbin/ssdprio-tool activate --udev' "$D/usr/lib/udev/rules.d/63-ssdprio.rules" ||
 	fail "the rule does not name /usr/sbin/ssdprio-tool"
-for f in usr/lib/systemd/system/ssdprio@.service usr/lib/systemd/system-generators/ssdprio-generator; do
+for f in usr/lib/systemd/system/ssdprio@.service usr/lib/systemd/system/ssdprio-metrics.service \
+	usr/lib/systemd/system-generators/ssdprio-generator; do
 	grep -q /usr/sbin/ssdprio-tool "$D/$f" && ! grep -q /usr/local "$D/$f" ||
 		fail "/$f does not name /usr/sbin/ssdprio-tool"
 done
 [[ -x $D/usr/lib/systemd/system-generators/ssdprio-generator ]] || fail "the generator is not executable"
+# The units as systemd reads them (man pages are not looked up: none here).
+if command -v systemd-analyze >/dev/null; then
+	u=$D/usr/lib/systemd/system
+	sed -i "s|/usr/sbin/ssdprio-tool|$D/usr/sbin/ssdprio-tool|" "$u"/*.service
+	w=$(systemd-analyze verify --man=no "$u/ssdprio@x.service" "$u/ssdprio-metrics.service" \
+		"$u/ssdprio-metrics.timer" 2>&1) || fail "systemd-analyze verify: $w"
+	[[ -z $w ]] || fail "systemd-analyze verify: $w"
+	sed -i "s|$D/usr/sbin/ssdprio-tool|/usr/sbin/ssdprio-tool|" "$u"/*.service
+fi
 "$D/usr/sbin/ssdprio-tool" --version | grep -q '^ssdprio-tool ' || fail "--version"
 bash -c ". '$D/usr/share/bash-completion/completions/ssdprio-tool' 2>/dev/null; declare -F _ssdprio_tool" >/dev/null ||
 	fail "the completion does not define _ssdprio_tool"
