@@ -275,6 +275,39 @@ def shift(res, out):
     save(fig, out, "shift.png")
 
 
+@plotter
+def think(res, out):
+    cfgs = [c for c in res["configs"] if isinstance(res["configs"][c], dict)]
+    marks = "os^vDP*X"
+    colors = ["#c52", "#e93", "#a60", "#247", "#3a7", "#86b", "#888", "#444"]
+    thinks = []
+    for c in cfgs:
+        thinks += [t for t in res["configs"][c] if t != "goals" and t not in thinks]
+    fig, ax = plt.subplots(figsize=(9, 5.5))
+    for ci, c in enumerate(cfgs):
+        for ti, t in enumerate(thinks):
+            d = res["configs"][c].get(t)
+            if not d or d.get("idle_share") is None or d.get("kept") is None:
+                continue
+            col, mk = colors[ci % len(colors)], marks[ti % len(marks)]
+            ax.scatter([x["kept"] for x in d["per_run"] if x["idle_share"] is not None],
+                       [x["idle_share"] for x in d["per_run"] if x["idle_share"] is not None],
+                       color=col, marker=mk, s=12, alpha=0.4)
+            ax.scatter([d["kept"]], [d["idle_share"]], color=col, marker=mk, s=60,
+                       label=f"{c} {t}", edgecolors="k", linewidths=0.5)
+    ax.axvline(0.97, color="k", ls=":", lw=0.8)
+    ax.axhline(0.5, color="k", ls=":", lw=0.8)
+    ax.axhline(0.8, color="k", ls="--", lw=0.6)
+    ax.set_xlabel("kept: normal IOPS beside the idle reader / alone")
+    ax.set_ylabel("idle share of the device time the normal job leaves")
+    ax.legend(fontsize=6, ncol=2, loc="best")
+    fig.suptitle("Think-time frontier (big: median; small: each repetition; goals: kept >= 0.97, "
+                 "share >= 0.5 at 20 ms, 0.8 at 50 ms)", fontsize=9)
+    footer(fig, res)
+    fig.tight_layout(rect=(0, 0.04, 1, 0.95))
+    save(fig, out, "think.png")
+
+
 if __name__ == "__main__":
     out = sys.argv[2]
     for scen in sys.argv[3:]:

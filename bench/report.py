@@ -389,6 +389,107 @@ def sweep(rows):
     return res, md
 
 
+# ---- scenario: think ---------------------------------------------------------
+THINK_KEPT, THINK_P99 = 0.97, 1.10
+
+
+def think_share_goal(think_ms):
+    """The idle share the goals ask for at a think time (None: no goal)."""
+    return 0.8 if think_ms >= 50 else 0.5 if think_ms >= 20 else None
+
+
+def think_run(r, svc_ms, idle_alone):
+    """One measurement's figures: kept, idle share, p99 ratio."""
+    avg = 0.5
+    win = series_window(r.get("normal_series"), avg)
+    idle = series_mean(r.get("idle_series") or [], *win, avg) if win else None
+    used = r["with_iops"] * svc_ms / 1000 if svc_ms else None
+    unused = None if used is None else max(0.0, 1 - used)
+    # Below 5% unused (think 0) the share is noise over almost nothing.
+    share = (idle / (idle_alone * unused)) if (idle is not None and idle_alone and unused and unused >= 0.05) \
+        else None
+    met = ratio(r.get("normal_met_idle"), r.get("with_ios")) if r.get("with_ios") else None
+    return {"rep": r["rep"], "kept": ratio(r["with_iops"], r["alone_iops"]),
+            "p99_ratio": ratio(r["with_p99_ms"], r["alone_p99_ms"]),
+            "idle_mbps": idle, "idle_alone_mbps": idle_alone, "svc_ms": svc_ms,
+            "unused": unused, "idle_share": share,
+            "alone_iops": r["alone_iops"], "with_iops": r["with_iops"],
+            "alone_p99_ms": r["alone_p99_ms"], "with_p99_ms": r["with_p99_ms"],
+            "idle_injected": r.get("idle_injected"), "idle_dispatched": r.get("idle_dispatched"),
+            "normal_met_idle": r.get("normal_met_idle"), "met_share": met,
+            "rate_iops": r.get("rate_iops")}
+
+
+@scenario
+def think(rows):
+    res = {"configs": {}, "skipped": skipped(rows),
+           "goals": {"kept": THINK_KEPT, "p99_ratio": THINK_P99, "idle_share": {"20": 0.5, "50": 0.8}}}
+    runs = [r for r in rows if "alone_iops" in r]
+    ialone = [r for r in rows if "idle_alone_mbps" in r]
+    configs = list(dict.fromkeys(r["config"] for r in runs))
+    thinks = list(dict.fromkeys(r["workload"] for r in runs))
+    md = ["| config | think | kept (runs) | normal p99 beside / alone (runs) | idle MB/s beside (alone) | "
+          "device time unused | idle share (runs) | normal bios meeting idle / idle_injected / idle_dispatched |",
+          "|---|---|---|---|---|---|---|---|"]
+    verdicts = []
+    for c in configs:
+        rc = [r for r in runs if r["config"] == c]
+        svc = {r["rep"]: r["alone_mean_ms"] for r in rc if r["workload"] == "0"}
+        ia = {r["rep"]: r["idle_alone_mbps"] for r in ialone if r["config"] == c}
+        svc_med, ia_med = med(list(svc.values())), med(list(ia.values()))
+        res["configs"][c] = {}
+        ok = {"kept": True, "p99": True, "share": True}
+        for t in thinks:
+            rs = [r for r in rc if r["workload"] == t]
+            if not rs:
+                continue
+            per = [think_run(r, svc.get(r["rep"], svc_med), ia.get(r["rep"], ia_med)) for r in rs]
+            think_ms = rs[0]["think_ms"]
+            d = {"think_ms": think_ms, "process": rs[0]["process"], "runs": rs, "per_run": per}
+            for k in ("kept", "p99_ratio", "idle_mbps", "idle_alone_mbps", "unused", "idle_share",
+                      "met_share", "idle_injected", "idle_dispatched", "normal_met_idle", "rate_iops"):
+                d[k] = med([x[k] for x in per])
+            d["kept_met"] = None if d["kept"] is None else d["kept"] >= THINK_KEPT
+            d["p99_met"] = None if d["p99_ratio"] is None else d["p99_ratio"] <= THINK_P99
+            need = think_share_goal(think_ms)
+            d["share_goal"] = need
+            d["share_met"] = None if need is None else (d["idle_share"] is not None and d["idle_share"] >= need)
+            for k, m in (("kept", "kept_met"), ("p99", "p99_met"), ("share", "share_met")):
+                if d[m] is False:
+                    ok[k] = False
+            res["configs"][c][t] = d
+
+            def runs_of(k, nd=2):
+                return " ".join(fmt(x[k], nd) for x in per)
+            label = f"{think_ms} ms" + (f" exp ({fmt(d['rate_iops'], 0)} IOPS)" if d["process"] == "poisson" else "")
+            share = f"{fmt(d['idle_share'])} ({runs_of('idle_share')})"
+            if need is not None:
+                share += f" {'' if d['share_met'] else '**'}>= {need}{'' if d['share_met'] else '**'}"
+            inj = "-"
+            if c.startswith("hdd_ssdprio"):
+                inj = (f"{pct(d['met_share'])} / {fmt(d['idle_injected'], 0)} / "
+                       f"{fmt(d['idle_dispatched'], 0)}")
+            md.append(f"| {c} | {label} | {fmt(d['kept'])} ({runs_of('kept')}) | "
+                      f"{fmt(d['p99_ratio'])} ({runs_of('p99_ratio')}) | "
+                      f"{fmt(d['idle_mbps'])} ({fmt(d['idle_alone_mbps'])}) | {pct(d['unused'], 0)} | "
+                      f"{share} | {inj} |")
+        res["configs"][c]["goals"] = ok
+        verdicts.append(f"| {c} | {verdict(ok['kept'])} | {verdict(ok['p99'])} | {verdict(ok['share'])} |")
+    md += ["", "Goals (medians of the repetitions; every think time):", "",
+           f"| config | kept >= {THINK_KEPT} | p99 <= {THINK_P99}x alone | "
+           "idle share >= 0.5 at think >= 20 ms, >= 0.8 at 50 ms |", "|---|---|---|---|"] + verdicts
+    md.append("\n- Normal job: 4 KiB random reads, psync, queue depth 1, fixed think time after each read "
+              "(exp: Poisson arrivals at the IOPS the fixed job of that think time reached alone). Idle job: "
+              "an `ionice -c3` 128 KiB sequential reader, libaio, queue depth 4, beside it on the same HDD model. "
+              "kept = normal IOPS beside the reader / alone (same fio run). idle share = the reader's MB/s "
+              "over the normal job's window / (its MB/s alone x the device time the normal job leaves unused); "
+              "device time used = normal IOPS beside x its mean completion latency alone at think 0 (same "
+              "config and repetition). Unused below 5% (think 0): no share. Medians first, then every "
+              "repetition's value in order. Normal bios meeting idle = growth of `normal_met_idle` / the "
+              "normal job's reads; idle_injected, idle_dispatched = their growth (ssdprio only; counters read just "
+              "before and after the normal job of the pair, medians).")
+    return res, md
+
 # ---- scenario: cachefull -----------------------------------------------------
 @scenario
 def cachefull(rows):
