@@ -130,6 +130,7 @@ lint:
 	./scripts/kernel release-of $(KDIR) >.built-for
 	$(KRUN) $(MAKE) -C $(KBUILD_DIR) M=$(CURDIR) W=1 C=2 modules 2>&1 | tee build/lint.log
 	@! grep -E 'warning:|error:' build/lint.log
+	@! grep -E 'is not available or not up to date' build/lint.log	# kbuild skipped sparse
 	./scripts/checkpatch.sh
 
 # The units' calls keep to the layers (tests/depgraph.py), then the pure

@@ -93,6 +93,53 @@ if ((${#missing[@]})); then
 	apt_root install -y --no-install-recommends "${missing[@]}"
 fi
 
+# sparse: trixie's 0.6.4 cannot parse 7.x's headers (__typeof_unqual__,
+# attributes in casts); 0.6.5 can, and Debian has it only in sid. Its sparse
+# binary needs nothing but libc: it is unpacked into the root's
+# /usr/local/bin, ahead of /usr/bin, and no other package comes from sid.
+# Debian's linux-kbuild lacks scripts/checker-valid.sh, with which 7.x's
+# kbuild tests the checker before C=1 or C=2 (without it, kbuild skips
+# sparse with a note): it is put there, testing as upstream's does.
+sparse_deb=sparse
+sid="Types: deb
+URIs: $mirror
+Suites: sid
+Components: main
+Check-Valid-Until: no
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+"
+# (Debian's 0.6.5~rc1 calls itself "0.6.4 (Debian: 0.6.5~rc1-2)".)
+if ! inroot /usr/local/bin/sparse --version 2>/dev/null | grep -qE '0\.6\.([5-9]|[1-9][0-9])'; then
+	say "unpacking sparse from sid into the root's /usr/local/bin"
+	printf '%s' "$sid" >"$root/etc/apt/sources.list.d/sid-sparse.sources"
+	printf 'Package: *\nPin: release n=sid\nPin-Priority: 1\n' >"$root/etc/apt/preferences.d/sid-sparse"
+	apt_root update
+	stage=$root/var/tmp/ssdp-sparse
+	rm -rf "$stage"
+	mkdir -p "$stage/x"
+	chmod 0777 "$stage"
+	inroot sh -c "cd /var/tmp/ssdp-sparse && apt-get download -q $sparse_deb/sid"
+	dpkg-deb -x "$stage"/sparse_*.deb "$stage/x"
+	install -m 0755 "$stage/x/usr/bin/sparse" "$root/usr/local/bin/sparse"
+	rm -rf "$stage" "$root/etc/apt/sources.list.d/sid-sparse.sources" \
+		"$root/etc/apt/preferences.d/sid-sparse"
+	rm -f "$root/.ssdp-updated" # the next run's update forgets sid's lists
+fi
+for d in "$root"/usr/lib/linux-kbuild-*/scripts; do
+	[[ -f $d/checker-valid.sh ]] && continue
+	cat >"$d/checker-valid.sh" <<'CHK'
+#!/bin/sh
+# Put here by dm-ssdprio's scripts/trixie-root.sh (Debian's kbuild lacks it):
+# prints 1 if the checker "$@" parses what 7.x's headers use.
+command -v "$1" >/dev/null 2>&1 || { echo 0; exit 0; }
+t=$(mktemp --suffix=.c) || exit 1
+trap 'rm -f "$t"' EXIT
+printf 'static inline int u(const int *q) { __typeof_unqual__(*q) v = *q; return v; }\n' >"$t"
+"$@" "$t" 2>&1 | grep -q error && echo 0 || echo 1
+CHK
+	chmod 0755 "$d/checker-valid.sh"
+done
+
 # The image on the host: what tests/vm/run boots (/boot/vmlinuz-<release>)
 # and the guest loads modules from (/lib/modules/<release>, the host's root
 # over 9p). 7.x's image package is split: the kernel (linux-binary-), its
