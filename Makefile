@@ -55,6 +55,12 @@ KVER ?=
 KDIR ?= $(shell ./scripts/kernel kdir $(KVER))
 # Scripts (tests/vm/run, tests/crash/run, bench/run) resolve KVER the same way.
 export KVER
+# A kernel whose headers are in a build root (7.x: build/trixie-root, made by
+# scripts/trixie-root.sh) is built in there, with the compiler it was built
+# with: KRUN runs kbuild in the root, where the headers are at KBUILD_DIR.
+KROOT = $(shell ./scripts/kernel root-of $(KDIR))
+KRUN = $(if $(KROOT),$(CURDIR)/scripts/in-root $(KROOT))
+KBUILD_DIR = $(patsubst $(KROOT)/%,/%,$(KDIR))
 CHECKPATCH ?= $(firstword $(wildcard /opt/linux-src/scripts/checkpatch.pl \
 	build/linux-src/scripts/checkpatch.pl))
 VM_ARGS ?=
@@ -98,14 +104,14 @@ define stale-clean
 	@rel=$$(./scripts/kernel release-of $(KDIR)) && stamp=$(abspath $(dir $(1)))/.built-for && \
 	if [ "$$(cat $$stamp 2>/dev/null)" != "$$rel" ]; then \
 		if [ -f $(1) ]; then echo "$(1) was built for another kernel: rebuilding for $$rel"; fi; \
-		$(MAKE) -s -C $(KDIR) M=$(abspath $(dir $(1))) clean && echo "$$rel" >$$stamp; \
+		$(KRUN) $(MAKE) -s -C $(KBUILD_DIR) M=$(abspath $(dir $(1))) clean && echo "$$rel" >$$stamp; \
 	fi
 endef
 
 modules:
 	@test -n "$(KDIR)" || { echo "no kernel build dir: make deps, or KVER=/KDIR=..."; exit 1; }
 	$(call stale-clean,dm-ssdprio.ko)
-	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+	$(KRUN) $(MAKE) -C $(KBUILD_DIR) M=$(CURDIR) modules
 
 # The bench's HDD model (tests/hddsim), for the same kernel.
 hddsim:
@@ -123,10 +129,11 @@ lint:
 	@test -n "$(KDIR)" || { echo "no kernel build dir: make deps, or KVER=/KDIR=..."; exit 1; }
 	@mkdir -p build
 	@echo "lint: against $(KDIR)"
-	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
+	$(KRUN) $(MAKE) -C $(KBUILD_DIR) M=$(CURDIR) clean
 	./scripts/kernel release-of $(KDIR) >.built-for
-	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 C=2 modules 2>&1 | tee build/lint.log
+	$(KRUN) $(MAKE) -C $(KBUILD_DIR) M=$(CURDIR) W=1 C=2 modules 2>&1 | tee build/lint.log
 	@! grep -E 'warning:|error:' build/lint.log
+	@! grep -E 'is not available or not up to date' build/lint.log	# kbuild skipped sparse
 	./scripts/checkpatch.sh
 
 # The units' calls keep to the layers (tests/depgraph.py), then the pure
@@ -258,7 +265,9 @@ demo: deps modules tools
 bench: deps modules hddsim
 	./bench/run $(if $(S),$(S))
 
+# A build root's kernel would get the module in the root's /lib/modules.
 install: modules install-tools
+	@test -z "$(KROOT)" || { echo "install: $(KDIR) is in a build root; install the DKMS package"; exit 1; }
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules_install
 	depmod -a $$(./scripts/kernel release-of $(KDIR))
 
@@ -307,7 +316,7 @@ uninstall: uninstall-tools
 	{ depmod -a $$rel || true; }
 
 clean:
-	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
+	$(KRUN) $(MAKE) -C $(KBUILD_DIR) M=$(CURDIR) clean
 	rm -f .built-for
 	$(MAKE) -C tests/unit clean
 	rm -rf build

@@ -123,8 +123,15 @@ void ssdp_promote_bounce(struct ssdprio *sp, struct bio *bio,
 	p->user_vec = bio->bi_io_vec;
 	pb->saved_iter = bio->bi_iter;
 	bio->bi_io_vec = p->bvec;
-	bio->bi_iter.bi_idx = 0;
-	bio->bi_iter.bi_bvec_done = 0;
+	/*
+	 * At the bounce vector's start.  A new iterator rather than its
+	 * fields: the offset into the current entry, bi_bvec_done, is
+	 * bi_offset in 7.x.
+	 */
+	bio->bi_iter = (struct bvec_iter) {
+		.bi_sector = bio->bi_iter.bi_sector,
+		.bi_size = bio->bi_iter.bi_size,
+	};
 	pb->bounce = p;
 	pb->promote = true;
 	return;

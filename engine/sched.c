@@ -414,10 +414,10 @@ int ssdp_sched_init_dev(struct ssdprio *sp)
 	}
 	INIT_LIST_HEAD(&s->ready);
 	INIT_WORK(&s->dispatch_work, dispatch_work_fn);
-	hrtimer_init(&s->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS);
-	s->timer.function = timer_fn;
+	hrtimer_setup(&s->timer, timer_fn, CLOCK_MONOTONIC, HRTIMER_MODE_ABS);
 	/* The worker submits I/O: it must make progress under reclaim. */
-	s->wq = alloc_workqueue("kssdp_sched", WQ_MEM_RECLAIM | WQ_HIGHPRI, 1);
+	s->wq = alloc_workqueue("kssdp_sched",
+				WQ_MEM_RECLAIM | WQ_HIGHPRI | WQ_PERCPU, 1);
 	if (!s->wq) {
 		kfree(s);
 		sp->sched = NULL;

@@ -24,6 +24,7 @@
 #include <linux/build_bug.h>
 #include <linux/bug.h>
 #include <linux/errno.h>
+#include <linux/hrtimer.h>
 #include <linux/log2.h>
 #include <linux/math.h>
 #include <linux/math64.h>
@@ -32,19 +33,28 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/version.h>
+#include <linux/workqueue.h>
+/*
+ * hex2bin() and friends have their own header, which 7.x's kernel.h no
+ * longer includes; older kernels have them through kernel.h (6.12 has
+ * both).
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)
+#include <linux/hex.h>
+#endif
 
 /*
- * Supported: Linux 6.1 (Debian 12) to 6.12 (Debian 13, Ubuntu 24.04 HWE,
- * RHEL 10); both ends run the whole guest suite.  Kernels in between build
- * with the same shims but are not tested, and anything outside the range
- * is refused here rather than half-working: block-layer APIs this target
+ * Supported: Linux 6.1 (Debian 12) to 7.3 (Debian 13's backports); 6.1,
+ * 6.12 and 7.3 run the guest tests.  Kernels in between build with the
+ * same shims but are not tested, and anything outside the range is
+ * refused here rather than half-working: block-layer APIs this target
  * depends on (queue limits, bio ioprio, blkcg) change from one release to
  * the next.  Keep dkms.conf's BUILD_EXCLUSIVE_KERNEL in step.
  */
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 1, 0)
 #error "dm-ssdprio needs Linux 6.1 or later"
-#elif LINUX_VERSION_CODE >= KERNEL_VERSION(6, 13, 0)
-#error "dm-ssdprio supports Linux 6.1 to 6.12; newer kernels are untested"
+#elif LINUX_VERSION_CODE >= KERNEL_VERSION(7, 4, 0)
+#error "dm-ssdprio supports Linux 6.1 to 7.3; newer kernels are untested"
 #endif
 
 /*
@@ -72,6 +82,29 @@
  */
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 5, 0)
 #define blk_mode_t fmode_t
+#endif
+
+/*
+ * 6.13 added hrtimer_setup(), which sets the callback with the rest, and 7.x
+ * removed hrtimer_init() and the separate assignment of ->function.
+ */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 13, 0)
+static inline void hrtimer_setup(struct hrtimer *timer,
+				 enum hrtimer_restart (*function)(struct hrtimer *),
+				 clockid_t clock_id, enum hrtimer_mode mode)
+{
+	hrtimer_init(timer, clock_id, mode);
+	timer->function = function;
+}
+#endif
+
+/*
+ * 6.17 added WQ_PERCPU so that a per-CPU workqueue says so: workqueues
+ * are to become unbound by default, and one with neither WQ_PERCPU nor
+ * WQ_UNBOUND is what is being converted.  Before, per-CPU was the default.
+ */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 17, 0)
+#define WQ_PERCPU 0
 #endif
 
 /* A cache map too big for RAM fails the table, with no allocation splat. */

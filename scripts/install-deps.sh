@@ -5,12 +5,19 @@
 # fast when everything is there: apt-get only runs for missing packages.
 # The one package list, used by `make deps` (and so `make check`) and .ci/run.
 #
-# usage: scripts/install-deps.sh [--checkpatch] [--fstests] [--list]
+# usage: scripts/install-deps.sh [--checkpatch] [--fstests] [--kernel SERIES] [--list]
 #   --checkpatch  also unpack scripts/checkpatch.pl (and its data files) from
 #                 linux-source-6.1 into build/linux-src/ (for scripts/checkpatch.sh)
 #   --fstests     accepted for older callers: the packages fstests needs to
 #                 build and run (FSTESTS_PACKAGES) are in the default list,
 #                 since `make check` runs a few fstests (docs/fstests.md)
+#   --kernel 7.3  also the 7.x kernel SERIES: a Debian 13 (trixie) build root
+#                 in build/trixie-root with that kernel's headers and the
+#                 compiler it was built with (gcc-14), and its image and
+#                 modules on this host for the QEMU bench
+#                 (scripts/trixie-root.sh; docs/kernels.md). KVER=7.3 in
+#                 the environment (make deps KVER=7.3, make check KVER=7.3)
+#                 does the same.
 #   --list        print the package list (with --fstests: that one too) and exit
 #
 # Kernels: Debian 12's 6.1 (linux-image-amd64) and 6.12 (bookworm-security's
@@ -65,15 +72,21 @@ FSTESTS_PACKAGES=(
 PACKAGES+=("${FSTESTS_PACKAGES[@]}")
 [[ ${SSDP_HEADERS:-} == private ]] || PACKAGES+=("$HEADERS_612")
 
-checkpatch=0 list=0
-for a in "$@"; do
-	case $a in
+checkpatch=0 list=0 kernel=
+# Debian 12 has no 7.x kernel: KVER=7.* means the trixie root's.
+[[ ${KVER:-} =~ ^(7\.[0-9]+) ]] && kernel=${BASH_REMATCH[1]}
+while (($#)); do
+	case $1 in
 	--checkpatch) checkpatch=1 ;;
 	--fstests) ;;
+	--kernel) kernel=${2:?--kernel needs a series, e.g. 7.3} && shift ;;
+	--kernel=*) kernel=${1#*=} ;;
 	--list) list=1 ;;
-	*) echo "usage: $0 [--checkpatch] [--fstests] [--list]" >&2 && exit 2 ;;
+	*) echo "usage: $0 [--checkpatch] [--fstests] [--kernel SERIES] [--list]" >&2 && exit 2 ;;
 	esac
+	shift
 done
+[[ -z $kernel ]] || PACKAGES+=(debootstrap)
 ((list)) && printf '%s\n' "${PACKAGES[@]}" && exit 0
 
 missing=()
@@ -125,3 +138,6 @@ if ((checkpatch)); then
 			'*/scripts/checkpatch.pl' '*/scripts/spelling.txt' '*/scripts/const_structs.checkpatch'
 	fi
 fi
+
+# A 7.x kernel: its build root and image (idempotent; fast when in place).
+[[ -z $kernel ]] || "$(dirname "$0")/trixie-root.sh" "$kernel"

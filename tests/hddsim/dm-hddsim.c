@@ -57,6 +57,9 @@
 #include <linux/workqueue.h>
 #include <linux/device-mapper.h>
 
+/* The kernel-version shims, as for dm-ssdprio: hrtimer_setup(), WQ_PERCPU. */
+#include "ssdp_compat.h"
+
 #define DM_MSG_PREFIX "hddsim"
 
 struct hddsim_params {
@@ -359,8 +362,8 @@ static int hddsim_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	ti->private = hc;
 	spin_lock_init(&hc->lock);
 	bio_list_init(&hc->queue);
-	hrtimer_init(&hc->timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL);
-	hc->timer.function = hddsim_timer_fn;
+	hrtimer_setup(&hc->timer, hddsim_timer_fn, CLOCK_MONOTONIC,
+		      HRTIMER_MODE_REL);
 	INIT_WORK(&hc->submit_work, hddsim_submit_work);
 	hc->may_delay = true;
 	hc->p.rpm = 7200;
@@ -389,7 +392,8 @@ static int hddsim_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 	hc->track_sectors = max_t(u64, div_u64((u64)hc->p.seq_mbps * hc->rot_ns,
 					       1000 * SECTOR_SIZE), 1);
 
-	hc->wq = alloc_workqueue("khddsim", WQ_MEM_RECLAIM | WQ_HIGHPRI, 1);
+	hc->wq = alloc_workqueue("khddsim",
+				 WQ_MEM_RECLAIM | WQ_HIGHPRI | WQ_PERCPU, 1);
 	if (!hc->wq) {
 		ti->error = "Cannot allocate workqueue";
 		ret = -ENOMEM;
