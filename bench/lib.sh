@@ -139,6 +139,7 @@ cache_peer_dev() {
 	case $config in
 	ssdprio | ssdprio-nolockout | ssdprio-set2m | dmcache | writecache | bcache) ;;
 	ssdprio+*=*) ;;
+	raw_hdd) hddsim_dev hdd "$hdd_mb"; return ;;
 	*) return 1 ;;
 	esac
 	[[ $config != bcache ]] || command -v make-bcache >/dev/null || return 1
