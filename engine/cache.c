@@ -99,6 +99,11 @@ static void ssdp_evict_knobs_locked(struct ssdprio *sp)
 					READ_ONCE(sp->cfg.dirty_target_pct), 100),
 			      (u64)READ_ONCE(sp->cfg.dirty_max_age_s) *
 			      NSEC_PER_SEC);
+	/* dirty_target 100 turns all cleaning off, this one too. */
+	ssdp_esm_set_clean_all(&sp->evict,
+			       READ_ONCE(sp->cfg.dirty_target_pct) < 100 ?
+			       (u64)READ_ONCE(sp->cfg.clean_all_wait_ms) *
+			       NSEC_PER_MSEC : 0);
 	ssdp_esm_set_lockout(&sp->evict, READ_ONCE(sp->cfg.lockout_clean));
 	ssdp_fmap_set_crowded(&sp->fmap,
 			      ssdp_crowded_frames(sp->cfg.set_blocks,

@@ -60,6 +60,9 @@ static const struct ssdp_key ssdp_keys[] = {
 	/* Seconds; 0 = no bound. */
 	{ "dirty_max_age", CFG_OFF(dirty_max_age_s), SSDP_KEY_U32, BOTH,
 	  0, 7 * 24 * 3600, 300, NULL },
+	/* ms of quiet after which cleaning takes all dirty data; 0 = never. */
+	{ "clean_all_wait", CFG_OFF(clean_all_wait_ms), SSDP_KEY_U32, BOTH,
+	  0, HOUR_MS, 0, NULL },
 	{ "lockout_clean", CFG_OFF(lockout_clean), SSDP_KEY_BOOL, BOTH,
 	  0, 1, 1, NULL },
 	/*

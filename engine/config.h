@@ -34,6 +34,7 @@ struct ssdp_config {
 	u32 evict_max_wait_ms;		/* then evict under pressure; 0 never */
 	u32 dirty_target_pct;		/* cleaning: dirty share above this */
 	u32 dirty_max_age_s;		/* cleaning: dirty older than this */
+	u32 clean_all_wait_ms;		/* quiet this long: clean it all; 0 off */
 	u32 lockout_clean;		/* write back what locks blocks out */
 	u32 writeback_gap;		/* clean blocks bridged, see evict.c */
 	u32 seq_cutoff_kib;		/* no promotion past this in a stream */

@@ -38,6 +38,12 @@ void ssdp_esm_set_cleaning(struct ssdp_evict_sm *sm, u64 dirty_target,
 	sm->clean_armed = SSDP_CLEAN_UNARMED;
 }
 
+void ssdp_esm_set_clean_all(struct ssdp_evict_sm *sm, u64 all_wait_ns)
+{
+	sm->all_wait_ns = all_wait_ns;
+	sm->clean_armed = SSDP_CLEAN_UNARMED;
+}
+
 void ssdp_esm_set_lockout(struct ssdp_evict_sm *sm, bool on)
 {
 	sm->lockout_on = on;
@@ -101,6 +107,7 @@ void ssdp_esm_io_arrival(struct ssdp_evict_sm *sm, u64 now)
 		sm->busy_since = now;
 	sm->io_ever = true;
 	sm->last_io = now;
+	sm->cleaning_all = false;
 	if (sm->state == SSDP_EVICT_WRITEBACK)
 		sm->io_seen = true;
 }
@@ -247,12 +254,13 @@ bool ssdp_esm_needs_run(const struct ssdp_evict_sm *sm, u32 nr_free,
 	case SSDP_CLEAN_AT_QUIET:
 		return false;
 	case SSDP_CLEAN_AT_AGE:
+	case SSDP_CLEAN_AT_ALL:
 		return dirty_blocks > sm->dirty_target ||
 		       crowded_events != sm->crowded_seen;
 	default:
 		return dirty_blocks > sm->dirty_target ||
 		       crowded_events != sm->crowded_seen ||
-		       (dirty_blocks && sm->max_age_ns);
+		       (dirty_blocks && (sm->max_age_ns || sm->all_wait_ns));
 	}
 }
 
@@ -267,8 +275,9 @@ static struct ssdp_evict_action act(enum ssdp_evict_act_type type,
 /*
  * Cleaning, when eviction has nothing to start: dirty data over the target
  * or too old is written back, oldest first, then any crowded set, once the
- * device has been quiet for wait_ns; a timer re-checks when the window (or
- * the age) comes.
+ * device has been quiet for wait_ns; then, once it has been quiet for
+ * all_wait_ns, the rest of the dirty data.  A timer re-checks when the
+ * window (or the age) comes.
  */
 static struct ssdp_evict_action clean_action(struct ssdp_evict_sm *sm, u64 now,
 					     const struct ssdp_evict_view *v)
@@ -277,31 +286,44 @@ static struct ssdp_evict_action clean_action(struct ssdp_evict_sm *sm, u64 now,
 	bool over = left > sm->dirty_target;
 	bool old = sm->max_age_ns && v->oldest_age >= sm->max_age_ns;
 	bool crowd = !over && !old && v->crowded;
+	bool rest = !over && !old && !crowd && left && sm->all_wait_ns;
 	struct ssdp_evict_action a;
-	u64 quiet_at;
+	u64 quiet_at, age_at = ~0ULL;
 
 	sm->clean_armed = SSDP_CLEAN_UNARMED;
 	sm->crowded_seen = v->crowded_events;
-	if (!v->cleanable || (!over && !old && !crowd))
+	if (!v->cleanable || (!over && !old && !crowd && !rest))
 		sm->clean_due_since = 0;
 	else if (!sm->clean_due_since)
 		sm->clean_due_since = now;
 	if (!v->cleanable)
 		return act(SSDP_EVICT_ACT_NONE, 0);
 	if (!over && !old && !crowd) {
-		if (!sm->max_age_ns)
-			return act(SSDP_EVICT_ACT_NONE, 0);
-		sm->clean_armed = SSDP_CLEAN_AT_AGE;
-		return act(SSDP_EVICT_ACT_ARM_TIMER,
-			   now + (sm->max_age_ns - v->oldest_age));
-	}
-	quiet_at = max(sm->clean_due_since, sm->last_io) + sm->wait_ns;
-	if (now < quiet_at) {
-		sm->clean_armed = SSDP_CLEAN_AT_QUIET;
-		return act(SSDP_EVICT_ACT_ARM_TIMER, quiet_at);
+		if (sm->max_age_ns)
+			age_at = now + (sm->max_age_ns - v->oldest_age);
+		if (!rest) {
+			if (!sm->max_age_ns)
+				return act(SSDP_EVICT_ACT_NONE, 0);
+			sm->clean_armed = SSDP_CLEAN_AT_AGE;
+			return act(SSDP_EVICT_ACT_ARM_TIMER, age_at);
+		}
+		quiet_at = max(sm->clean_due_since, sm->last_io) +
+			   sm->all_wait_ns;
+		if (now < quiet_at) {
+			sm->clean_armed = SSDP_CLEAN_AT_ALL;
+			return act(SSDP_EVICT_ACT_ARM_TIMER,
+				   min(quiet_at, age_at));
+		}
+	} else {
+		quiet_at = max(sm->clean_due_since, sm->last_io) + sm->wait_ns;
+		if (now < quiet_at) {
+			sm->clean_armed = SSDP_CLEAN_AT_QUIET;
+			return act(SSDP_EVICT_ACT_ARM_TIMER, quiet_at);
+		}
 	}
 	if (ssdp_esm_inflight(sm) >= sm->inflight_max)
 		return act(SSDP_EVICT_ACT_NONE, 0);	/* a completion calls */
+	sm->cleaning_all = rest;
 	sm->nr_clean++;
 	sm->clean_started++;
 	a = act(SSDP_EVICT_ACT_START_CLEAN, 0);

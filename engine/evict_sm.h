@@ -153,7 +153,13 @@ struct ssdp_evict_action {
 	bool crowded;
 };
 
-enum { SSDP_CLEAN_UNARMED, SSDP_CLEAN_AT_AGE, SSDP_CLEAN_AT_QUIET };
+/*
+ * SSDP_CLEAN_AT_ALL: the timer comes at the long quiet window that cleans
+ * all dirty data (or the age, if earlier); dirty data going over the
+ * target still needs a run, as for SSDP_CLEAN_AT_AGE.
+ */
+enum { SSDP_CLEAN_UNARMED, SSDP_CLEAN_AT_AGE, SSDP_CLEAN_AT_QUIET,
+       SSDP_CLEAN_AT_ALL };
 
 enum ssdp_evict_wb_kind {
 	SSDP_WB_EVICT,
@@ -177,6 +183,15 @@ struct ssdp_evict_sm {
 	 */
 	u64 dirty_target;
 	u64 max_age_ns;
+	/*
+	 * Quiet this long (0: never), cleaning writes back all dirty data,
+	 * not only what is over the target: the device is idle, and a dirty
+	 * block left behind keeps the next burst's blocks out of its frame.
+	 * cleaning_all: the cleaning under way is that one (the target is
+	 * 0 for it) until the next bio.
+	 */
+	u64 all_wait_ns;
+	bool cleaning_all;
 	/*
 	 * And, whatever the share, a crowded set: left dirty, the next
 	 * origin set to land in it goes to the origin block by block
@@ -240,6 +255,8 @@ void ssdp_esm_set_max_wait(struct ssdp_evict_sm *sm, u64 max_wait_ns);
 /* Cleaning knobs; after init, cleaning is off (target ~0, no age). */
 void ssdp_esm_set_cleaning(struct ssdp_evict_sm *sm, u64 dirty_target,
 			   u64 max_age_ns);
+/* Cleaning of all dirty data after this much quiet; after init, never. */
+void ssdp_esm_set_clean_all(struct ssdp_evict_sm *sm, u64 all_wait_ns);
 /* Lock-out cleaning; after init, off. */
 void ssdp_esm_set_lockout(struct ssdp_evict_sm *sm, bool on);
 
@@ -309,10 +326,13 @@ static inline bool ssdp_esm_lockout_on(const struct ssdp_evict_sm *sm)
 	return sm->lockout_on && sm->max_wait_ns;
 }
 
-/* Cleaning's target, dirty blocks (ssdp_esm_set_cleaning()). */
+/*
+ * Cleaning's target now, dirty blocks (ssdp_esm_set_cleaning()): 0 while
+ * it cleans all dirty data in a long quiet window.
+ */
 static inline u64 ssdp_esm_dirty_target(const struct ssdp_evict_sm *sm)
 {
-	return sm->dirty_target;
+	return sm->cleaning_all ? 0 : sm->dirty_target;
 }
 
 const char *ssdp_esm_state_name(enum ssdp_evict_state state);

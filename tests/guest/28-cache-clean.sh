@@ -5,6 +5,8 @@
 #   (crowded); the blocks stay cached, clean.
 #   Never while I/O keeps coming.
 # - Dirty data older than dirty_max_age is written back the same way.
+# - Once quiet for clean_all_wait, all dirty data is written back, not only
+#   what is over the target; not in a shorter quiet window.
 # - With a dirty set and no quiet window, new data takes the frames of
 #   clean blocks in place: the cache keeps admitting it, no writeback.
 # - With every set dirty and I/O that never stops, eviction still writes
@@ -135,6 +137,24 @@ origin_has /tmp/clean.0 0 || fail "the oldest MiB was not the first cleaned"
 origin_has /tmp/clean.$((NMIB - 1)) $((NMIB - 1)) && fail "the newest MiB was cleaned before older ones"
 origin_has /tmp/clean.$((NMIB - 2)) $((NMIB - 2)) || fail "the crowded set's last MiB was not cleaned"
 log "cleaned from $d0 to $d1 dirty blocks (target $target): $(dmsetup status sp)"
+
+# --- a long quiet window: the rest too (clean_all_wait) -----------------------------
+# Not in a short one; then, once quiet that long, what is under the target goes
+# as well, and stays cached. The newest MiB is written again (the same data) for
+# the next section.
+dmsetup message sp 0 clean_all_wait 20000 || fail "clean_all_wait 20000"
+sleep 3
+assert_eq "$(st dirty_blocks)" 256 "dirty blocks after a quiet window shorter than clean_all_wait"
+dmsetup message sp 0 clean_all_wait 1500 || fail "clean_all_wait 1500"
+wait_status sp dirty_blocks -eq 0 120
+wait_status sp writeback_sets -eq 0 60
+assert_eq "$(st valid_blocks)" "$v0" "blocks cleaned in a long quiet window stay cached"
+origin_has /tmp/clean.$((NMIB - 1)) $((NMIB - 1)) || fail "the newest MiB was not cleaned in a long quiet window"
+dmsetup message sp 0 clean_all_wait 0 || fail "clean_all_wait 0"
+dd if=/tmp/clean.$((NMIB - 1)) of="$dm" bs=1M seek=$((NMIB - 1)) oflag=direct status=none ||
+	fail "rewrite the newest MiB"
+assert_eq "$(st dirty_blocks)" 256 "dirty blocks after the rewrite"
+log "a long quiet window cleaned what was under the target"
 
 # --- too old: cleaned though under the target --------------------------------------
 dmsetup message sp 0 dirty_target 100 || fail "dirty_target 100"

@@ -1064,6 +1064,88 @@ TEST(evict_cleaning_waits_for_quiet_and_age)
 		  SSDP_EVICT_ACT_NONE);
 }
 
+/*
+ * A long quiet window (all_wait) cleans what is under the target too: a
+ * short one does not; the next bio ends it; an age due earlier comes first;
+ * what is under writeback already counts as clean; 0 turns it off.
+ */
+TEST(evict_long_quiet_cleans_all)
+{
+	struct ssdp_evict_sm sm;
+	struct ssdp_evict_view v = {
+		.nr_free = 50, .nr_dirty_sets = 3, .head = SSDP_HEAD_DIRTY,
+		.dirty_blocks = 100, .cleanable = true,
+	};
+	struct ssdp_evict_action a;
+
+	setup(&sm);
+	ssdp_esm_set_cleaning(&sm, 200, 0);
+	/* Off by default: under the target, nothing. */
+	ssdp_esm_io_arrival(&sm, 10 * WAIT);
+	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 50, 100, 0));
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 20 * WAIT, &v).type,
+		  SSDP_EVICT_ACT_NONE);
+
+	ssdp_esm_set_clean_all(&sm, 5 * WAIT);
+	ASSERT_TRUE(ssdp_esm_needs_run(&sm, 50, 100, 0));
+	ssdp_esm_io_arrival(&sm, 30 * WAIT);
+	a = ssdp_esm_next_action(&sm, 30 * WAIT, &v);
+	ASSERT_EQ(a.type, SSDP_EVICT_ACT_ARM_TIMER);
+	ASSERT_EQ(a.deadline, 35 * WAIT);
+	ASSERT_EQ(sm.clean_armed, SSDP_CLEAN_AT_ALL);
+	ASSERT_STR_EQ(ssdp_esm_why(&sm), "not_needed");
+	/* Armed: only going over the target needs a run before then. */
+	ASSERT_FALSE(ssdp_esm_needs_run(&sm, 50, 100, 0));
+	ASSERT_TRUE(ssdp_esm_needs_run(&sm, 50, 201, 0));
+	/* A short quiet window (evict_wait) is not enough. */
+	ssdp_esm_timer(&sm);
+	a = ssdp_esm_next_action(&sm, 32 * WAIT, &v);
+	ASSERT_EQ(a.type, SSDP_EVICT_ACT_ARM_TIMER);
+	ASSERT_EQ(a.deadline, 35 * WAIT);
+	/* A bio moves the window. */
+	ssdp_esm_io_arrival(&sm, 33 * WAIT);
+	ssdp_esm_timer(&sm);
+	a = ssdp_esm_next_action(&sm, 35 * WAIT, &v);
+	ASSERT_EQ(a.type, SSDP_EVICT_ACT_ARM_TIMER);
+	ASSERT_EQ(a.deadline, 38 * WAIT);
+	ssdp_esm_timer(&sm);
+	a = ssdp_esm_next_action(&sm, 38 * WAIT, &v);
+	ASSERT_EQ(a.type, SSDP_EVICT_ACT_START_CLEAN);
+	ASSERT_FALSE(a.crowded);
+	/* Its neighbours are taken down to 0, not to the target. */
+	ASSERT_EQ(ssdp_esm_dirty_target(&sm), 0);
+	ASSERT_STR_EQ(ssdp_esm_why(&sm), "cleaning");
+	/* The rest is under writeback already: nothing more to start. */
+	v.dirty_in_writeback = 100;
+	a = ssdp_esm_next_action(&sm, 38 * WAIT, &v);
+	ASSERT_EQ(a.type, SSDP_EVICT_ACT_NONE);
+	ssdp_esm_wb_done(&sm, SSDP_WB_CLEAN);
+	v.dirty_in_writeback = 0;
+	/* A bio ends it: the target is the knob's again. */
+	ssdp_esm_io_arrival(&sm, 39 * WAIT);
+	ASSERT_EQ(ssdp_esm_dirty_target(&sm), 200);
+	a = ssdp_esm_next_action(&sm, 39 * WAIT, &v);
+	ASSERT_EQ(a.type, SSDP_EVICT_ACT_ARM_TIMER);
+	ASSERT_EQ(a.deadline, 44 * WAIT);
+	/* An age that comes first arms the timer for it. */
+	ssdp_esm_set_cleaning(&sm, 200, 2 * WAIT + 1);
+	a = ssdp_esm_next_action(&sm, 40 * WAIT, &v);
+	ASSERT_EQ(a.type, SSDP_EVICT_ACT_ARM_TIMER);
+	ASSERT_EQ(a.deadline, 42 * WAIT + 1);
+	/* Nothing dirty: nothing to wait for. */
+	ssdp_esm_set_cleaning(&sm, 200, 0);
+	v.dirty_blocks = 0;
+	v.cleanable = false;
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 50 * WAIT, &v).type,
+		  SSDP_EVICT_ACT_NONE);
+	/* Off again: under the target stays dirty. */
+	v.dirty_blocks = 100;
+	v.cleanable = true;
+	ssdp_esm_set_clean_all(&sm, 0);
+	ASSERT_EQ(ssdp_esm_next_action(&sm, 60 * WAIT, &v).type,
+		  SSDP_EVICT_ACT_NONE);
+}
+
 /* The status line's reason follows the machine through each of its phases. */
 TEST(evict_why_names_each_phase)
 {
