@@ -169,8 +169,8 @@ idle=$!
 dd if=/dev/mapper/spn of=/dev/null bs=4k skip=4096 count=64 iflag=direct status=none ||
 	fail "normal reader"
 wait $idle || fail "idle reader"
-assert_ge "$(status_get spn bios_idle)" 256 "idle bios"
-assert_ge "$(status_get spn bios_normal)" 256 "normal bios"
+assert_ge "$(status_get spn bios_idle)" 64 "idle bios"
+assert_ge "$(status_get spn bios_normal)" 64 "normal bios"
 assert_ge "$(status_get spn idle_dispatched)" $((idle0 + 1)) "idle bios dispatched"
 dm_remove spn
 log "ok"
