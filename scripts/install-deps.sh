@@ -53,6 +53,9 @@ PACKAGES=(
 	groff-base
 	# Tools the guest tests use (from the host's root).
 	dmsetup lvm2 fio blktrace e2fsprogs xfsprogs fdisk udev procps python3 mdadm
+	# Network origins (87-net-nbd, 88-net-iscsi): an NBD server and client,
+	# the open-iscsi initiator (the test sets up LIO through configfs).
+	nbd-server nbd-client open-iscsi
 	# Bench: plots, JSON in the guest, the bcache peer; the database
 	# scenario's PostgreSQL (initdb, postgres, pgbench).
 	python3-matplotlib jq bcache-tools postgresql-15
