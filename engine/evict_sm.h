@@ -158,8 +158,12 @@ struct ssdp_evict_action {
  * all dirty data (or the age, if earlier); dirty data going over the
  * target still needs a run, as for SSDP_CLEAN_AT_AGE.
  */
-enum { SSDP_CLEAN_UNARMED, SSDP_CLEAN_AT_AGE, SSDP_CLEAN_AT_QUIET,
-       SSDP_CLEAN_AT_ALL };
+enum {
+	SSDP_CLEAN_UNARMED,
+	SSDP_CLEAN_AT_AGE,
+	SSDP_CLEAN_AT_QUIET,
+	SSDP_CLEAN_AT_ALL,
+};
 
 enum ssdp_evict_wb_kind {
 	SSDP_WB_EVICT,
