@@ -177,6 +177,7 @@ tools-test: tools
 	./tests/unit/test-generator.sh
 	./tests/unit/test-example-tab.sh
 	./tests/unit/test-tool-signature.sh
+	./tests/unit/test-tool-args.sh
 	./tests/unit/test-completion.sh
 	./tests/fstests/test-compare.sh
 	./tests/unit/test-py-format.sh
