@@ -4,7 +4,9 @@
 # alone on stdout (exit 0); a wrong call names what is wrong (the missing
 # argument, the unknown option, the extra word) and prints only that
 # command's usage on stderr (exit 1, docs/tools.md); an unknown command
-# prints the overall usage.  No device is touched.  Run by make tools-test.
+# prints the overall usage.  No device is touched, and dmsetup is never run
+# (libdevmapper is the tool's one way to device-mapper).  Run by make
+# tools-test.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 TOOL=${TOOL:-build/ssdprio-tool}
@@ -103,6 +105,20 @@ run 1
 grep -q "^  ssdprio-tool show " "$D/err" || fail "no command: $(cat "$D/err")"
 run 0 --version
 grep -Eq '^ssdprio-tool [0-9]' "$D/out" || fail "--version: $(cat "$D/out")"
+
+# No command runs dmsetup: every device-mapper call is libdevmapper's.
+mkdir "$D/bin"
+printf '#!/bin/sh\ntouch "%s/ran"\nexit 1\n' "$D" >"$D/bin/dmsetup"
+chmod +x "$D/bin/dmsetup"
+truncate -s 64M "$D/o.img" "$D/c.img"
+printf 'x %s %s\n' "$D/o.img" "$D/c.img" >"$D/tab"
+for args in "create --dry-run x $D/o.img $D/c.img" "deactivate ssdprio-no-such" \
+	"set ssdprio-no-such evict_wait 5" "attach ssdprio-no-such $D/c.img" \
+	"activate --dry-run --tab $D/tab"; do
+	# shellcheck disable=SC2086 # the words of $args
+	PATH=$D/bin:$PATH "$TOOL" $args >/dev/null 2>&1 || true
+	[[ ! -e $D/ran ]] || fail "'$args' ran dmsetup"
+done
 
 # The man page's synopsis names every command of the usage.
 for cmd in "${cmds[@]}"; do
