@@ -68,11 +68,14 @@ T ?=
 
 # ssdprio-tool: user space, shares the on-SSD codec with the module.
 TOOL := build/ssdprio-tool
-TOOL_SRCS := tools/ssdprio-tool.c tools/tab.c tools/boot.c tools/cache_scan.c tools/origin_ident.c tools/signature.c engine/meta_codec.c \
+TOOL_SRCS := tools/ssdprio-tool.c tools/cmd_inspect.c tools/cmd_table.c tools/cmd_activate.c \
+	tools/cmd_admin.c tools/cmd_debug.c tools/util.c tools/tab.c tools/boot.c tools/cache_scan.c \
+	tools/origin_ident.c tools/signature.c engine/meta_codec.c \
 	engine/config.c tools/live.c tools/dm_status.c tools/events.c tools/metrics.c
-TOOL_HDRS := tools/cache_scan.h tools/msg.h tools/tab.h tools/boot.h tools/origin_ident.h tools/signature.h engine/meta_codec.h engine/ssdprio_format.h \
+TOOL_HDRS := tools/cmd.h tools/util.h tools/cache_scan.h tools/msg.h tools/tab.h tools/origin_ident.h \
+	tools/signature.h engine/meta_codec.h engine/ssdprio_format.h \
 	engine/ssdp_compat.h engine/config.h tools/live.h tools/dm_status.h tools/events.h tools/metrics.h
-# status and flush talk to the kernel through libdevmapper (libdevmapper-dev);
+# Every device-mapper call goes through libdevmapper (libdevmapper-dev);
 # a device is probed for signatures before a format with libblkid (libblkid-dev).
 TOOL_LIBS := -ldevmapper -lblkid -lm
 TOOL_CFLAGS ?= -O2 -g
@@ -174,6 +177,7 @@ tools-test: tools
 	./tests/unit/test-generator.sh
 	./tests/unit/test-example-tab.sh
 	./tests/unit/test-tool-signature.sh
+	./tests/unit/test-tool-args.sh
 	./tests/unit/test-completion.sh
 	./tests/fstests/test-compare.sh
 	./tests/unit/test-py-format.sh

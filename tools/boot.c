@@ -17,14 +17,13 @@
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "boot.h"
+#include "cmd.h"
 #include "msg.h"
 #include "tab.h"
 
@@ -163,8 +162,7 @@ int cmd_systemd_generator(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "tab", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		OPT_HELP, OPT_END,
 	};
 	const char *tab = getenv("SSDPRIO_TAB");
 	struct tab_entry *e = NULL;
@@ -173,19 +171,11 @@ int cmd_systemd_generator(int argc, char **argv)
 
 	if (!tab || !*tab)
 		tab = DEFAULT_TAB;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (c == 't') {
+	while ((c = cmd_getopt(argc, argv, "", opts)) != -1)
+		if (c == 't')
 			tab = optarg;
-		} else {
-			fprintf(c == 'h' ? stdout : stderr,
-				"usage: " TOOL " systemd-generator [--tab FILE] NORMAL_DIR [EARLY_DIR LATE_DIR]\n");
-			return c == 'h' ? 0 : 1;
-		}
-	}
-	if (optind >= argc || argc - optind > 3) {
-		fprintf(stderr, "usage: " TOOL " systemd-generator [--tab FILE] NORMAL_DIR [EARLY_DIR LATE_DIR]\n");
-		return 1;
-	}
+	if (cmd_args(argc, argv, ARGS("the output directory <dir>"), 3))
+		return EXIT_FAIL;
 	text = read_file(tab);
 	if (!text) {
 		if (errno != ENOENT)

@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ssdprio-tool wait: sleep on the device's device-mapper events (the
- * kernel raises one when cache_mode, meta_state or flush_state changes,
- * docs/target.md "Events") and read the status again after each, until
- * a condition holds.  No polling of the status line: DM_DEV_WAIT, as
+ * What ssdprio-tool wait does: sleep on the device's device-mapper events
+ * (the kernel raises one when cache_mode, meta_state or flush_state
+ * changes, docs/target.md "Events") and read the status again after
+ * each, until a condition holds.  No polling of the status line: DM_DEV_WAIT, as
  * `dmsetup wait` does.  See docs/tools.md, "wait".
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <getopt.h>
 #include <libdevmapper.h>
 #include <math.h>
 #include <signal.h>
@@ -19,15 +18,12 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include "cmd.h"
 #include "dm_status.h"
 #include "events.h"
 #include "live.h"
 #include "msg.h"
 
-/* Exit codes (docs/tools.md). */
-#define EXIT_FAIL	1
-#define EXIT_BAD	3
-#define EXIT_TIMEOUT	4
 
 /*
  * dirty_blocks raises no event (only the end of a flush does): --until
@@ -40,12 +36,6 @@
  * expiry just before the wait's ioctl began still ends that wait.
  */
 #define EV_REARM_US		50000
-
-static void wait_usage(FILE *f)
-{
-	fputs("usage: " TOOL " wait [--until clean|degraded|failed|flushed] [--timeout SECS] NAME\n",
-	      f);
-}
 
 static double now(void)
 {
@@ -209,58 +199,17 @@ static int wait_loop(const char *name, const char *word, enum st_until u,
 	}
 }
 
-int cmd_wait(int argc, char **argv)
+int wait_until(const char *name, const char *word, enum st_until u,
+	       double timeout)
 {
-	static const struct option opts[] = {
-		{ "until", required_argument, NULL, 'u' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	enum st_until u = ST_UNTIL_NEXT;
-	const char *word = "event";
 	struct sigaction sa;
-	double timeout = 0;
-	char *end;
-	int c, r;
+	int r;
 
-	while ((c = getopt_long(argc, argv, "u:t:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'u':
-			if (!st_until_parse(optarg, &u)) {
-				fprintf(stderr, TOOL ": --until %s: one of clean, degraded, failed, flushed\n",
-					optarg);
-				return EXIT_FAIL;
-			}
-			word = optarg;
-			break;
-		case 't':
-			errno = 0;
-			timeout = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(timeout > 0) ||
-			    timeout > 86400 * 365) {
-				fprintf(stderr, TOOL ": --timeout %s: not a number of seconds\n",
-					optarg);
-				return EXIT_FAIL;
-			}
-			break;
-		case 'h':
-			wait_usage(stdout);
-			return 0;
-		default:
-			wait_usage(stderr);
-			return EXIT_FAIL;
-		}
-	}
-	if (optind + 1 != argc) {
-		wait_usage(stderr);
-		return EXIT_FAIL;
-	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_alarm;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGALRM, &sa, NULL);
-	r = wait_loop(argv[optind], word, u, timeout);
+	r = wait_loop(name, word, u, timeout);
 	fflush(stdout);
 	dm_lib_release();
 	return r;

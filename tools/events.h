@@ -1,8 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* ssdprio-tool wait (tools/events.c): block on device-mapper events. */
+/* Waiting on a device's device-mapper events (tools/events.c). */
 #ifndef SSDP_TOOL_EVENTS_H
 #define SSDP_TOOL_EVENTS_H
 
-int cmd_wait(int argc, char **argv);
+#include "dm_status.h"
+
+/*
+ * Sleep on @name's events until @u holds (ST_UNTIL_NEXT: the next event)
+ * or @timeout seconds pass (0: no bound), then print the state, the line
+ * starting with @word when @u holds.  Returns an exit code: 0, EXIT_BAD
+ * (the last flush failed), EXIT_TIMEOUT, EXIT_FAIL (no such device).
+ */
+int wait_until(const char *name, const char *word, enum st_until u,
+	       double timeout);
 
 #endif

@@ -299,8 +299,22 @@ grep -q "$ssd: cache is blank" "$T/kmsg" || fail "no message about the blank cac
 rm -f "$RULE"
 udevadm control --reload
 
+# --- deactivate: the boot unit's stop, a clean remove ----------------------------------
+# Held open: refused after its retries, the device stays.
+exec 9<"/dev/mapper/u"
+expect_rc 3 "$TOOL" deactivate u
+grep -q "u: not removed (.*): still in use?" "$T/err" || fail "deactivate of a held device: $(cat "$T/err")"
+[[ -b /dev/mapper/u ]] || fail "deactivate of a held device removed it"
+exec 9<&-
+expect_rc 0 "$TOOL" deactivate u
+grep -q "u: removed cleanly" "$T/err" || fail "deactivate: $(cat "$T/out" "$T/err")"
+dmsetup info u >/dev/null 2>&1 && fail "deactivate left u"
+[[ -e /dev/mapper/u ]] && fail "deactivate left /dev/mapper/u"
+expect_rc 0 "$TOOL" deactivate u
+grep -q "^u: not active" "$T/out" || fail "deactivate of an inactive device: $(cat "$T/out" "$T/err")"
+"$TOOL" show "$vs" | grep -q "shutdown: *clean" || fail "not clean after deactivate: $("$TOOL" show "$vs")"
+
 # --- wipe --force of a dirty cache ------------------------------------------------------
-dm_remove u
 expect_rc 3 "$TOOL" wipe "$vs"
 "$TOOL" wipe --force "$vs" >/dev/null 2>"$T/err" || fail "wipe --force: $(cat "$T/err")"
 grep -q "discarding $udirty dirty blocks" "$T/err" || fail "wipe --force should say what it discards: $(cat "$T/err")"

@@ -2,7 +2,9 @@
 # The bash completion (tools/bash-completion/ssdprio-tool) offers what each
 # word may be: after `set` a device name, then the run-time keys (from
 # `ssdprio-tool set --list-keys`, the module's key table), and nothing for a
-# value; after `status --prometheus --output` a file. bash-completion's
+# value; after `status --prometheus --output` a file. It follows the
+# tool's command table: every command of the usage, each with the options
+# its usage names. bash-completion's
 # _init_completion is stubbed: only the split of the command line into words
 # is taken from it.  Run by make tools-test.
 set -euo pipefail
@@ -62,4 +64,31 @@ offers "ssdprio-tool status --p" "--prometheus"
 offers "ssdprio-tool status --prometheus --o" "--output"
 offers "ssdprio-tool status --prometheus --output " "FILES"
 offers "ssdprio-tool status --prometheus --output /x/y.prom " "fast"
+
+# completes "WORD ...": what completing the last word offers, sorted.
+completes() {
+	read -ra COMP_WORDS <<<"$1"
+	[[ $1 == *" " ]] && COMP_WORDS+=("")
+	COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+	COMPREPLY=()
+	_ssdprio_tool
+	printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' '
+}
+# The commands of the usage, but those systemd and udev run.
+mapfile -t cmds < <("$TOOL" --help |
+	awk '$1 == "ssdprio-tool" && $2 !~ /^-/ { print $2 }' | uniq |
+	grep -vx -e systemd-generator -e udev-role)
+want=$(printf '%s\n' "${cmds[@]}" --help --version | sort | tr '\n' ' ')
+got=$(completes "ssdprio-tool ")
+[[ $got == "$want" ]] || fail "commands: offered '$got', the usage has '$want'"
+for cmd in "${cmds[@]}"; do
+	# --udev: for udev's rule only.
+	want=$({
+		"$TOOL" "$cmd" --help | grep -E '^(usage: | +)ssdprio-tool' |
+			grep -oE -- '--[a-z-]+' | grep -vx -- --udev
+		echo --help
+	} | sort -u | tr '\n' ' ')
+	got=$(completes "ssdprio-tool $cmd --")
+	[[ $got == "$want" ]] || fail "$cmd: offered '$got', its usage has '$want'"
+done
 echo "test-completion: ok"
