@@ -270,10 +270,11 @@ bench: deps modules hddsim
 	./bench/run $(if $(S),$(S))
 
 # A build root's kernel would get the module in the root's /lib/modules.
+# With DESTDIR, the module goes under it too, and depmod is the packager's.
 install: modules install-tools
 	@test -z "$(KROOT)" || { echo "install: $(KDIR) is in a build root; install the DKMS package"; exit 1; }
-	$(MAKE) -C $(KDIR) M=$(CURDIR) modules_install
-	depmod -a $$(./scripts/kernel release-of $(KDIR))
+	$(MAKE) -C $(KDIR) M=$(CURDIR) $(if $(DESTDIR),INSTALL_MOD_PATH=$(abspath $(DESTDIR))) modules_install
+	test -n "$(DESTDIR)" || depmod -a $$(./scripts/kernel release-of $(KDIR))
 
 # The rule names the tool by absolute path: point it at SBINDIR.
 install-tools: $(TOOL)
@@ -317,7 +318,7 @@ uninstall: uninstall-tools
 	rel=$$(./scripts/kernel release-of $(KDIR)) && \
 	rm -f $(DESTDIR)/lib/modules/$$rel/extra/dm-ssdprio.ko* \
 		$(DESTDIR)/lib/modules/$$rel/updates/dm-ssdprio.ko* && \
-	{ depmod -a $$rel || true; }
+	{ test -n "$(DESTDIR)" || depmod -a $$rel || true; }
 
 clean:
 	$(KRUN) $(MAKE) -C $(KBUILD_DIR) M=$(CURDIR) clean
