@@ -59,6 +59,12 @@ u64 ssdp_sched_gap_top(unsigned int i)
 	return (u64)base[i & 3] << (i / 4);
 }
 
+/* A gap past the learnt range: the normal job stopped. */
+static u64 gap_stopped(void)
+{
+	return ssdp_sched_gap_top(SSDP_SCHED_GAP_BUCKETS - 2);
+}
+
 static unsigned int gap_bucket(u64 gap)
 {
 	unsigned int i;
@@ -174,12 +180,14 @@ static void budget_arrival(struct ssdp_sched_gaps *g, u32 budget, bool met)
 /*
  * A gap past the learnt range: the normal job had stopped.  What it
  * taught is mostly forgotten (the histogram untrusted until a few gaps
- * of the next job are in) and the threshold starts again.
+ * of the next job are in), the threshold starts again and the old job's
+ * debt is void.
  */
 static void gaps_forget(struct ssdp_sched_gaps *g)
 {
 	unsigned int i;
 
+	g->debt = 0;
 	g->total = 0;
 	for (i = 0; i < SSDP_SCHED_GAP_BUCKETS; i++) {
 		g->w[i] /= 16;
@@ -200,7 +208,7 @@ void ssdp_sched_normal_seen(struct ssdp_sched_state *st, u64 now,
 		g->open = false;
 		if (st->k.idle_budget && now >= g->start) {
 			gap = now - g->start;
-			if (gap > ssdp_sched_gap_top(SSDP_SCHED_GAP_BUCKETS - 2))
+			if (gap > gap_stopped())
 				gaps_forget(g);
 			gap_learn(g, gap);
 		}
@@ -423,8 +431,14 @@ normal:
 	 * Normal bios still pay for more than one that met idle I/O: no idle
 	 * bio in a gap until they have (an arrival calls again).
 	 */
-	if (k->idle_budget && st->gaps.debt > SSDP_SCHED_DEBT_MET)
-		return wait_until(wake);
+	if (k->idle_budget && st->gaps.debt > SSDP_SCHED_DEBT_MET) {
+		/* Unless the normal job stopped: nobody left to pay. */
+		if (!st->gaps.open)
+			return wait_until(wake);
+		t = st->gaps.start + gap_stopped();
+		if (now < t)
+			return wait_until(min(wake, t));
+	}
 	/* Throttled: after the grace (anticipation) and the interval. */
 	t = st->last_normal + k->idle_grace_ns;
 	if (st->idle_ever)

@@ -1195,8 +1195,13 @@ TEST(sched_gap_meeting_backs_off_at_once)
 	ASSERT_TRUE(ssdp_sched_gap_safe(&st.gaps, 0, &next));
 	ASSERT_EQ(act(&st, t + 55 * MS, &v), SSDP_SCHED_WAIT_UNTIL);
 	ASSERT_EQ(st.idle_injected + st.idle_dispatched, 0);
+	/* The normal job stops: after a second, nobody is left to pay. */
+	ASSERT_LE(dec(&st, t + 55 * MS, &v).when, t + 1100 * MS);
+	ASSERT_NE(act(&st, t + 1100 * MS, &v), SSDP_SCHED_WAIT_UNTIL);
+	ASSERT_EQ(st.idle_injected, 1);
+	ssdp_sched_normal_drained(&st, t + 1200 * MS);
 	for (i = 0; i < 10; i++)
-		ssdp_sched_normal_seen(&st, t + 60 * MS, false);
+		ssdp_sched_normal_seen(&st, t + 1300 * MS, false);
 	ASSERT_EQ(st.gaps.debt, SSDP_SCHED_DEBT_MET);
 }
 
