@@ -50,8 +50,19 @@ u64 ssdp_sched_gap_top(unsigned int i)
 {
 	if (i >= SSDP_SCHED_GAP_BUCKETS - 1)
 		return SSDP_NEVER;
-	/* 250 us times sqrt(2)^i: 250 us to 1 s in half-octaves. */
-	return (i & 1 ? 353553ULL : 250000ULL) << (i / 2);
+	/*
+	 * 250 us times 2^(i/4): 250 us to 1 s in quarter-octaves, fine
+	 * enough that a regular gap's bucket starts close to it.
+	 */
+	static const u32 base[4] = { 250000, 297302, 353553, 420448 };
+
+	return (u64)base[i & 3] << (i / 4);
+}
+
+/* A gap past the learnt range: the normal job stopped. */
+static u64 gap_stopped(void)
+{
+	return ssdp_sched_gap_top(SSDP_SCHED_GAP_BUCKETS - 2);
 }
 
 static unsigned int gap_bucket(u64 gap)
@@ -86,15 +97,21 @@ static u64 gaps_above(const struct ssdp_sched_gaps *g, u64 x)
 	return sum;
 }
 
-/* Does a gap that lasted @e end within an idle bio's service time? */
+/*
+ * Does a gap that lasted @e end within an idle bio's service time?  With
+ * a debt to pay, only where the learnt gaps say almost surely not.
+ */
 static bool gap_safe_at(const struct ssdp_sched_gaps *g, u64 e)
 {
 	u64 above = gaps_above(g, e);
+	u32 thresh = g->thresh;
 
 	if (!above)	/* longer than every gap learnt */
 		return true;
+	if (g->debt)
+		thresh = min(thresh, SSDP_SCHED_INJ_SAFE);
 	return (above - gaps_above(g, e + g->idle_service)) *
-	       SSDP_SCHED_INJ_ONE <= (u64)g->thresh * above;
+	       SSDP_SCHED_INJ_ONE <= (u64)thresh * above;
 }
 
 bool ssdp_sched_gap_safe(const struct ssdp_sched_gaps *g, u64 elapsed,
@@ -141,39 +158,63 @@ static void gap_learn(struct ssdp_sched_gaps *g, u64 gap)
 }
 
 /*
- * One budget window ended: halve the threshold over budget, raise it by
- * an eighth when well under (additive increase, multiplicative decrease:
- * what a normal bio meets comes back under the budget fast).
+ * A normal bio arrived (idle_budget): a meeting runs up the debt and
+ * halves the threshold at once; an arrival pays the debt down, and with
+ * none left raises the threshold, if it held an idle bio back meanwhile.
  */
-static void budget_window(struct ssdp_sched_gaps *g, u32 budget)
+static void budget_arrival(struct ssdp_sched_gaps *g, u32 budget, bool met)
 {
-	if ((u64)g->win_met * 1000 > (u64)budget * g->win_arrivals)
+	if (met) {
+		g->debt = min(g->debt + SSDP_SCHED_DEBT_MET,
+			      SSDP_SCHED_DEBT_MAX);
 		g->thresh = max(g->thresh / 2, 1U);
-	else if ((u64)g->win_met * 2000 < (u64)budget * g->win_arrivals)
-		g->thresh = min(g->thresh + g->thresh / 8 + 1,
-				SSDP_SCHED_INJ_MAX);
-	g->win_arrivals = 0;
-	g->win_met = 0;
+	} else {
+		g->debt -= min(g->debt, budget);
+		if (!g->debt && g->held)
+			g->thresh = min(g->thresh + g->thresh / 16 + 1,
+					SSDP_SCHED_INJ_MAX);
+	}
+	g->held = false;
+}
+
+/*
+ * A gap past the learnt range: the normal job had stopped.  What it
+ * taught is mostly forgotten (the histogram untrusted until a few gaps
+ * of the next job are in), the threshold starts again and the old job's
+ * debt is void.
+ */
+static void gaps_forget(struct ssdp_sched_gaps *g)
+{
+	unsigned int i;
+
+	g->debt = 0;
+	g->total = 0;
+	for (i = 0; i < SSDP_SCHED_GAP_BUCKETS; i++) {
+		g->w[i] /= 16;
+		g->total += g->w[i];
+	}
+	g->thresh = min(g->thresh, SSDP_SCHED_INJ_START);
 }
 
 void ssdp_sched_normal_seen(struct ssdp_sched_state *st, u64 now,
 			    bool idle_in_flight)
 {
 	struct ssdp_sched_gaps *g = &st->gaps;
+	u64 gap;
 
 	if (idle_in_flight)
 		st->normal_met_idle++;
 	if (g->open) {
 		g->open = false;
-		if (st->k.idle_budget && now >= g->start)
-			gap_learn(g, now - g->start);
+		if (st->k.idle_budget && now >= g->start) {
+			gap = now - g->start;
+			if (gap > gap_stopped())
+				gaps_forget(g);
+			gap_learn(g, gap);
+		}
 	}
-	if (!st->k.idle_budget)
-		return;
-	g->win_arrivals++;
-	g->win_met += idle_in_flight;
-	if (g->win_arrivals >= SSDP_SCHED_INJ_WINDOW)
-		budget_window(g, st->k.idle_budget);
+	if (st->k.idle_budget)
+		budget_arrival(g, st->k.idle_budget, idle_in_flight);
 }
 
 void ssdp_sched_idle_complete(struct ssdp_sched_state *st, u64 now, u64 sent)
@@ -386,10 +427,25 @@ normal:
 		st->pressure_gaps++;
 		return dispatch_idle(st, v);
 	}
+	/*
+	 * Normal bios still pay for more than one that met idle I/O: no idle
+	 * bio in a gap until they have (an arrival calls again).
+	 */
+	if (k->idle_budget && st->gaps.debt > SSDP_SCHED_DEBT_MET) {
+		/* Unless the normal job stopped: nobody left to pay. */
+		if (!st->gaps.open)
+			return wait_until(wake);
+		t = st->gaps.start + gap_stopped();
+		if (now < t)
+			return wait_until(min(wake, t));
+	}
 	/* Throttled: after the grace (anticipation) and the interval. */
 	t = st->last_normal + k->idle_grace_ns;
 	if (st->idle_ever)
 		t = max(t, st->last_idle + k->idle_interval_ns);
+	/* The floor takes its risk only with nothing to pay. */
+	if (k->idle_budget && st->gaps.debt)
+		t = SSDP_NEVER;
 	if (now >= t) {
 		st->idle_ever = true;
 		st->last_idle = now;
@@ -401,9 +457,14 @@ normal:
 
 		if (ssdp_sched_gap_safe(&st->gaps, now - st->gaps.start,
 					&next)) {
+			/* The floor counts it: the interval is a bound. */
+			st->idle_ever = true;
+			st->last_idle = now;
 			st->idle_injected++;
 			return dispatch_idle(st, v);
 		}
+		if (st->gaps.total >= SSDP_SCHED_GAP_TRUST)
+			st->gaps.held = true;
 		if (next != SSDP_NEVER)
 			t = min(t, st->gaps.start + next);
 	}

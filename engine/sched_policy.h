@@ -62,12 +62,21 @@
  * idle bio (one at a time) goes out when the gaps learnt say the next
  * normal bio is unlikely to arrive during it: P(gap <= e + service |
  * gap > e) at most a threshold.  A gap longer than any learnt takes idle
- * bios back to back.  The threshold follows what normal bios really
- * meet (BFQ's injection and blk-iolatency work the same way): the share
- * of normal arrivals that find an idle bio in flight, whichever rule sent
- * it, is kept under idle_budget per mille by halving the threshold over
- * budget and raising it slowly under it.  The interval's rule stays as a
- * floor, and batch mode, the starvation bound and pressure as they are.
+ * bios back to back.  The budget is enforced per arrival, not estimated:
+ * a normal bio that finds an idle bio in flight, whichever rule sent it,
+ * runs up a debt of one bio, which every normal arrival pays down by
+ * idle_budget per mille, and no idle bio goes in a gap (by the learnt
+ * gaps or the interval) while any debt is left.  So over any run of
+ * arrivals at most budget x arrivals + 1 of them meet idle I/O that a
+ * gap sent.  A meeting also halves the threshold at once; an arrival
+ * with no debt after the threshold held an idle bio back raises it by a
+ * sixteenth (BFQ's injection and blk-iolatency adjust the same way).
+ * Only held bios raise it: a normal job alone, or one without gaps, does
+ * not teach it that risk is free.  A gap past the learnt range (a second
+ * and more: the normal job had stopped) forgets most of what was learnt,
+ * so a new job is not judged by the old one's gaps.  The interval's rule
+ * stays as the rate bound of the floor, and batch mode, the starvation
+ * bound and pressure as they are.
  */
 #ifndef SSDP_SCHED_POLICY_H
 #define SSDP_SCHED_POLICY_H
@@ -141,18 +150,24 @@ struct ssdp_sched_knobs {
 };
 
 /* Gap histogram buckets: bucket i holds gaps up to ssdp_sched_gap_top(i). */
-#define SSDP_SCHED_GAP_BUCKETS	26
+#define SSDP_SCHED_GAP_BUCKETS	50
 /* Fixed-point weight of one gap; all halve past SSDP_SCHED_GAP_MAX. */
 #define SSDP_SCHED_GAP_ONE	16U
-#define SSDP_SCHED_GAP_MAX	(256U * SSDP_SCHED_GAP_ONE)
+#define SSDP_SCHED_GAP_MAX	(64U * SSDP_SCHED_GAP_ONE)
 /* Gaps learnt before the histogram is trusted. */
 #define SSDP_SCHED_GAP_TRUST	(8U * SSDP_SCHED_GAP_ONE)
 /* Injection threshold: probability in 1/1024. */
 #define SSDP_SCHED_INJ_ONE	1024U
 #define SSDP_SCHED_INJ_START	64U
 #define SSDP_SCHED_INJ_MAX	512U
-/* Normal arrivals per budget window. */
-#define SSDP_SCHED_INJ_WINDOW	128U
+/* The threshold while a debt is paid: the gaps' early, safe part. */
+#define SSDP_SCHED_INJ_SAFE	16U
+/*
+ * Budget debt, in thousandths of a normal bio that met idle I/O: a
+ * meeting adds SSDP_SCHED_DEBT_MET, each normal arrival pays idle_budget.
+ */
+#define SSDP_SCHED_DEBT_MET	1000U
+#define SSDP_SCHED_DEBT_MAX	(2U * SSDP_SCHED_DEBT_MET)
 
 /* What the policy learns of the normal class (idle_budget). */
 struct ssdp_sched_gaps {
@@ -162,8 +177,10 @@ struct ssdp_sched_gaps {
 	u64 start;
 	u64 idle_service;		/* decayed idle service time, ns */
 	u32 thresh;			/* injection threshold, 1/1024 */
-	u32 win_arrivals;		/* this budget window */
-	u32 win_met;			/* of which found idle in flight */
+	/* Owed for normal bios that met idle I/O (see the header). */
+	u32 debt;
+	/* The threshold held an idle bio back since the last arrival. */
+	bool held;
 };
 
 enum ssdp_sched_mode {
