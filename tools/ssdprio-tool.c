@@ -9,7 +9,7 @@
  *	ssdprio-tool gen-origin-id
  *	ssdprio-tool origin-id <origin_dev>
  *	ssdprio-tool create [--dry-run] [--force] name origin_dev cache_dev [features...]
- *	ssdprio-tool activate [--tab FILE] [--udev | --wait SECS] [--dry-run] [name...]
+ *	ssdprio-tool activate [--tab FILE] [--udev | --wait SECS] [--initramfs] [--dry-run] [name...]
  *	ssdprio-tool deactivate name...
  *	ssdprio-tool systemd-generator [--tab FILE] dir [early_dir late_dir]
  *	ssdprio-tool status [--json] [--watch [SECS]] [name...]
@@ -106,7 +106,7 @@ static void usage_to(FILE *f)
 	      "  " TOOL " gen-origin-id\n"
 	      "  " TOOL " origin-id <origin_dev>\n"
 	      "  " TOOL " create [--dry-run] [--force] <name> <origin_dev> <cache_dev> [features...]\n"
-	      "  " TOOL " activate [--tab FILE] [--udev | --wait SECS] [--dry-run] [name...]\n"
+	      "  " TOOL " activate [--tab FILE] [--udev | --wait SECS] [--initramfs] [--dry-run] [name...]\n"
 	      "  " TOOL " deactivate name...\n"
 	      "  " TOOL " systemd-generator [--tab FILE] <dir> [<early_dir> <late_dir>]\n"
 	      "  " TOOL " udev-role [--tab FILE]   (udev IMPORT{program})\n"
@@ -1331,6 +1331,7 @@ static bool dm_exists(const char *name)
 
 struct activate_opts {
 	bool udev, dry_run;
+	bool initramfs;			/* the entries marked for it, and the named */
 	unsigned int wait;		/* seconds to wait for the disks */
 	dev_t udev_dev;			/* the device of the event */
 };
@@ -1609,13 +1610,20 @@ static int cmd_udev_role(int argc, char **argv)
 	return EXIT_OK;
 }
 
+/*
+ * The entries to activate: those named, or all.  In the initramfs
+ * (--initramfs) the entries marked "initramfs" and those named: the
+ * local-top script names the root's entry, which needs no mark.
+ */
 static bool activate_selected(const struct tab_entry *e, char **names,
-			      int nnames)
+			      int nnames, bool initramfs)
 {
 	int j;
 
 	for (j = 0; j < nnames && strcmp(e->name, names[j]); j++)
 		;
+	if (initramfs)
+		return e->initramfs || j < nnames;
 	return !nnames || j < nnames;
 }
 
@@ -1642,6 +1650,7 @@ static int cmd_activate(int argc, char **argv)
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "tab", required_argument, NULL, 't' },
 		{ "wait", required_argument, NULL, 'w' },
+		{ "initramfs", no_argument, NULL, 'i' },
 		OPT_HELP, OPT_END,
 	};
 	struct activate_opts o = { 0 };
@@ -1661,6 +1670,8 @@ static int cmd_activate(int argc, char **argv)
 			o.udev = true;
 		else if (c == 'n')
 			o.dry_run = true;
+		else if (c == 'i')
+			o.initramfs = true;
 		else if (c == 't')
 			tab = optarg;
 		else if (c == 'w' && parse_secs(optarg, &o.wait)) {
@@ -1719,7 +1730,11 @@ static int cmd_activate(int argc, char **argv)
 		err("%s: %d line%s refused", tab, bad, bad > 1 ? "s" : "");
 		r = EXIT_BAD;
 	}
-	for (j = 0; j < nnames; j++) {
+	/*
+	 * The initramfs names the root's device whatever it is (another dm
+	 * device, LVM): a name not in the tab is none of ours there.
+	 */
+	for (j = 0; j < nnames && !o.initramfs; j++) {
 		for (i = 0; i < n && strcmp(e[i].name, names[j]); i++)
 			;
 		if (i == n) {
@@ -1729,7 +1744,8 @@ static int cmd_activate(int argc, char **argv)
 	}
 	/* Before the lock: udev activates other entries meanwhile. */
 	for (i = 0; o.wait && i < n; i++) {
-		if (e[i].bad || !activate_selected(&e[i], names, nnames) ||
+		if (e[i].bad ||
+		    !activate_selected(&e[i], names, nnames, o.initramfs) ||
 		    wait_disks(&e[i], o.wait))
 			continue;
 		e[i].bad = true;
@@ -1738,7 +1754,8 @@ static int cmd_activate(int argc, char **argv)
 	for (i = 0; i < n; i++) {
 		int rr;
 
-		if (!activate_selected(&e[i], names, nnames) || e[i].bad)
+		if (!activate_selected(&e[i], names, nnames, o.initramfs) ||
+		    e[i].bad)
 			continue;
 		if (o.udev && !same_dev(e[i].origin, o.udev_dev) &&
 		    !same_dev(e[i].cache, o.udev_dev))
