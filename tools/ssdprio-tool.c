@@ -1786,6 +1786,27 @@ out:
 }
 
 /*
+ * The file system @name holds that systemd cannot unmount ("/", "/usr"),
+ * or NULL: removing it now would only fail.  The initramfs's shutdown
+ * root removes it at the very end (/run/initramfs/shutdown).
+ */
+static const char *holds_system_fs(const char *name)
+{
+	static const char *const mnts[] = { "/", "/usr" };
+	struct stat dev, st;
+	char path[160];
+	unsigned int i;
+
+	snprintf(path, sizeof(path), "/dev/mapper/%s", name);
+	if (stat(path, &dev) || !S_ISBLK(dev.st_mode))
+		return NULL;
+	for (i = 0; i < ARRAY_SIZE(mnts); i++)
+		if (!stat(mnts[i], &st) && st.st_dev == dev.st_rdev)
+			return mnts[i];
+	return NULL;
+}
+
+/*
  * deactivate NAME...: the boot unit's stop.  A clean remove is what makes
  * the next load start warm and "clean"; a device that is not there is
  * fine (removed by hand, never activated).  Busy (still mounted, held):
@@ -1805,8 +1826,16 @@ static int cmd_deactivate(int argc, char **argv)
 	/* At shutdown the journal may be gone already: the kernel log stays. */
 	kmsg_fd = open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
 	for (i = optind; i < argc; i++) {
+		const char *mnt;
+
 		if (!dm_exists(argv[i])) {
 			printf("%s: not active\n", argv[i]);
+			continue;
+		}
+		mnt = holds_system_fs(argv[i]);
+		if (mnt) {
+			notice("%s: holds %s: left to the shutdown's last step, which removes it once %s is unmounted",
+			       argv[i], mnt, mnt);
 			continue;
 		}
 		if (run_cmd(out, sizeof(out), "dmsetup", "remove", "--retry",

@@ -2,8 +2,8 @@
 # Guest side of tests/crash/rootfs (its first boot, the harness's own
 # init): an ssdprio cache over the virtio disks rhdd and rssd made with
 # `ssdprio-tool create rootfs`, ext4 on /dev/mapper/rootfs, and in it a
-# minimal root: busybox, dmstatus and tests/crash/rootfs-init as
-# /sbin/init.  Removed cleanly at the end.
+# minimal root: busybox, dmstatus, ssdprio-tool and dmsetup, and
+# tests/crash/rootfs-init as /sbin/init.  Removed cleanly at the end.
 # timeout: 300
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/../guest/lib.sh"
@@ -25,6 +25,14 @@ mkdir -p "$MNT"/{bin,sbin,proc,sys,dev,run,tmp,etc,data}
 cp /bin/busybox "$MNT/bin/busybox"
 chroot "$MNT" /bin/busybox --install -s /bin || fail "busybox --install"
 cp "$REPO/build/tools/dmstatus" "$MNT/bin/dmstatus"
+# The boot unit's stop, `ssdprio-tool deactivate`, with dmsetup and the
+# libraries of both.
+for f in "$TOOL" /sbin/dmsetup $(ldd "$TOOL" /sbin/dmsetup | grep -o '/[^ ]*' | sort -u); do
+	[[ $f == "$TOOL" ]] && dest=/sbin/ssdprio-tool || dest=$f
+	mkdir -p "$MNT$(dirname "$dest")"
+	cp -L "$f" "$MNT$dest"
+done
+rm -f "$MNT/bin/dmsetup"
 rm -f "$MNT/sbin/init"
 cp "$REPO/tests/crash/rootfs-init" "$MNT/sbin/init"
 chmod 755 "$MNT/sbin/init"
