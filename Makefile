@@ -30,8 +30,12 @@
 #   make rpm        the RPM packages (rpm/), built into build/rpm/; make
 #                   rpm-check also lints them and compares them with the debs
 #   make install    modules_install + depmod, the tool, its man pages, bash
-#                   completion, udev rule and systemd units (the metrics
-#                   timer not enabled; make uninstall removes them)
+#                   completion, udev rule, systemd units (the metrics
+#                   timer not enabled), the initramfs-tools hook and
+#                   scripts and the dracut module (make uninstall removes
+#                   them)
+#   make check-root  boot a guest whose root is on ssdprio, through a real
+#                   initramfs (mkinitramfs), twice (tests/crash/rootfs)
 
 # The engine units, one concern each: engine/units lists them.  Read
 # relative to this file, which Kbuild reads from another directory.
@@ -89,12 +93,21 @@ UDEVRULESDIR ?= /usr/lib/udev/rules.d
 else
 UDEVRULESDIR ?= /etc/udev/rules.d
 endif
+# initramfs-tools reads its own directory and /etc/initramfs-tools.
+ifeq ($(PREFIX),/usr)
+INITRAMFSDIR ?= /usr/share/initramfs-tools
+else
+INITRAMFSDIR ?= /etc/initramfs-tools
+endif
+# dracut reads /usr/lib/dracut only.
+DRACUTMODDIR ?= /usr/lib/dracut/modules.d
+INITRAMFS_SCRIPTS := local-top/ssdprio local-block/ssdprio init-bottom/ssdprio ssdprio-shutdown
 # systemd searches both /usr/lib and /usr/local/lib for units and generators.
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSTEMDGENDIR ?= $(PREFIX)/lib/systemd/system-generators
 MANPAGES := man/ssdprio-tool.8 man/dm-ssdprio.4 man/ssdpriotab.5
 
-.PHONY: all modules hddsim lint unit check check-subset crash demo bench deb debs rpm rpm-check install install-tools clean \
+.PHONY: all modules hddsim lint unit check check-subset crash check-root demo bench deb debs rpm rpm-check install install-tools clean \
 	deps checkpatch tools tools-test uninstall uninstall-tools xfstests check-xfstests check-fstests
 
 all: modules
@@ -175,6 +188,7 @@ tools-test: tools
 	python3 tests/crash/logwrites/test-replay-log.py build/tools/replay-log
 	./tests/unit/test-install.sh
 	./tests/unit/test-generator.sh
+	./tests/unit/test-initramfs.sh
 	./tests/unit/test-example-tab.sh
 	./tests/unit/test-tool-signature.sh
 	./tests/unit/test-tool-args.sh
@@ -263,6 +277,12 @@ rpm-check:
 crash: deps modules tools debs
 	./tests/crash/run $(VM_ARGS) $(S)
 
+# The root file system on ssdprio through Debian's initramfs-tools, two
+# boots (tests/crash/rootfs); not in make check: mkinitramfs and three
+# boots take minutes.
+check-root: deps modules tools
+	./tests/crash/rootfs
+
 demo: deps modules tools
 	./tests/vm/run $(VM_ARGS) --script tests/guest/demo.sh
 
@@ -300,6 +320,19 @@ install-tools: $(TOOL)
 	sed 's|/usr/local/sbin/ssdprio-tool|$(SBINDIR)/ssdprio-tool|' \
 		tools/systemd/ssdprio-generator >$(DESTDIR)$(SYSTEMDGENDIR)/ssdprio-generator
 	chmod 0755 $(DESTDIR)$(SYSTEMDGENDIR)/ssdprio-generator
+	install -d $(DESTDIR)$(INITRAMFSDIR)/hooks
+	sed 's|/usr/local/sbin/ssdprio-tool|$(SBINDIR)/ssdprio-tool|' \
+		tools/initramfs-tools/hooks/ssdprio >$(DESTDIR)$(INITRAMFSDIR)/hooks/ssdprio
+	chmod 0755 $(DESTDIR)$(INITRAMFSDIR)/hooks/ssdprio
+	for f in $(INITRAMFS_SCRIPTS); do \
+		install -D -m 0755 tools/initramfs-tools/scripts/$$f \
+			$(DESTDIR)$(INITRAMFSDIR)/scripts/$$f || exit; \
+	done
+	install -d $(DESTDIR)$(DRACUTMODDIR)/90ssdprio
+	sed 's|/usr/local/sbin/ssdprio-tool|$(SBINDIR)/ssdprio-tool|' \
+		tools/dracut/90ssdprio/module-setup.sh >$(DESTDIR)$(DRACUTMODDIR)/90ssdprio/module-setup.sh
+	chmod 0755 $(DESTDIR)$(DRACUTMODDIR)/90ssdprio/module-setup.sh
+	install -m 0755 tools/dracut/90ssdprio/ssdprio-activate.sh $(DESTDIR)$(DRACUTMODDIR)/90ssdprio/
 
 uninstall-tools:
 	rm -f $(DESTDIR)$(SBINDIR)/ssdprio-tool \
@@ -310,7 +343,12 @@ uninstall-tools:
 		$(DESTDIR)$(SYSTEMDUNITDIR)/ssdprio-metrics.service \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/ssdprio-metrics.timer \
 		$(DESTDIR)$(SYSTEMDGENDIR)/ssdprio-generator \
+		$(DESTDIR)$(INITRAMFSDIR)/hooks/ssdprio \
+		$(foreach f,$(INITRAMFS_SCRIPTS),$(DESTDIR)$(INITRAMFSDIR)/scripts/$(f)) \
+		$(DESTDIR)$(DRACUTMODDIR)/90ssdprio/module-setup.sh \
+		$(DESTDIR)$(DRACUTMODDIR)/90ssdprio/ssdprio-activate.sh \
 		$(foreach m,$(MANPAGES),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
+	rmdir $(DESTDIR)$(DRACUTMODDIR)/90ssdprio 2>/dev/null || true
 
 # modules_install puts an external module in extra/ (6.1) or updates/
 # (6.12), compressed where the kernel's config says so.

@@ -33,6 +33,7 @@
 
 struct activate_opts {
 	bool udev, dry_run;
+	bool initramfs;			/* the entries marked for it, and the named */
 	unsigned int wait;		/* seconds to wait for the disks */
 	dev_t udev_dev;			/* the device of the event */
 };
@@ -267,13 +268,20 @@ int cmd_udev_role(int argc, char **argv)
 	return EXIT_OK;
 }
 
+/*
+ * The entries to activate: those named, or all.  In the initramfs
+ * (--initramfs) the entries marked "initramfs" and those named: the
+ * local-top script names the root's entry, which needs no mark.
+ */
 static bool activate_selected(const struct tab_entry *e, char **names,
-			      int nnames)
+			      int nnames, bool initramfs)
 {
 	int j;
 
 	for (j = 0; j < nnames && strcmp(e->name, names[j]); j++)
 		;
+	if (initramfs)
+		return e->initramfs || j < nnames;
 	return !nnames || j < nnames;
 }
 
@@ -300,6 +308,7 @@ int cmd_activate(int argc, char **argv)
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "tab", required_argument, NULL, 't' },
 		{ "wait", required_argument, NULL, 'w' },
+		{ "initramfs", no_argument, NULL, 'i' },
 		OPT_HELP, OPT_END,
 	};
 	struct activate_opts o = { 0 };
@@ -319,6 +328,8 @@ int cmd_activate(int argc, char **argv)
 			o.udev = true;
 		else if (c == 'n')
 			o.dry_run = true;
+		else if (c == 'i')
+			o.initramfs = true;
 		else if (c == 't')
 			tab = optarg;
 		else if (c == 'w' && parse_secs(optarg, &o.wait)) {
@@ -377,7 +388,11 @@ int cmd_activate(int argc, char **argv)
 		err("%s: %d line%s refused", tab, bad, bad > 1 ? "s" : "");
 		r = EXIT_BAD;
 	}
-	for (j = 0; j < nnames; j++) {
+	/*
+	 * The initramfs names the root's device whatever it is (another dm
+	 * device, LVM): a name not in the tab is none of ours there.
+	 */
+	for (j = 0; j < nnames && !o.initramfs; j++) {
 		for (i = 0; i < n && strcmp(e[i].name, names[j]); i++)
 			;
 		if (i == n) {
@@ -387,7 +402,8 @@ int cmd_activate(int argc, char **argv)
 	}
 	/* Before the lock: udev activates other entries meanwhile. */
 	for (i = 0; o.wait && i < n; i++) {
-		if (e[i].bad || !activate_selected(&e[i], names, nnames) ||
+		if (e[i].bad ||
+		    !activate_selected(&e[i], names, nnames, o.initramfs) ||
 		    wait_disks(&e[i], o.wait))
 			continue;
 		e[i].bad = true;
@@ -396,7 +412,8 @@ int cmd_activate(int argc, char **argv)
 	for (i = 0; i < n; i++) {
 		int rr;
 
-		if (!activate_selected(&e[i], names, nnames) || e[i].bad)
+		if (!activate_selected(&e[i], names, nnames, o.initramfs) ||
+		    e[i].bad)
 			continue;
 		if (o.udev && !same_dev(e[i].origin, o.udev_dev) &&
 		    !same_dev(e[i].cache, o.udev_dev))
@@ -428,6 +445,27 @@ out:
 }
 
 /*
+ * The file system @name holds that systemd cannot unmount ("/", "/usr"),
+ * or NULL: removing it now would only fail.  The initramfs's shutdown
+ * root removes it at the very end (/run/initramfs/shutdown).
+ */
+static const char *holds_system_fs(const char *name)
+{
+	static const char *const mnts[] = { "/", "/usr" };
+	struct stat dev, st;
+	char path[160];
+	unsigned int i;
+
+	snprintf(path, sizeof(path), "/dev/mapper/%s", name);
+	if (stat(path, &dev) || !S_ISBLK(dev.st_mode))
+		return NULL;
+	for (i = 0; i < ARRAY_SIZE(mnts); i++)
+		if (!stat(mnts[i], &st) && st.st_dev == dev.st_rdev)
+			return mnts[i];
+	return NULL;
+}
+
+/*
  * deactivate NAME...: the boot unit's stop.  A clean remove is what makes
  * the next load start warm and "clean"; a device that is not there is
  * fine (removed by hand, never activated).  Busy (still mounted, held):
@@ -446,8 +484,16 @@ int cmd_deactivate(int argc, char **argv)
 	/* At shutdown the journal may be gone already: the kernel log stays. */
 	kmsg_fd = open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
 	for (i = optind; i < argc; i++) {
+		const char *mnt;
+
 		if (!dm_exists(argv[i])) {
 			printf("%s: not active\n", argv[i]);
+			continue;
+		}
+		mnt = holds_system_fs(argv[i]);
+		if (mnt) {
+			notice("%s: holds %s: left to the shutdown's last step, which removes it once %s is unmounted",
+			       argv[i], mnt, mnt);
 			continue;
 		}
 		if (dm_remove(argv[i], true)) {

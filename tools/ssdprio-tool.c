@@ -46,7 +46,7 @@ static const struct tool_cmd cmds[] = {
 	  "[--dry-run] [--force] <name> <origin_dev> <cache_dev> [features...]",
 	  "Format a blank cache and start the device (once)", false },
 	{ "activate", cmd_activate,
-	  "[--tab FILE] [--udev | --wait SECS] [--dry-run] [name...]",
+	  "[--tab FILE] [--udev | --wait SECS] [--initramfs] [--dry-run] [name...]",
 	  "Start the devices of the ssdpriotab", false },
 	{ "deactivate", cmd_deactivate, "<name>...",
 	  "Remove devices cleanly (the boot unit's stop)", false },

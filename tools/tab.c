@@ -31,8 +31,8 @@ bool tab_valid_name(const char *s)
 }
 
 /*
- * Take the boot options out of @e's features: "nofail" and
- * "device_timeout SECS" are for the boot units, not the kernel.  A key of
+ * Take the boot options out of @e's features: "nofail", "initramfs" and
+ * "device_timeout SECS" are for boot, not the kernel.  A key of
  * the kernel's keeps its value, so a value spelt like an option stays a
  * value.  Returns -1 (reported) for a bad device_timeout.
  */
@@ -41,6 +41,7 @@ static int tab_take_options(const char *path, struct tab_entry *e)
 	int i, k = 0;
 
 	e->nofail = false;
+	e->initramfs = false;
 	e->device_timeout = TAB_DEVICE_TIMEOUT;
 	for (i = 0; i < e->nfeat; i++) {
 		const char *w = e->feat[i];
@@ -52,6 +53,8 @@ static int tab_take_options(const char *path, struct tab_entry *e)
 			e->feat[k++] = e->feat[i];
 		} else if (!strcmp(w, "nofail")) {
 			e->nofail = true;
+		} else if (!strcmp(w, "initramfs")) {
+			e->initramfs = true;
 		} else if (!strcmp(w, "device_timeout")) {
 			const char *s = i + 1 < e->nfeat ? e->feat[++i] : "";
 

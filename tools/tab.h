@@ -20,6 +20,7 @@ struct tab_entry {
 	bool bad;		/* refused (reported): never activated */
 	/* Boot options, never passed to the kernel (ssdpriotab(5)). */
 	bool nofail;		/* boot goes on without it */
+	bool initramfs;		/* activated by the initramfs (root on it) */
 	unsigned int device_timeout;	/* seconds to wait for both disks */
 };
 

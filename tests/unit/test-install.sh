@@ -26,6 +26,13 @@ want=(
 	usr/lib/systemd/system/ssdprio-metrics.service
 	usr/lib/systemd/system/ssdprio-metrics.timer
 	usr/lib/systemd/system-generators/ssdprio-generator
+	usr/share/initramfs-tools/hooks/ssdprio
+	usr/share/initramfs-tools/scripts/local-top/ssdprio
+	usr/share/initramfs-tools/scripts/local-block/ssdprio
+	usr/share/initramfs-tools/scripts/init-bottom/ssdprio
+	usr/share/initramfs-tools/scripts/ssdprio-shutdown
+	usr/lib/dracut/modules.d/90ssdprio/module-setup.sh
+	usr/lib/dracut/modules.d/90ssdprio/ssdprio-activate.sh
 )
 for f in "${want[@]}"; do
 	[[ -f $D/$f ]] || fail "not installed: /$f"
@@ -36,7 +43,8 @@ got=$(cd "$D" && find . -type f | sort | sed 's|^\./||')
 grep -q 'RUN+="/usr/sbin/ssdprio-tool activate --udev' "$D/usr/lib/udev/rules.d/63-ssdprio.rules" ||
 	fail "the rule does not name /usr/sbin/ssdprio-tool"
 for f in usr/lib/systemd/system/ssdprio@.service usr/lib/systemd/system/ssdprio-metrics.service \
-	usr/lib/systemd/system-generators/ssdprio-generator; do
+	usr/lib/systemd/system-generators/ssdprio-generator usr/share/initramfs-tools/hooks/ssdprio \
+	usr/lib/dracut/modules.d/90ssdprio/module-setup.sh; do
 	grep -q /usr/sbin/ssdprio-tool "$D/$f" && ! grep -q /usr/local "$D/$f" ||
 		fail "/$f does not name /usr/sbin/ssdprio-tool"
 done
@@ -58,7 +66,9 @@ bash -c ". '$D/usr/share/bash-completion/completions/ssdprio-tool' 2>/dev/null; 
 make -s install-tools DESTDIR="$D/local" >/dev/null
 [[ -f $D/local/etc/udev/rules.d/63-ssdprio.rules && -f $D/local/usr/local/sbin/ssdprio-tool &&
 	-f $D/local/usr/local/lib/systemd/system/ssdprio@.service &&
-	-x $D/local/usr/local/lib/systemd/system-generators/ssdprio-generator ]] ||
+	-x $D/local/usr/local/lib/systemd/system-generators/ssdprio-generator &&
+	-x $D/local/etc/initramfs-tools/hooks/ssdprio &&
+	-x $D/local/etc/initramfs-tools/scripts/local-top/ssdprio ]] ||
 	fail "PREFIX=/usr/local: $(cd "$D/local" && find . -type f)"
 
 make -s uninstall-tools DESTDIR="$D" PREFIX=/usr >/dev/null
