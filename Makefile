@@ -58,9 +58,10 @@ export KVER
 # A kernel whose headers are in a build root (7.x: build/trixie-root, made by
 # scripts/trixie-root.sh) is built in there, with the compiler it was built
 # with: KRUN runs kbuild in the root, where the headers are at KBUILD_DIR.
+# KROOT is a physical path: build/trixie-root may be a link to a shared root.
 KROOT = $(shell ./scripts/kernel root-of $(KDIR))
 KRUN = $(if $(KROOT),$(CURDIR)/scripts/in-root $(KROOT))
-KBUILD_DIR = $(patsubst $(KROOT)/%,/%,$(KDIR))
+KBUILD_DIR = $(if $(KROOT),$(patsubst $(KROOT)/%,/%,$(realpath $(KDIR))),$(KDIR))
 CHECKPATCH ?= $(firstword $(wildcard /opt/linux-src/scripts/checkpatch.pl \
 	build/linux-src/scripts/checkpatch.pl))
 VM_ARGS ?=
