@@ -22,16 +22,16 @@ put() {
 		dd of="$1" bs="$BLK" seek="$2" count=1 oflag=direct conv=notrunc status=none 2>/dev/null
 }
 events() { dmsetup info -c --noheadings -o events "$1" | tr -d ' '; }
-# reap PID WHAT: PID's exit status once it ended; fails the test if it still
-# runs after 60 s (a wait no event ended).
+# reap PID WHAT: PID's exit status, in rc, once it ended; fails the test if
+# it still runs after 60 s (a wait no event ended). Not in $(...): a
+# subshell forked before PID ended cannot wait for it (bash's status: -1).
 reap() {
-	local rc=0
 	if ! wait_exit "$1" 60; then
 		kill "$1" 2>/dev/null
 		fail "$2: still waiting 60 s on: $(dmsetup status sp)"
 	fi
+	rc=0
 	wait "$1" || rc=$?
-	echo "$rc"
 }
 
 hdd=$(make_hdd hdd 64 0 32)
@@ -53,9 +53,9 @@ sleep 1
 kill -0 $next 2>/dev/null || fail "wait returned with no event: $(cat /tmp/next.out)"
 kill -0 $clean 2>/dev/null || fail "wait --until clean returned with 4 blocks dirty: $(cat /tmp/clean.out)"
 dmsetup message sp 0 flush_dirty
-rc=$(reap $next "wait (next event) after flush_dirty")
+reap $next "wait (next event) after flush_dirty"
 assert_eq "$rc" 0 "wait for the next event: $(cat /tmp/next.out)"
-rc=$(reap $clean "wait --until clean after flush_dirty")
+reap $clean "wait --until clean after flush_dirty"
 assert_eq "$rc" 0 "wait --until clean: $(cat /tmp/clean.out)"
 grep -q "clean:.*dirty_blocks 0" /tmp/clean.out || fail "wait --until clean said: $(cat /tmp/clean.out)"
 assert_eq "$(status_get sp dirty_blocks)" 0 "dirty_blocks after the flush"
@@ -87,9 +87,9 @@ sleep 1
 kill -0 $dw 2>/dev/null || fail "dmsetup wait returned with no event"
 leg ssdleg "$ssd" writes
 put "$dev" 9 B || true	# a new block: the SSD write fails
-rc=$(reap $dw "dmsetup wait $e1 after an SSD write error")
+reap $dw "dmsetup wait $e1 after an SSD write error"
 assert_eq "$rc" 0 "dmsetup wait"
-rc=$(reap $deg "wait --until degraded after an SSD write error")
+reap $deg "wait --until degraded after an SSD write error"
 assert_eq "$rc" 0 "wait --until degraded: $(cat /tmp/deg.out)"
 assert_eq "$(status_get sp cache_mode)" degraded "cache_mode"
 assert_ge "$(events sp)" $((e1 + 1)) "event number after degrading"
@@ -102,7 +102,7 @@ w=$!
 sleep 1
 kill -0 $w 2>/dev/null || fail "wait --until failed returned: $(cat /tmp/rm.out)"
 dm_remove sp
-rc=$(reap $w "wait --until failed on a removed device")
+reap $w "wait --until failed on a removed device"
 assert_eq "$rc" 1 "wait on a device removed meanwhile: $(cat /tmp/rm.out)"
 dm_remove ssdleg
 log "ok"
