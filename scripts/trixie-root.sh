@@ -11,7 +11,7 @@
 #   SSDP_MIRROR        Debian mirror (default http://deb.debian.org/debian)
 #
 # The root has trixie, trixie-updates, trixie-security and trixie-backports
-# (the 7.x kernels); in it: gcc-14, make, sparse, pahole and the headers of
+# (the 7.x kernels); in it: gcc-14, make, sparse, pahole, dkms and the headers of
 # the newest 7.x release of SERIES (linux-headers-<release>). On the host:
 # the same release's kernel image and modules, unpacked from its packages
 # (below says why not installed), as /boot/vmlinuz-<release> and
@@ -29,10 +29,18 @@ die() { echo "trixie-root: $*" >&2; exit 1; }
 
 [[ $(id -u) == 0 ]] || die "needs root (debootstrap, chroot, dpkg)"
 # The tools of the root's own packages (gcc, sparse, kbuild): what a build
-# in the root runs. pahole: 7.x's kbuild adds BTF to modules.
-ROOT_PACKAGES=(gcc-14 make bc kmod dwarves sparse libelf-dev python3)
+# in the root runs. pahole: 7.x's kbuild adds BTF to modules. dkms (and
+# openssl, with which it makes its signing key): scripts/dkms-check builds
+# the packaged source for a 7.x kernel in here, as trixie's dkms would.
+ROOT_PACKAGES=(gcc-14 make bc kmod dwarves sparse libelf-dev python3 dkms openssl)
 
 inroot() { "$repo/scripts/in-root" "$root" "$@"; }
+
+# Held while this runs: what needs the root (tests/crash/run's second
+# kernel) waits for a run that CI started in the background to finish.
+mkdir -p "$(dirname "$root")"
+exec {lockfd}>"$root.lock"
+flock "$lockfd"
 
 if [[ ! -x $root/usr/bin/apt-get || ! -f $root/.ssdp-bootstrapped ]]; then
 	command -v debootstrap >/dev/null || {
