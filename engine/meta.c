@@ -88,6 +88,7 @@ struct ssdp_meta {
 	bool must_format;		/* blank cache + format, or bypassed */
 	bool loaded;			/* format or load done: the map is real */
 	bool served;			/* a resume let I/O in: records may lag */
+	bool origin_failed;		/* failed for an origin flush alone */
 	u32 fixups;			/* load: records left stale on the SSD */
 	enum ssdp_meta_state state;
 	u64 commits;
@@ -167,7 +168,7 @@ static bool ssdp_failed_before(const u8 uuid[16])
 static void ssdp_meta_mark_failed_locked(struct ssdprio *sp)
 {
 	lockdep_assert_held(&sp->meta->lock);
-	if (!sp->meta->loaded ||
+	if (!sp->meta->loaded || sp->meta->origin_failed ||
 	    (sp->meta->sb.incompat & SSDP_SB_INCOMPAT_META_FAILED))
 		return;
 	sp->meta->sb.incompat |= SSDP_SB_INCOMPAT_META_FAILED;
@@ -197,6 +198,32 @@ static void ssdp_meta_fail_locked(struct ssdprio *sp, const char *why)
 	spin_unlock_irqrestore(&sp->cache_lock, flags);
 	if (sp->meta->served)
 		ssdp_meta_mark_failed_locked(sp);
+}
+
+/*
+ * An origin flush failed every try: writes the origin took since its last
+ * good flush may be gone (a remote target that restarted lost its write
+ * cache), and "clean" may not be written for any of them.  The commit
+ * stops here and so do all later ones of this table, as for a failed
+ * metadata write, but the SSD is sound: its records stay those of the
+ * last good commit (chunk by chunk), which is what a power cut at this
+ * moment would leave.  From here on the cache runs degraded and never
+ * commits, and a degraded cache takes no free or foreign frame, so every
+ * frame a record calls dirty keeps that block's data (a write to a dirty
+ * block stays in its frame), and a frame a record calls clean is not
+ * trusted by a load after an unclean shutdown (the superblock stays
+ * unclean).  So the cache is not marked failed: a later table, once the
+ * origin answers again, loads it as after a crash and writes back again
+ * every block the records call dirty, including those whose earlier
+ * writeback the origin may have lost.  What was written after the last
+ * good commit is not vouched for: every flush since failed.
+ */
+static void ssdp_meta_fail_origin_locked(struct ssdprio *sp)
+{
+	lockdep_assert_held(&sp->meta->lock);
+	if (sp->meta->state != SSDP_META_FAILED)
+		sp->meta->origin_failed = true;
+	ssdp_meta_fail_locked(sp, "origin flush failed");
 }
 
 static inline u32 ssdp_recs_per_block(struct ssdprio *sp)
@@ -1438,6 +1465,7 @@ static int ssdp_meta_commit_locked(struct ssdprio *sp)
 	u32 rpb, origin_dirty, ssd_dirty, n, i;
 	unsigned long flags;
 	u64 k = 0;
+	bool origin_failed = false;
 	u32 cset;
 	int r = 0;
 
@@ -1482,8 +1510,10 @@ static int ssdp_meta_commit_locked(struct ssdprio *sp)
 		if (origin_dirty) {
 			r = ssdp_meta_flush_locked(sp, sp->origin->bdev,
 						   &retries);
-			if (r)
+			if (r) {
+				origin_failed = true;
 				break;
+			}
 			origin_dirty = 0;
 		}
 		r = ssdp_meta_flush_locked(sp, sp->cache->bdev, &retries);
@@ -1496,10 +1526,18 @@ static int ssdp_meta_commit_locked(struct ssdprio *sp)
 		if (r)
 			break;
 	}
-	if (!r && origin_dirty)
+	if (!r && origin_dirty) {
 		r = ssdp_meta_flush_locked(sp, sp->origin->bdev, &retries);
+		origin_failed = r != 0;
+	}
 	if (!r && ssd_dirty)
 		r = ssdp_meta_flush_locked(sp, sp->cache->bdev, &retries);
+	if (r && origin_failed) {
+		DMERR("%s: origin flush failed: %d; flushes will fail from now on (meta_state failed), I/O goes on; the SSD keeps the last commit's records: once the origin answers, a new table loads them as after a crash",
+		      ssdp_name(sp), r);
+		ssdp_meta_fail_origin_locked(sp);
+		return r;
+	}
 	if (r) {
 		DMERR("%s: metadata commit failed: %d; flushes will fail from now on (meta_state failed), I/O goes on",
 		      ssdp_name(sp), r);

@@ -139,7 +139,7 @@ static void show_text(const char *path, const struct ssdp_scan *s, bool live,
 	if (sb->incompat & SSDP_SB_INCOMPAT_BYPASSED)
 		printf("  bypassed:      yes (a 'cache off' table went live over it: the next caching table starts it empty)\n");
 	if (sb->incompat & SSDP_SB_INCOMPAT_META_FAILED)
-		printf("  failed:        yes (its metadata writes failed while in use: its records are out of date, no table loads it; wipe it)\n");
+		printf("  failed:        yes (its metadata writes or SSD flushes failed while in use: its records are out of date, no table loads it; wipe it)\n");
 	printf("  seq:           %llu (newest record %llu)\n",
 	       (unsigned long long)sb->seq,
 	       (unsigned long long)s->max_rec_seq);
