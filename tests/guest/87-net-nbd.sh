@@ -140,37 +140,13 @@ table=$(dmsetup table spn | awk -v o="$pa" '{ $4 = o; print }')
 dmsetup reload spn --table "$table" || fail "reload over $pa"
 dmsetup resume spn || fail "resume over $pa"
 nbd-client -d /dev/nbd0 >/dev/null 2>&1
-dmsetup message spn 0 flush_dirty || fail "flush_dirty"
-wait_status spn dirty_blocks -eq 0 60
-wait_status spn flush_state == idle 30
-assert_eq "$(status_get spn failed_sets)" 0 "failed sets once the origin is back"
-[[ $(status_get spn meta_state) != failed ]] || fail "meta_state failed: $(state)"
-cmp <(dd if="$pa" bs=64k count=64 iflag=direct status=none) /tmp/nbd.data ||
-	fail "the origin does not hold the data written back"
+net_written_back spn "$pa" /tmp/nbd.data "the origin"
 log "written back over the new connection: $(state)"
 
 # --- warm restart over the same export; the other one refused ---------------------
-dm_remove spn
-echo "spn $pb $ssd" >/tmp/nbd.tab
-out=$("$TOOL" activate --tab /tmp/nbd.tab spn 2>&1) && fail "activated over export b: $out"
-grep -q "another origin" <<<"$out" || fail "export b: expected 'another origin': $out"
-echo "spn $pa $ssd" >/tmp/nbd.tab
-"$TOOL" activate --tab /tmp/nbd.tab spn >/dev/null || fail "activate over $pa"
-assert_eq "$(status_get spn meta_state)" clean "meta_state of the warm load"
-assert_ge "$(status_get spn valid_blocks)" 1024 "valid blocks after the warm load"
-cmp <(dd if=/dev/mapper/spn bs=64k count=64 iflag=direct status=none) /tmp/nbd.data ||
-	fail "data after the warm load"
+net_warm_restart spn "$pa" "$pb" "$ssd" /tmp/nbd.data export
 
 # --- the idle class over the network origin ------------------------------------------
-dmsetup message spn 0 reset_stats || fail "reset_stats"
-idle0=$(status_get spn idle_dispatched)
-ionice -c3 dd if=/dev/mapper/spn of=/dev/null bs=4k skip=2048 count=64 iflag=direct status=none &
-idle=$!
-dd if=/dev/mapper/spn of=/dev/null bs=4k skip=4096 count=64 iflag=direct status=none ||
-	fail "normal reader"
-wait $idle || fail "idle reader"
-assert_ge "$(status_get spn bios_idle)" 64 "idle bios"
-assert_ge "$(status_get spn bios_normal)" 64 "normal bios"
-assert_ge "$(status_get spn idle_dispatched)" $((idle0 + 1)) "idle bios dispatched"
+net_idle_class spn
 dm_remove spn
 log "ok"

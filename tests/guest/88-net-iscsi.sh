@@ -141,37 +141,13 @@ for _ in {1..300}; do
 	sleep 0.2
 done
 dd if="$da" of=/dev/null bs=4k count=1 iflag=direct status=none || fail "$da did not come back"
-dmsetup message spi 0 flush_dirty || fail "flush_dirty"
-wait_status spi dirty_blocks -eq 0 60
-wait_status spi flush_state == idle 30
-assert_eq "$(status_get spi failed_sets)" 0 "failed sets once the origin is back"
-[[ $(status_get spi meta_state) != failed ]] || fail "meta_state failed: $(state)"
-cmp <(dd if="$da" bs=64k count=64 iflag=direct status=none) /tmp/iscsi.data ||
-	fail "the LUN does not hold the data written back"
+net_written_back spi "$da" /tmp/iscsi.data "the LUN"
 log "written back after the portal came back: $(state)"
 
 # --- warm restart over the same LUN; the other one refused ---------------------------
-dm_remove spi
-echo "spi $db $ssd" >/tmp/iscsi.tab
-out=$("$TOOL" activate --tab /tmp/iscsi.tab spi 2>&1) && fail "activated over LUN b: $out"
-grep -q "another origin" <<<"$out" || fail "LUN b: expected 'another origin': $out"
-echo "spi $da $ssd" >/tmp/iscsi.tab
-"$TOOL" activate --tab /tmp/iscsi.tab spi >/dev/null || fail "activate over $da"
-assert_eq "$(status_get spi meta_state)" clean "meta_state of the warm load"
-assert_ge "$(status_get spi valid_blocks)" 1024 "valid blocks after the warm load"
-cmp <(dd if=/dev/mapper/spi bs=64k count=64 iflag=direct status=none) /tmp/iscsi.data ||
-	fail "data after the warm load"
+net_warm_restart spi "$da" "$db" "$ssd" /tmp/iscsi.data LUN
 
 # --- the idle class over the network origin ------------------------------------------
-dmsetup message spi 0 reset_stats || fail "reset_stats"
-idle0=$(status_get spi idle_dispatched)
-ionice -c3 dd if=/dev/mapper/spi of=/dev/null bs=4k skip=2048 count=64 iflag=direct status=none &
-idle=$!
-dd if=/dev/mapper/spi of=/dev/null bs=4k skip=4096 count=64 iflag=direct status=none ||
-	fail "normal reader"
-wait $idle || fail "idle reader"
-assert_ge "$(status_get spi bios_idle)" 64 "idle bios"
-assert_ge "$(status_get spi bios_normal)" 64 "normal bios"
-assert_ge "$(status_get spi idle_dispatched)" $((idle0 + 1)) "idle bios dispatched"
+net_idle_class spi
 dm_remove spi
 log "ok"

@@ -722,3 +722,49 @@ while True:
     off += step
 ' "$@" || fail "range_apart $*"
 }
+
+# ---- network origins (87, 88) ------------------------------------------------------
+# net_written_back NAME ORIGIN DATA WHAT: flush_dirty ends with nothing failed,
+# and ORIGIN's first 4 MiB, read directly, are DATA (WHAT names ORIGIN).
+net_written_back() {
+	dmsetup message "$1" 0 flush_dirty || fail "flush_dirty"
+	wait_status "$1" dirty_blocks -eq 0 60
+	wait_status "$1" flush_state == idle 30
+	assert_eq "$(status_get "$1" failed_sets)" 0 "failed sets once the origin is back"
+	[[ $(status_get "$1" meta_state) != failed ]] || fail "meta_state failed: $(dm_status "$1")"
+	cmp <(dd if="$2" bs=64k count=64 iflag=direct status=none) "$3" ||
+		fail "$4 does not hold the data written back"
+}
+# net_warm_restart NAME SAME OTHER SSD DATA WHAT: after a clean remove, the tab's
+# entry over OTHER (another remote disk) is refused, over SAME it loads warm and
+# reads DATA.
+net_warm_restart() {
+	local out tab=/tmp/$1.tab
+	dm_remove "$1"
+	echo "$1 $3 $4" >"$tab"
+	out=$("$REPO/build/ssdprio-tool" activate --tab "$tab" "$1" 2>&1) &&
+		fail "activated over the other $6: $out"
+	grep -q "another origin" <<<"$out" || fail "the other $6: expected 'another origin': $out"
+	echo "$1 $2 $4" >"$tab"
+	"$REPO/build/ssdprio-tool" activate --tab "$tab" "$1" >/dev/null || fail "activate over $2"
+	assert_eq "$(status_get "$1" meta_state)" clean "meta_state of the warm load"
+	assert_ge "$(status_get "$1" valid_blocks)" 1024 "valid blocks after the warm load"
+	cmp <(dd if="/dev/mapper/$1" bs=64k count=64 iflag=direct status=none) "$5" ||
+		fail "data after the warm load"
+}
+# net_idle_class NAME: an ionice -c3 reader beside a normal one over the device:
+# its bios are counted idle and dispatched, the normal reader's normal.
+net_idle_class() {
+	local idle0 idle
+	dmsetup message "$1" 0 reset_stats || fail "reset_stats"
+	idle0=$(status_get "$1" idle_dispatched)
+	ionice -c3 dd if="/dev/mapper/$1" of=/dev/null bs=4k skip=2048 count=64 iflag=direct \
+		status=none &
+	idle=$!
+	dd if="/dev/mapper/$1" of=/dev/null bs=4k skip=4096 count=64 iflag=direct status=none ||
+		fail "normal reader"
+	wait $idle || fail "idle reader"
+	assert_ge "$(status_get "$1" bios_idle)" 64 "idle bios"
+	assert_ge "$(status_get "$1" bios_normal)" 64 "normal bios"
+	assert_ge "$(status_get "$1" idle_dispatched)" $((idle0 + 1)) "idle bios dispatched"
+}
