@@ -26,16 +26,6 @@ table() {
 	set -- $args
 	echo "0 $nh ssdprio /dev/mapper/hddleg /dev/mapper/ssdleg $# $args"
 }
-# held LEG FIELD: what dm-delay in LEG holds now (FIELD 4: reads, 5: writes).
-held() { dmsetup status "$1" | awk -v f="$2" '$3 == "delay" { print $f }'; }
-# wait_held LEG FIELD N: until dm-delay in LEG holds N bios (60 s at most).
-wait_held() {
-	for _ in $(seq 600); do
-		(($(held "$1" "$2") >= $3)) && return 0
-		sleep 0.1
-	done
-	fail "$1: dm-delay never held $3 (field $2)"
-}
 # frame_sector OSET BLK: the first SSD sector of the frame of block BLK of
 # origin set OSET, the only origin set cached in its cache set (blocks go
 # to their home frame first: block B in frame B).

@@ -30,15 +30,6 @@ table() {
 	set -- $args
 	echo "0 $nh ssdprio /dev/mapper/hddleg /dev/mapper/ssdleg $# $args"
 }
-# held LEG FIELD: what dm-delay in LEG holds now (FIELD 4: reads, 5: writes).
-held() { dmsetup status "$1" | awk -v f="$2" '$3 == "delay" { print $f }'; }
-wait_held() {
-	for _ in $(seq 600); do
-		(($(held "$1" "$2") >= $3)) && return 0
-		sleep 0.1
-	done
-	fail "$1: dm-delay never held $3 (field $2)"
-}
 
 hdd=$(make_hdd hdd 64 0 32)
 ssd=$(make_ssd ssd 32)

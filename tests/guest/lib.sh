@@ -768,3 +768,15 @@ net_idle_class() {
 	assert_ge "$(status_get "$1" bios_normal)" 64 "normal bios"
 	assert_ge "$(status_get "$1" idle_dispatched)" $((idle0 + 1)) "idle bios dispatched"
 }
+
+# ---- dm-delay legs (82, 84) ------------------------------------------------------
+# held LEG FIELD: what dm-delay in LEG holds now (FIELD 4: reads, 5: writes).
+held() { dmsetup status "$1" | awk -v f="$2" '$3 == "delay" { print $f }'; }
+# wait_held LEG FIELD N: until dm-delay in LEG holds N bios (60 s at most).
+wait_held() {
+	for _ in $(seq 600); do
+		(($(held "$1" "$2") >= $3)) && return 0
+		sleep 0.1
+	done
+	fail "$1: dm-delay never held $3 (field $2)"
+}
