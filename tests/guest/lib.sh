@@ -33,11 +33,12 @@ trap 'exit 1' USR2
 # what a test polls with competes with the module for the guest's two vCPUs:
 # the helpers that run in loops use bash builtins only.
 # sleep: a read that times out on a pipe nobody writes to (bash has no sleep
-# builtin); other forms (suffixes, several arguments) go to sleep(1).
-exec {_lib_sleep_fd}<> <(:)
+# builtin); other forms (suffixes, several arguments) go to sleep(1), and so
+# does everything before udev made /dev/fd (the crash scenarios' preboot).
+[[ -e /dev/fd ]] && exec {_lib_sleep_fd}<> <(:)
 sleep() {
 	local _lib_unused
-	if [[ $# == 1 && $1 =~ ^[0-9]*[.]?[0-9]+$ ]]; then
+	if [[ -n ${_lib_sleep_fd:-} && $# == 1 && $1 =~ ^[0-9]*[.]?[0-9]+$ ]]; then
 		read -rt "$1" -u "$_lib_sleep_fd" _lib_unused
 		return 0
 	fi
