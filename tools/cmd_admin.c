@@ -147,6 +147,8 @@ int cmd_status(int argc, char **argv)
 	const char *output = NULL;
 	char **names = NULL;
 	int c, n = 0, i, r = 0, round;
+	uint32_t event = 0;
+	bool on_event;
 
 	while ((c = cmd_getopt(argc, argv, "jw::po:", opts)) != -1) {
 		switch (c) {
@@ -212,6 +214,12 @@ int cmd_status(int argc, char **argv)
 				break;
 			}
 		}
+		/*
+		 * One device: the round ends at its next event (a change of
+		 * cache_mode, meta_state or flush_state) or after the interval.
+		 * The number is read before the status: nothing is missed.
+		 */
+		on_event = watch && n == 1 && !event_nr(names[0], &event);
 		t = now();
 		cur = calloc(n ? n : 1, sizeof(*cur));
 		r = 0;
@@ -232,8 +240,9 @@ int cmd_status(int argc, char **argv)
 
 			strftime(ts, sizeof(ts), "%H:%M:%S",
 				 localtime_r(&wall, &tm));
-			printf("ssdprio status at %s, every %g s (Ctrl-C ends)\n",
-			       ts, interval);
+			printf("ssdprio status at %s, every %g s%s (Ctrl-C ends)\n",
+			       ts, interval,
+			       on_event ? " and at a state change" : "");
 		}
 		if (!n && !json)
 			printf("no ssdprio devices\n");
@@ -273,7 +282,10 @@ int cmd_status(int argc, char **argv)
 		/* A name that is wrong at the start will not come right. */
 		if (!watch || (!all && !round && r))
 			break;
-		sleep_s(interval);
+		if (on_event)
+			event_sleep(names[0], event, interval);
+		else
+			sleep_s(interval);
 	}
 	if (prev) {
 		for (i = 0; prev[i].name[0]; i++)

@@ -199,16 +199,33 @@ static int wait_loop(const char *name, const char *word, enum st_until u,
 	}
 }
 
-int wait_until(const char *name, const char *word, enum st_until u,
-	       double timeout)
+static void catch_alarm(void)
 {
 	struct sigaction sa;
-	int r;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_alarm;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGALRM, &sa, NULL);
+}
+
+int event_nr(const char *name, uint32_t *nr)
+{
+	return event_nr_get(name, nr);
+}
+
+void event_sleep(const char *name, uint32_t nr, double secs)
+{
+	catch_alarm();
+	event_wait(name, nr, secs);
+}
+
+int wait_until(const char *name, const char *word, enum st_until u,
+	       double timeout)
+{
+	int r;
+
+	catch_alarm();
 	r = wait_loop(name, word, u, timeout);
 	fflush(stdout);
 	dm_lib_release();

@@ -3,6 +3,8 @@
 #ifndef SSDP_TOOL_EVENTS_H
 #define SSDP_TOOL_EVENTS_H
 
+#include <stdint.h>
+
 #include "dm_status.h"
 
 /*
@@ -13,5 +15,15 @@
  */
 int wait_until(const char *name, const char *word, enum st_until u,
 	       double timeout);
+
+/* @name's event number; -1 when it cannot be read (no such device). */
+int event_nr(const char *name, uint32_t *nr);
+
+/*
+ * Sleep until @name's event number is no longer @nr (read before the
+ * status it goes with, so no change is missed) or @secs pass; a signal
+ * without SA_RESTART ends it too.
+ */
+void event_sleep(const char *name, uint32_t nr, double secs);
 
 #endif

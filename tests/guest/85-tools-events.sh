@@ -4,6 +4,8 @@
 # failing writes degrades the cache and wakes `dmsetup wait` at once, the
 # event number risen; --timeout on a condition not reached exits 4, a
 # missing device 1; a device removed under a waiter ends the wait (no hang).
+# `status --watch` of one device prints a new round at the event, not only
+# after its interval.
 # timeout: 300
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -79,13 +81,28 @@ rc=0
 assert_eq "$rc" 0 "--until flushed with no flush running"
 
 # --- the SSD fails a write: degraded ---------------------------------------------------
+# rounds FILE: the rounds `status --watch` printed to FILE so far.
+rounds() {
+	local line k=0
+	while IFS= read -r line; do [[ $line == "ssdprio status at"* ]] && k=$((k + 1)); done <"$1"
+	echo $k
+}
 e1=$(events sp)
 dmsetup wait sp "$e1" &
 dw=$!
 "$TOOL" wait --until degraded sp >/tmp/deg.out 2>&1 &
 deg=$!
+# An hour's interval: only the event can end its first round.
+"$TOOL" status --watch 3600 sp >/tmp/watch.out 2>&1 &
+watch=$!
 sleep 1
+for ((i = 0; i < 120; i++)); do
+	(($(rounds /tmp/watch.out) >= 1)) && break
+	sleep 0.5
+done
 kill -0 $dw 2>/dev/null || fail "dmsetup wait returned with no event"
+assert_eq "$(rounds /tmp/watch.out)" 1 "status --watch rounds before the event: $(cat /tmp/watch.out)"
+grep -q "and at a state change" /tmp/watch.out || fail "status --watch of one device does not wait on its events: $(cat /tmp/watch.out)"
 leg ssdleg "$ssd" writes
 put "$dev" 9 B || true	# a new block: the SSD write fails
 reap $dw "dmsetup wait $e1 after an SSD write error"
@@ -95,6 +112,15 @@ assert_eq "$rc" 0 "wait --until degraded: $(cat /tmp/deg.out)"
 assert_eq "$(status_get sp cache_mode)" degraded "cache_mode"
 assert_ge "$(events sp)" $((e1 + 1)) "event number after degrading"
 log "degraded: $(cat /tmp/deg.out)"
+for ((i = 0; i < 120; i++)); do
+	(($(rounds /tmp/watch.out) >= 2)) && break
+	sleep 0.5
+done
+kill $watch 2>/dev/null
+wait $watch || true
+assert_ge "$(rounds /tmp/watch.out)" 2 "status --watch 3600: a new round at the event: $(cat /tmp/watch.out)"
+sed -n '/^ssdprio status at/h; /^ssdprio status at/!H; ${x;p}' /tmp/watch.out | grep -q degraded ||
+	fail "status --watch: the round after the event does not say degraded: $(cat /tmp/watch.out)"
 
 # --- removed under a waiter ------------------------------------------------------------
 leg ssdleg "$ssd" linear
