@@ -46,6 +46,9 @@ else
 	RUNTIME=5 THINKS=${THINK_PATTERNS:-0 5 20 50 exp20}
 	CONFIGS=${THINK_CONFIGS:-hdd_ssdprio_b0 hdd_ssdprio_b10 hdd_ssdprio_b50 hdd_deadline hdd_bfq hdd_iocost}
 fi
+# Seconds per run; an adaptive policy learns in its first seconds, so a
+# longer run shows more of its steady state.
+RUNTIME=${THINK_RUNTIME:-$RUNTIME}
 HDD_MB=512
 REGION=256M
 
