@@ -24,6 +24,8 @@
 # the backup's cgroup named as an idle_cgroup (what an administrator does:
 # ionice does not reach the backup's page-cache writes, which flusher threads
 # write back); hdd_ssdprio_sched_ionice and hdd_ssdprio_ionice: ionice alone.
+# An ssdprio config may end in +KEY=VALUE[+...] (table knobs:
+# hdd_ssdprio_sched+idle_budget=10).
 # Recorded per run: pgbench's per-transaction log (latency, completion time)
 # and progress output, its summary TPS, the backup's start, end, exit status.
 # A control run per repetition (DATABASE_CONTROL=1, the default in full
@@ -61,22 +63,27 @@ MNT=/mnt/db
 CG=/sys/fs/cgroup
 
 setup() { # CONFIG HDD: echoes the device to mount
-	local ssd
-	case $1 in
+	local ssd kv knobs=()
+	# An ssdprio config may end in +KEY=VALUE[+...]: table knobs.
+	if [[ $1 == hdd_ssdprio*+*=* ]]; then
+		IFS=+ read -ra kv <<<"${1#*+}"
+		for kv in "${kv[@]}"; do knobs+=("${kv%%=*}" "${kv#*=}"); done
+	fi
+	case ${1%%+*} in
 	hdd_deadline) sched_dev "$2" mq-deadline ;;
 	hdd_bfq) sched_dev "$2" bfq ;;
 	hdd_iocost | hdd_bfq_cgroup) anchor_dev "$1" "$2" ;;
 	hdd_ssdprio_sched | hdd_ssdprio | hdd_ssdprio_sched_ionice | hdd_ssdprio_ionice)
 		ssd=$(ssd_dev ssd "$CACHE_MB")
 		if [[ $1 == hdd_ssdprio_sched* ]]; then
-			dev=$(ssdprio_dev ssdprio "$2" "$ssd" cache off) || return 1
+			dev=$(ssdprio_dev ssdprio "$2" "$ssd" cache off "${knobs[@]}") || return 1
 		else
-			dev=$(ssdprio_dev ssdprio "$2" "$ssd") || return 1
+			dev=$(ssdprio_dev ssdprio "$2" "$ssd" "${knobs[@]}") || return 1
 		fi
 		# The backup's cgroup is an idle_cgroup: its page-cache writes,
 		# which flusher threads write back whatever ionice says, are idle
 		# too. The _ionice variants leave it out (ionice alone).
-		if [[ $1 != *_ionice ]]; then
+		if [[ ${1%%+*} != *_ionice ]]; then
 			dmsetup message ssdprio 0 idle_cgroup "$CG/ssdp_idle" || return 1
 		fi
 		echo "$dev" ;;
