@@ -53,7 +53,7 @@ PACKAGES=(
 	groff-base
 	# Tools the guest tests use (from the host's root).
 	dmsetup lvm2 fio blktrace e2fsprogs xfsprogs fdisk udev procps python3 mdadm
-	# Network origins (87-net-nbd, 88-net-iscsi): an NBD server and client,
+	# Network origins (81-net-nbd, 82-net-iscsi): an NBD server and client,
 	# the open-iscsi initiator (the test sets up LIO through configfs).
 	nbd-server nbd-client open-iscsi
 	# Bench: plots, JSON in the guest, the bcache peer; the database

@@ -724,7 +724,7 @@ while True:
 ' "$@" || fail "range_apart $*"
 }
 
-# ---- network origins (87, 88) ------------------------------------------------------
+# ---- network origins (81, 82) ------------------------------------------------------
 # net_written_back NAME ORIGIN DATA WHAT: flush_dirty ends with nothing failed,
 # and ORIGIN's first 4 MiB, read directly, are DATA (WHAT names ORIGIN).
 net_written_back() {
@@ -770,7 +770,7 @@ net_idle_class() {
 	assert_ge "$(status_get "$1" idle_dispatched)" $((idle0 + 1)) "idle bios dispatched"
 }
 
-# ---- dm-delay legs (82, 84) ------------------------------------------------------
+# ---- dm-delay legs (77, 79) ------------------------------------------------------
 # held LEG FIELD: what dm-delay in LEG holds now (FIELD 4: reads, 5: writes).
 held() { dmsetup status "$1" | awk -v f="$2" '$3 == "delay" { print $f }'; }
 # wait_held LEG FIELD N: until dm-delay in LEG holds N bios (60 s at most).

@@ -41,7 +41,7 @@ set_field() {
 # show_json DEV NAME: `show --json --sets DEV` into $T/NAME.json (must exit 0).
 show_json() {
 	"$TOOL" show --json --sets "$1" >"$T/$2.json" || fail "show --json $1 failed"
-	cp "$T/$2.json" "$RESULTS_DIR/32-tools-$2.json" 2>/dev/null || true
+	cp "$T/$2.json" "$RESULTS_DIR/50-tools-$2.json" 2>/dev/null || true
 }
 # flip DEV BYTE: invert bits of one byte, with direct I/O (the page cache of
 # the device may be stale: the kernel writes it with bios).
@@ -110,7 +110,7 @@ assert_eq "$(j "$T/live.json" clean)" false "show: a live cache is not clean"
 dm_remove sp
 
 "$TOOL" show "$ssd" >"$T/show.txt" || fail "show failed"
-cp "$T/show.txt" "$RESULTS_DIR/32-tools-show.txt" 2>/dev/null || true
+cp "$T/show.txt" "$RESULTS_DIR/50-tools-show.txt" 2>/dev/null || true
 show_json "$ssd" s0
 assert_eq "$(j "$T/s0.json" superblock)" ok "superblock"
 assert_eq "$(j "$T/s0.json" clean)" true "clean after remove"
