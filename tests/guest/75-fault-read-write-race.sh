@@ -30,7 +30,7 @@ assert_eq "$(status_get sp valid_blocks)" 1 "X cached, clean"
 # Reads of the SSD: held, then failed; its writes and flushes pass.
 leg_load ssdleg "0 $ns delay /dev/mapper/ssderr 0 $HOLD_MS $ssd 0 0"
 f0=$(status_get sp read_fallbacks)
-blk_what "$dev" $x >/tmp/76-read &
+blk_what "$dev" $x >/tmp/75-read &
 rpid=$!
 sleep 0.5
 blk_put "$dev" $x n || fail "write of X"
@@ -38,7 +38,7 @@ kill -0 $rpid 2>/dev/null ||
 	fail "the read of X ended before the write did: the test proves nothing"
 assert_eq "$(status_get sp dirty_blocks)" 1 "X dirty after the write"
 wait $rpid || fail "the read of X failed (it should fall back to the origin)"
-r=$(cat /tmp/76-read)
+r=$(cat /tmp/75-read)
 [[ $r == o || $r == n ]] || fail "the overlapping read of X read '$r'"
 assert_ge "$(status_get sp read_fallbacks)" $((f0 + 1)) "the failed SSD read served from the origin"
 leg_load ssdleg "0 $ns linear $ssd 0"

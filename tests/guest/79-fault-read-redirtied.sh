@@ -61,9 +61,9 @@ wait_held hddleg 5 1
 leg_load ssdleg "0 $ns delay /dev/mapper/ssderr 0 $HOLD_MS $ssd 0 0"
 f0=$(status_get sp read_fallbacks)
 e0=$(status_get sp writeback_errors)
-rm -f /tmp/84-read
-(dd if="$dev" bs=4096 skip=17 count=1 iflag=direct of=/tmp/84-read status=none 2>/dev/null
-	echo $? >/tmp/84-rc) &
+rm -f /tmp/79-read
+(dd if="$dev" bs=4096 skip=17 count=1 iflag=direct of=/tmp/79-read status=none 2>/dev/null
+	echo $? >/tmp/79-rc) &
 rpid=$!
 wait_held ssdleg 4 1
 
@@ -76,8 +76,8 @@ leg_load olow "0 $nh linear $hdd 0"
 kill -0 $rpid 2>/dev/null ||
 	fail "the read of block 17 ended before the origin came back: the test proves nothing"
 wait $rpid
-rc=$(cat /tmp/84-rc)
-((rc != 0)) || fail "read of block 17 succeeded ($(tr -d '\0' </tmp/84-read | head -c 8)...): served from an origin the failed writeback left undefined (read_fallbacks $f0 -> $(status_get sp read_fallbacks))"
+rc=$(cat /tmp/79-rc)
+((rc != 0)) || fail "read of block 17 succeeded ($(tr -d '\0' </tmp/79-read | head -c 8)...): served from an origin the failed writeback left undefined (read_fallbacks $f0 -> $(status_get sp read_fallbacks))"
 assert_eq "$(status_get sp read_fallbacks)" "$f0" "read_fallbacks after the refused fallback"
 
 # Everything heals: block 17 is still A, and written back.

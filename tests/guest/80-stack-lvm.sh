@@ -56,9 +56,9 @@ log "pvs without a filter: $(tr -s ' \n' ' ' <<<"$all")"
 # rest: a filter that rejects the raw origin by one name would not do, as
 # LVM accepts a disk that any of its names (/dev/block/M:m) lets through.
 lvm_conf '"a|^/dev/mapper/sp$|", "r|.*|"'
-all=$(pvs --noheadings -o pv_name 2>/tmp/86-pvs) || fail "pvs with the filter: $(cat /tmp/86-pvs)"
+all=$(pvs --noheadings -o pv_name 2>/tmp/80-pvs) || fail "pvs with the filter: $(cat /tmp/80-pvs)"
 assert_eq "$(tr -d ' ' <<<"$all")" /dev/mapper/sp "pvs with the global_filter"
-grep -i "duplicate\|not using" /tmp/86-pvs && fail "pvs with the global_filter still sees the raw origin: $(cat /tmp/86-pvs)"
+grep -i "duplicate\|not using" /tmp/80-pvs && fail "pvs with the global_filter still sees the raw origin: $(cat /tmp/80-pvs)"
 vgchange -q -an vgtop || fail "vgchange -an"
 # Warm reload: the volume group comes back through ssdprio.
 dm_remove sp
