@@ -1533,8 +1533,12 @@ static void ssdp_evict_work_fn(struct work_struct *work)
 					 SSDP_WB_NOMEM_RETRY);
 	}
 	if (flushing && !sp->evict.flushing) {
-		if (sp->nr_wb_failed) {
-			sp->flush_failed = true;
+		/*
+		 * Each flush's own outcome: a drain restarted after a failed
+		 * one that writes everything back is no longer "failed".
+		 */
+		sp->flush_failed = sp->nr_wb_failed != 0;
+		if (sp->flush_failed) {
 			DMERR("%s: %s ended with %u cache sets not written back (see writeback_errors)",
 			      ssdp_name(sp), sp->draining ? "drain" :
 			      "flush_dirty", sp->nr_wb_failed);
