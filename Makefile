@@ -35,8 +35,9 @@
 #                   timer not enabled), the initramfs-tools hook and
 #                   scripts and the dracut module (make uninstall removes
 #                   them)
-#   make check-root  boot a guest whose root is on ssdprio, through a real
-#                   initramfs (mkinitramfs), twice (tests/crash/rootfs)
+#   make check-root  boot a guest whose root is on ssdprio, through real
+#                   initramfs images (initramfs-tools, dracut), twice each
+#                   (tests/crash/rootfs; make check runs it)
 
 # The engine units, one concern each: engine/units lists them.  Read
 # relative to this file, which Kbuild reads from another directory.
@@ -201,7 +202,8 @@ tools-test: tools
 # `make check T=name` runs one guest test (two vCPUs). Without T, the guest
 # suite runs in two one-vCPU guests at once (tests/vm/run-parallel says why),
 # then the fstests selection (two vCPUs: a file system's concurrent I/O on
-# two CPUs) beside the multi-boot scenarios (tests/crash/run, one vCPU: the
+# two CPUs) and the root file system's boots (check-root) beside the
+# multi-boot scenarios (tests/crash/run, one vCPU: the
 # two guests' three vCPUs on two cores cost each ~1.2x its time alone, half
 # the time of one after the other); their outputs follow each other, whole.
 # Each part runs even if another failed; the status is non-zero if any failed.
@@ -209,7 +211,8 @@ check: deps modules hddsim tools unit debs
 ifeq ($(T),)
 	@rc=0; ./tests/vm/run-parallel $(VM_ARGS) || rc=$$?; \
 	out=$${VM_OUT:-build/vm}; mkdir -p "$$out"; \
-	$(MAKE) --no-print-directory check-fstests >"$$out/check-fstests.out" 2>&1 & f=$$!; \
+	{ $(MAKE) --no-print-directory check-fstests; s=$$?; \
+	  $(MAKE) --no-print-directory check-root || s=$$?; exit $$s; } >"$$out/check-fstests.out" 2>&1 & f=$$!; \
 	./tests/crash/run --smp 1 $(VM_ARGS) >"$$out/check-crash.out" 2>&1 & c=$$!; \
 	wait $$f || rc=$$?; wait $$c || rc=$$?; \
 	cat "$$out/check-fstests.out" "$$out/check-crash.out"; exit $$rc
@@ -297,11 +300,13 @@ rpm-check:
 crash: deps modules tools debs
 	./tests/crash/run $(VM_ARGS) $(S)
 
-# The root file system on ssdprio through Debian's initramfs-tools, two
-# boots (tests/crash/rootfs); not in make check: mkinitramfs and three
-# boots take minutes.
+# The root file system on ssdprio, two boots through Debian's
+# initramfs-tools, then two through dracut from the same setup boot's
+# disks (tests/crash/rootfs). make check runs it after the fstests.
 check-root: deps modules tools
-	./tests/crash/rootfs
+	@rc=0; ./tests/crash/rootfs || rc=$$?; \
+	d=$${VM_OUT:-build/vm}/rootfs/setup-disks; [ -f "$$d/rssd.img" ] || d=; \
+	ROOTFS_SETUP_DISKS=$$d ./tests/crash/rootfs --dracut || rc=$$?; exit $$rc
 
 demo: deps modules tools
 	./tests/vm/run $(VM_ARGS) --script tests/guest/demo.sh

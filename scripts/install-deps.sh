@@ -56,6 +56,9 @@ PACKAGES=(
 	# Network origins (81-net-nbd, 82-net-iscsi): an NBD server and client,
 	# the open-iscsi initiator (the test sets up LIO through configfs).
 	nbd-server nbd-client open-iscsi
+	# The root file system on ssdprio (tests/crash/rootfs): initramfs-tools
+	# comes with the kernel image; dracut-core builds the dracut initramfs.
+	dracut-core
 	# Bench: plots, JSON in the guest, the bcache peer; the database
 	# scenario's PostgreSQL (initdb, postgres, pgbench).
 	python3-matplotlib jq bcache-tools postgresql-15
