@@ -335,6 +335,12 @@ static int ssdp_ctr(struct dm_target *ti, unsigned int argc, char **argv)
 		return -ENOMEM;
 	}
 	sp->ti = ti;
+	sp->stats = alloc_percpu(struct ssdp_stats);
+	if (!sp->stats) {
+		kfree(sp);
+		ti->error = "Cannot allocate counters";
+		return -ENOMEM;
+	}
 	INIT_WORK(&sp->event_work, ssdp_event_work);
 	mutex_init(&sp->cfg_lock);
 	ssdp_config_defaults(&sp->cfg);
@@ -433,6 +439,7 @@ bad:
 		dm_put_device(ti, sp->origin);
 	/* Nothing may run after the free. */
 	cancel_work_sync(&sp->event_work);
+	free_percpu(sp->stats);
 	kfree(sp);
 	return r;
 }
@@ -458,6 +465,7 @@ static void ssdp_dtr(struct dm_target *ti)
 	ssdp_unclaim(sp);
 	dm_put_device(ti, sp->cache);
 	dm_put_device(ti, sp->origin);
+	free_percpu(sp->stats);
 	kfree(sp);
 }
 
@@ -565,6 +573,17 @@ static void ssdp_resume(struct dm_target *ti)
 	ssdp_cache_resume(sp);
 }
 
+/* Every CPU's count of ST, since the device was made. */
+static u64 ssdp_stat_sum(struct ssdprio *sp, unsigned int st)
+{
+	u64 sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += READ_ONCE(per_cpu_ptr(sp->stats, cpu)->n[st]);
+	return sum;
+}
+
 static void ssdp_status(struct dm_target *ti, status_type_t type,
 			unsigned int status_flags, char *result,
 			unsigned int maxlen)
@@ -582,8 +601,8 @@ static void ssdp_status(struct dm_target *ti, status_type_t type,
 		 */
 		DMEMIT("status_version %u", SSDP_STATUS_VERSION);
 		for (i = 0; i < SSDP_ST_NR; i++)
-			DMEMIT(" %s %lld", ssdp_stat_names[i],
-			       (long long)atomic64_read(&sp->stats[i]));
+			DMEMIT(" %s %llu", ssdp_stat_names[i],
+			       ssdp_stat_sum(sp, i) - READ_ONCE(sp->stats_base[i]));
 		sz = ssdp_cache_status(sp, result, maxlen, sz);
 		sz = ssdp_sched_status(sp, result, maxlen, sz);
 		break;
@@ -644,7 +663,7 @@ static int ssdp_message(struct dm_target *ti, unsigned int argc, char **argv,
 
 	if (argc == 1 && !strcmp(argv[0], "reset_stats")) {
 		for (i = 0; i < SSDP_ST_NR; i++)
-			atomic64_set(&sp->stats[i], 0);
+			WRITE_ONCE(sp->stats_base[i], ssdp_stat_sum(sp, i));
 		return 0;
 	}
 	if (argc == 1 && !strcmp(argv[0], "flush_dirty"))

@@ -21,6 +21,7 @@
 #include <linux/mutex.h>
 #include <linux/spinlock.h>
 #include <linux/atomic.h>
+#include <linux/percpu.h>
 #include <linux/bio.h>
 #include <linux/workqueue.h>
 #include <linux/rbtree.h>
@@ -37,8 +38,8 @@
 #define DM_MSG_PREFIX "ssdprio"
 
 /*
- * Counters shown by `dmsetup status`.  Monotonic, updated without locks;
- * readers accept that two counters may be a few bios apart.
+ * Counters shown by `dmsetup status`.  Monotonic, per CPU, updated without
+ * locks; readers accept that two counters may be a few bios apart.
  */
 enum ssdp_stat {
 	SSDP_ST_BIOS_NORMAL,
@@ -73,6 +74,12 @@ enum ssdp_stat {
 	SSDP_ST_BYTES_IDLE,
 	SSDP_ST_NR,
 };
+
+/* One CPU's share of the counters (struct ssdprio's stats). */
+struct ssdp_stats {
+	u64 n[SSDP_ST_NR];
+};
+
 
 /* A buffer of whole pages for internal I/O (bg_io.c). */
 struct ssdp_buf {
@@ -446,17 +453,24 @@ struct ssdprio {
 	/* classify.c: written under cfg_lock, read under RCU. */
 	struct ssdp_idle_cgroups __rcu *idle_cgroups;
 
-	atomic64_t stats[SSDP_ST_NR];
+	/*
+	 * Per CPU: every bio counts, and one shared line would bounce
+	 * between the CPUs that submit and complete them.  Status shows the
+	 * sums less stats_base, what reset_stats last saw (a remote CPU's
+	 * counters cannot be zeroed without racing its increments).
+	 */
+	struct ssdp_stats __percpu *stats;
+	u64 stats_base[SSDP_ST_NR];
 };
 
 static inline void ssdp_count(struct ssdprio *sp, enum ssdp_stat st)
 {
-	atomic64_inc(&sp->stats[st]);
+	this_cpu_inc(sp->stats->n[st]);
 }
 
 static inline void ssdp_count_n(struct ssdprio *sp, enum ssdp_stat st, u64 n)
 {
-	atomic64_add(n, &sp->stats[st]);
+	this_cpu_add(sp->stats->n[st], n);
 }
 
 static inline struct ssdp_bio *ssdp_pb(struct bio *bio)

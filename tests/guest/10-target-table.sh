@@ -93,7 +93,21 @@ dmesg | grep -q "free_floor must be below" || fail "no reason for the refused fr
 dmsetup table sp | grep -q "free_floor" && fail "refused free_floor changed the table"
 dmsetup message sp 0 free_floor $((total - 1)) || fail "free_floor $((total - 1)) of $total refused"
 dmsetup message sp 0 free_floor 0 || fail "free_floor 0 (automatic) refused"
+# Counters: per CPU, summed by status; reads from every CPU all count, and
+# reset_stats starts them again. Bounds, not equalities: udev may probe.
+ncpu=$(nproc)
+r0=$(status_get sp reads)
+for ((c = 0; c < ncpu; c++)); do
+	taskset -c "$c" dd if="$dev" of=/dev/null bs=4k count=64 iflag=direct status=none ||
+		fail "reads on CPU $c failed"
+done
+r1=$(status_get sp reads)
+assert_ge $((r1 - r0)) $((64 * ncpu)) "reads counted from $ncpu CPUs"
 dmsetup message sp 0 reset_stats || fail "reset_stats rejected"
+r2=$(status_get sp reads)
+((r2 < 64)) || fail "reads still $r2 after reset_stats (were $r1)"
+dd if="$dev" of=/dev/null bs=4k count=16 iflag=direct status=none || fail "reads after the reset failed"
+assert_ge $(($(status_get sp reads) - r2)) 16 "reads counted after reset_stats"
 
 # --- status keys -----------------------------------------------------------------
 st=$(dmsetup status sp)
