@@ -200,6 +200,7 @@ void ssdp_sched_normal_seen(struct ssdp_sched_state *st, u64 now,
 			    bool idle_in_flight)
 {
 	struct ssdp_sched_gaps *g = &st->gaps;
+	bool started = false;
 	u64 gap;
 
 	if (idle_in_flight)
@@ -208,13 +209,22 @@ void ssdp_sched_normal_seen(struct ssdp_sched_state *st, u64 now,
 		g->open = false;
 		if (st->k.idle_budget && now >= g->start) {
 			gap = now - g->start;
-			if (gap > gap_stopped())
+			if (gap > gap_stopped()) {
 				gaps_forget(g);
+				started = true;
+			}
 			gap_learn(g, gap);
 		}
 	}
+	/*
+	 * The first bio of a job that starts after a stop: no gap foretold
+	 * it, and the idle bios it meets went out with nobody to protect.
+	 * It is the bound's one unpaid meeting; charged, it would hold the
+	 * new job's gaps shut for 1000 / idle_budget arrivals.
+	 */
 	if (st->k.idle_budget)
-		budget_arrival(g, st->k.idle_budget, idle_in_flight);
+		budget_arrival(g, st->k.idle_budget,
+			       idle_in_flight && !started);
 }
 
 void ssdp_sched_idle_complete(struct ssdp_sched_state *st, u64 now, u64 sent)

@@ -1206,6 +1206,35 @@ TEST(sched_gap_meeting_backs_off_at_once)
 }
 
 /*
+ * A job that starts after a stop finds idle bios in flight (they went
+ * back to back): no gap foretold it, so that meeting is not charged, and
+ * its gaps open as soon as they are learnt.  A later meeting is charged.
+ */
+TEST(sched_gap_job_start_not_charged)
+{
+	struct ssdp_sched_state st;
+	struct ssdp_sched_knobs k;
+	u64 t = 0;
+	u32 thresh;
+
+	ssdp_sched_default_knobs(&k);
+	k.idle_budget = 10;
+	ssdp_sched_init(&st, &k, 0);
+	ssdp_sched_normal_drained(&st, t);
+	t += 3000 * MS;
+	thresh = st.gaps.thresh;
+	ssdp_sched_normal_seen(&st, t, true);
+	ASSERT_EQ(st.normal_met_idle, 1);
+	ASSERT_EQ(st.gaps.debt, 0);
+	ASSERT_EQ(st.gaps.thresh, thresh);
+	ssdp_sched_normal_drained(&st, t);
+	t += 50 * MS;
+	ssdp_sched_normal_seen(&st, t, true);
+	ASSERT_EQ(st.normal_met_idle, 2);
+	ASSERT_EQ(st.gaps.debt, SSDP_SCHED_DEBT_MET);
+}
+
+/*
  * The think bench's sequence: per think time the normal job alone for
  * 5 s, then beside an idle reader for 5 s, thinks in rising order; fixed
  * think times jitter (a loaded guest) and idle bios cost more than normal
@@ -1245,8 +1274,8 @@ TEST(sched_gap_budget_holds_across_workloads)
 
 /*
  * A period with no normal I/O (idle bios back to back), then a normal job
- * of another kind: its first bio waits for one idle bio at most, and the
- * budget holds from there on.
+ * of another kind: its first bio waits for one idle bio at most, the
+ * budget holds from there on, and its fixed gaps are used.
  */
 TEST(sched_gap_budget_holds_after_quiet)
 {
@@ -1269,6 +1298,12 @@ TEST(sched_gap_budget_holds_after_quiet)
 			sim_phase(&s, 50 * MS, e, true, 5000 * MS, &r);
 			ASSERT_WITHIN_BUDGET(s, r);
 			ASSERT_LE(r.max_delay, s.svc_idle);
+			/*
+			 * Its first bio met the idle bios of the quiet: not a
+			 * debt that shuts its gaps for 100 arrivals.
+			 */
+			if (!e)
+				ASSERT_GE(r.share, 800);
 		}
 	}
 }
