@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/plot.py RAW_DIR RESULTS_DIR [scenario...]: PNG plots from RESULTS_DIR/<scenario>.json
 (written by bench/report.py): cache.png and contention.png (bar charts), timeline.png,
-sweep.png, cachefull.png, evict.png, database.png. Needs matplotlib (Debian: python3-matplotlib)."""
+sweep.png, cachefull.png, evict.png, database.png, cpu.png. Needs matplotlib (Debian: python3-matplotlib)."""
 import json
 import os
 import sys
@@ -306,6 +306,43 @@ def think(res, out):
     footer(fig, res)
     fig.tight_layout(rect=(0, 0.04, 1, 0.95))
     save(fig, out, "think.png")
+
+
+@plotter
+def cpu(res, out):
+    cfgs = list(res["configs"])
+    wls = ["readhit", "writehit", "newwrite", "readmiss"]
+    groups = sorted({k for c in cfgs for k in res["configs"][c]},
+                    key=lambda k: (wls.index(k.rsplit("_", 1)[0]), int(k.rsplit("_", 1)[1])))
+    if not groups:
+        return
+    names = {"readhit": "read hits", "writehit": "write hits", "newwrite": "new blocks", "readmiss": "read misses"}
+    # ssdprio's goals, drawn on its bar's group.
+    iops_goal = {"readhit": 0.90, "writehit": 0.85}
+    cpu_goal = {"newwrite": 1.5, "readmiss": 1.5}
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(12, 7), sharex=True)
+    width = 0.8 / max(len(cfgs), 1)
+    for i, c in enumerate(cfgs):
+        xs = [g + i * width for g in range(len(groups))]
+        a1.bar(xs, [res["configs"][c].get(k, {}).get("iops_x_linear") or 0 for k in groups], width, label=c)
+        a2.bar(xs, [res["configs"][c].get(k, {}).get("cpu_x_linear") or 0 for k in groups], width, label=c)
+    for g, k in enumerate(groups):
+        w = k.rsplit("_", 1)[0]
+        for ax, goal in ((a1, iops_goal.get(w)), (a2, cpu_goal.get(w))):
+            if goal:
+                ax.hlines(goal, g - width / 2, g + 0.8 - width / 2, colors="k", linestyles="--", lw=0.8)
+    for a in (a1, a2):
+        a.axhline(1.0, color="#aaa", ls=":", lw=0.8)
+        a.set_xticks([g + 0.4 - width / 2 for g in range(len(groups))])
+        a.set_xticklabels([f"{names[k.rsplit('_', 1)[0]]}\n{k.rsplit('_', 1)[1]} job(s)" for k in groups],
+                          fontsize=8)
+    a1.set_ylabel("IOPS / dm-linear's (higher is better)")
+    a2.set_ylabel("CPU per I/O / dm-linear's (lower is better)")
+    a1.legend(fontsize=7, ncol=len(cfgs))
+    fig.suptitle("CPU cost per I/O on zero-latency legs, against dm-linear (dashed: ssdprio's goals)", fontsize=10)
+    footer(fig, res)
+    fig.tight_layout(rect=(0, 0.04, 1, 0.96))
+    save(fig, out, "cpu.png")
 
 
 if __name__ == "__main__":

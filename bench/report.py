@@ -1034,6 +1034,164 @@ def shift(rows, raw):
     return res, md
 
 
+# ---- scenario: cpu ------------------------------------------------------------
+CPU_WL = ["readhit", "writehit", "newwrite", "readmiss"]
+CPU_WL_NAMES = {"readhit": "read hits", "writehit": "write hits", "newwrite": "new-block writes",
+                "readmiss": "read misses"}
+# ssdprio's counters whose growth per I/O shows work beside the I/O itself.
+CPU_KEYS = ["meta_commits", "meta_block_writes", "promotions", "promotions_skipped", "blocks_written_back",
+            "writeback_writes", "bypassed", "deferred", "lockouts", "valid_blocks", "dirty_blocks"]
+
+
+def cpu_run(r):
+    """Per-run hit share (each system's own counters) and ssdprio's counter growth per I/O."""
+    out = {"hit_share": None, "per_io": {}}
+    n = r.get("fio_ios")
+    rd = r["workload"].startswith("read")
+    b, a = r.get("status_before"), r.get("status_after")
+    if b and a:
+        def d(k):
+            return (a[k] - b[k]) if isinstance(a.get(k), (int, float)) and isinstance(b.get(k), (int, float)) \
+                else None
+        h, m = (d("read_hits"), d("read_misses")) if rd else (d("write_hits"), d("write_misses"))
+        out["hit_share"] = ratio(h, (h or 0) + (m or 0)) if h is not None else None
+        out["per_io"] = {k: ratio(d(k), n) if d(k) is not None else None for k in CPU_KEYS}
+    hb, ha = r.get("hits_before"), r.get("hits_after")
+    if hb and ha:
+        dd = [y - x for x, y in zip(hb, ha)]
+        h, m = (dd[0], dd[1]) if rd else (dd[2], dd[3])
+        out["hit_share"] = ratio(h, h + m)
+    return out
+
+
+@scenario
+def cpu(rows):
+    runs = [r for r in rows if "cpu_us_per_io" in r]
+    configs = list(dict.fromkeys(r["config"] for r in runs))
+    wls = [w for w in CPU_WL if any(r["workload"] == w for r in runs)]
+    jobs = sorted({r["jobs"] for r in runs})
+    res = {"configs": {}, "skipped": skipped(rows), "reference": "linear"}
+    for c in configs:
+        res["configs"][c] = {}
+        for w in wls:
+            for j in jobs:
+                rs = sorted([r for r in runs if r["config"] == c and r["workload"] == w and r["jobs"] == j],
+                            key=lambda r: r["rep"])
+                if not rs:
+                    continue
+                per = [cpu_run(r) for r in rs]
+                d = {"runs": rs, "reps": [r["rep"] for r in rs],
+                     "iops_runs": [r["iops"] for r in rs], "cpu_us_runs": [r["cpu_us_per_io"] for r in rs],
+                     "iops": med([r["iops"] for r in rs]), "cpu_us_per_io": med([r["cpu_us_per_io"] for r in rs]),
+                     "fio_cpu_us_per_io": med([r.get("fio_cpu_us_per_io") for r in rs]),
+                     "fio_iops": med([r.get("fio_iops") for r in rs]),
+                     "cpu_util": med([r.get("cpu_util") for r in rs]),
+                     "hit_share": med([x["hit_share"] for x in per]),
+                     "hit_share_runs": [x["hit_share"] for x in per]}
+                if any(x["per_io"] for x in per):
+                    d["per_io"] = {k: med([x["per_io"].get(k) for x in per]) for k in CPU_KEYS}
+                    d["per_io_runs"] = [x["per_io"] for x in per]
+                res["configs"][c][f"{w}_{j}"] = d
+    ref = res["configs"].get("linear", {})
+    for c in configs:
+        for key, d in res["configs"][c].items():
+            rd = ref.get(key, {})
+            d["iops_x_linear"] = ratio(d["iops"], rd.get("iops"))
+            d["cpu_x_linear"] = ratio(d["cpu_us_per_io"], rd.get("cpu_us_per_io"))
+            # The same repetition's runs side by side: the spread to read the medians by.
+            by_rep = {r["rep"]: r for r in rd.get("runs", [])}
+            d["iops_x_linear_runs"] = [ratio(r["iops"], by_rep.get(r["rep"], {}).get("iops")) for r in d["runs"]]
+            d["cpu_x_linear_runs"] = [ratio(r["cpu_us_per_io"], by_rep.get(r["rep"], {}).get("cpu_us_per_io"))
+                                      for r in d["runs"]]
+
+    md = ["Medians over repetitions; x dm-linear: the median's ratio to dm-linear's median (IOPS: higher is better; "
+          "CPU: lower is better).", "",
+          "| case | jobs | config | IOPS | x dm-linear | CPU us per I/O | x dm-linear | fio's own CPU us per I/O | "
+          "guest CPUs busy | hit share |",
+          "|---|---|---|---|---|---|---|---|---|---|"]
+    for w in wls:
+        for j in jobs:
+            for c in configs:
+                d = res["configs"][c].get(f"{w}_{j}")
+                if not d:
+                    continue
+                md.append(f"| {CPU_WL_NAMES[w]} | {j} | {c} | {fmt(d['iops'], 0)} | {fmt(d['iops_x_linear'])} | "
+                          f"{fmt(d['cpu_us_per_io'], 1)} | {fmt(d['cpu_x_linear'])} | "
+                          f"{fmt(d['fio_cpu_us_per_io'], 1)} | {pct(d['cpu_util'], 0)} | {pct(d['hit_share'], 1)} |")
+
+    sp = res["configs"].get("ssdprio", {})
+    wc = res["configs"].get("writecache", {})
+    goals = {}
+    for j in jobs:
+        js = f"{j} job" + ("s" if j > 1 else "")
+        for w, need in (("readhit", 0.90), ("writehit", 0.85)):
+            d = sp.get(f"{w}_{j}")
+            if d:
+                x = d["iops_x_linear"]
+                goals[f"{CPU_WL_NAMES[w]}, {js}: IOPS >= {need:.2f}x dm-linear"] = (
+                    x, "x dm-linear", None if x is None else x >= need, d["iops_x_linear_runs"])
+        for w in ("readhit", "writehit"):
+            d, p = sp.get(f"{w}_{j}"), wc.get(f"{w}_{j}")
+            if d and p:
+                x = ratio(d["iops"], p["iops"])
+                by_rep = {r["rep"]: r["iops"] for r in p["runs"]}
+                goals[f"{CPU_WL_NAMES[w]}, {js}: IOPS >= dm-writecache"] = (
+                    x, "x dm-writecache", None if x is None else x >= 1.0,
+                    [ratio(r["iops"], by_rep.get(r["rep"])) for r in d["runs"]])
+        for w in ("newwrite", "readmiss"):
+            d = sp.get(f"{w}_{j}")
+            if d:
+                x = d["cpu_x_linear"]
+                goals[f"{CPU_WL_NAMES[w]}, {js}: CPU per I/O <= 1.5x dm-linear"] = (
+                    x, "x dm-linear", None if x is None else x <= 1.5, d["cpu_x_linear_runs"])
+    res["goals"] = {g: {"value": x, "met": ok, "per_repetition": runs} for g, (x, _, ok, runs) in goals.items()}
+    if goals:
+        md += ["", "Goals, ssdprio (ratio of the medians; per repetition: the same repetition's runs side by side):", "",
+               "| goal | ssdprio | per repetition | verdict |", "|---|---|---|---|"]
+        for g, (x, unit, ok, runs) in goals.items():
+            md.append(f"| {g} | {fmt(x)}{unit} | {' / '.join(fmt(v) for v in runs)} | {verdict(ok)} |")
+
+    if any("per_io" in d for d in sp.values()):
+        md += ["", "ssdprio's status counters, growth per I/O (median over repetitions; status read before and "
+               "after each fio run, divided by its I/Os; valid_blocks 1.00 = every I/O a new block in the cache):",
+               "", "| case | jobs | " + " | ".join(CPU_KEYS) + " |", "|---" * (len(CPU_KEYS) + 2) + "|"]
+        for w in wls:
+            for j in jobs:
+                d = sp.get(f"{w}_{j}")
+                if d and "per_io" in d:
+                    md.append(f"| {CPU_WL_NAMES[w]} | {j} | " +
+                              " | ".join(fmt(d["per_io"][k], 4) for k in CPU_KEYS) + " |")
+
+    md += ["", "Every run (repetitions in order): IOPS; CPU us per I/O; hit share.", "",
+           "| case | jobs | config | IOPS | CPU us per I/O | hit share |", "|---|---|---|---|---|---|"]
+    for w in wls:
+        for j in jobs:
+            for c in configs:
+                d = res["configs"][c].get(f"{w}_{j}")
+                if d:
+                    md.append(f"| {CPU_WL_NAMES[w]} | {j} | {c} | {' / '.join(fmt(v, 0) for v in d['iops_runs'])} | "
+                              f"{' / '.join(fmt(v, 1) for v in d['cpu_us_runs'])} | "
+                              f"{' / '.join(pct(v, 1) for v in d['hit_share_runs'])} |")
+    r0 = runs[0] if runs else None
+    if r0:
+        md.append("\n- Both legs zero-latency memory null_blk (no device time): IOPS and CPU time are the CPU cost of "
+                  "the stack alone. fio 4 KiB random, libaio, queue depth 16 per job, each job on its own slice. "
+                  "CPU us per I/O: busy time of every guest CPU (/proc/stat, irq and softirq included, workers "
+                  "included) over a window from shortly after the first completions to the run's end or a fixed "
+                  "length, divided by the I/Os the measured device completed in it; IOPS over the same window. "
+                  "fio's own CPU: its threads' usr + sys over the whole run (without the stack's workers and "
+                  "interrupts taken outside them).")
+        md.append("- Hit cases: a working set 1/16 of the cache written once and read once, then time-based runs. "
+                  "New-block writes and read misses: a fresh stack per run, one pass over a region nobody wrote or "
+                  "read, capped in time. Hit share: each system's own counters (ssdprio: reads served from the SSD; "
+                  "writes to mapped sets, so a new block in a mapped set counts too; dm-cache: its hits and misses, "
+                  "per 32 KiB block; dm-writecache: its read hits and write hits; none for bcache and dm-linear). "
+                  "dm-writecache never promotes a read miss; dm-cache's smq promotes only blocks it finds hot.")
+        md.append("- QEMU TCG: the guest's CPU time is emulated and its absolute figures mean nothing for real "
+                  "hardware; the ratios to dm-linear in the same boot are the figures to read.")
+    return res, md
+
+
 def main():
     raw, out = sys.argv[1], sys.argv[2]
     wanted = sys.argv[3:]
