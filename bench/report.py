@@ -1144,12 +1144,12 @@ def cpu(rows):
                 x = d["cpu_x_linear"]
                 goals[f"{CPU_WL_NAMES[w]}, {js}: CPU per I/O <= 1.5x dm-linear"] = (
                     x, "x dm-linear", None if x is None else x <= 1.5, d["cpu_x_linear_runs"])
-    res["goals"] = {g: {"value": x, "met": ok, "per_repetition": runs} for g, (x, _, ok, runs) in goals.items()}
+    res["goals"] = {g: {"value": x, "met": ok, "per_repetition": pr} for g, (x, _, ok, pr) in goals.items()}
     if goals:
         md += ["", "Goals, ssdprio (ratio of the medians; per repetition: the same repetition's runs side by side):", "",
                "| goal | ssdprio | per repetition | verdict |", "|---|---|---|---|"]
-        for g, (x, unit, ok, runs) in goals.items():
-            md.append(f"| {g} | {fmt(x)}{unit} | {' / '.join(fmt(v) for v in runs)} | {verdict(ok)} |")
+        for g, (x, unit, ok, pr) in goals.items():
+            md.append(f"| {g} | {fmt(x)}{unit} | {' / '.join(fmt(v) for v in pr)} | {verdict(ok)} |")
 
     if any("per_io" in d for d in sp.values()):
         md += ["", "ssdprio's status counters, growth per I/O (median over repetitions; status read before and "
@@ -1172,18 +1172,24 @@ def cpu(rows):
                     md.append(f"| {CPU_WL_NAMES[w]} | {j} | {c} | {' / '.join(fmt(v, 0) for v in d['iops_runs'])} | "
                               f"{' / '.join(fmt(v, 1) for v in d['cpu_us_runs'])} | "
                               f"{' / '.join(pct(v, 1) for v in d['hit_share_runs'])} |")
+    unused = [r for r in runs if r.get("iops") is None]
+    if unused:
+        md.append(f"\nRuns not used ({len(unused)} of {len(runs)}: the window saw the run's end, a stall at its start "
+                  "or after its last I/O): " + ", ".join(f"{r['config']} {CPU_WL_NAMES[r['workload']]} {r['jobs']} "
+                                                         f"job(s) rep {r['rep']}" for r in unused) + ".")
     r0 = runs[0] if runs else None
     if r0:
         md.append("\n- Both legs zero-latency memory null_blk (no device time): IOPS and CPU time are the CPU cost of "
                   "the stack alone. fio 4 KiB random, libaio, queue depth 16 per job, each job on its own slice. "
                   "CPU us per I/O: busy time of every guest CPU (/proc/stat, irq and softirq included, workers "
-                  "included) over a window from shortly after the first completions to the run's end or a fixed "
-                  "length, divided by the I/Os the measured device completed in it; IOPS over the same window. "
+                  "included) over a fixed window from shortly after the first completions, ending before the run "
+                  "does, divided by the I/Os the measured device completed in it; IOPS over the same window. "
                   "fio's own CPU: its threads' usr + sys over the whole run (without the stack's workers and "
                   "interrupts taken outside them).")
-        md.append("- Hit cases: a working set 1/16 of the cache written once and read once, then time-based runs. "
-                  "New-block writes and read misses: a fresh stack per run, one pass over a region nobody wrote or "
-                  "read, capped in time. Hit share: each system's own counters (ssdprio: reads served from the SSD; "
+        md.append("- One fresh stack per repetition. Hit cases: a working set written once, then time-based runs "
+                  "over it. Then read misses and new-block writes: one pass each over a region of its own that "
+                  "nobody wrote or read, capped in time before the region runs out; the working set and the first "
+                  "new-block run stay under ssdprio's dirty_target (10%). Hit share: each system's own counters (ssdprio: reads served from the SSD; "
                   "writes to mapped sets, so a new block in a mapped set counts too; dm-cache: its hits and misses, "
                   "per 32 KiB block; dm-writecache: its read hits and write hits; none for bcache and dm-linear). "
                   "dm-writecache never promotes a read miss; dm-cache's smq promotes only blocks it finds hot.")
