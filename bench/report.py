@@ -1083,8 +1083,10 @@ def cpu(rows):
                 d = {"runs": rs, "reps": [r["rep"] for r in rs],
                      "iops_runs": [r["iops"] for r in rs], "cpu_us_runs": [r["cpu_us_per_io"] for r in rs],
                      "iops": med([r["iops"] for r in rs]), "cpu_us_per_io": med([r["cpu_us_per_io"] for r in rs]),
-                     "fio_cpu_us_per_io": med([r.get("fio_cpu_us_per_io") for r in rs]),
-                     "fio_iops": med([r.get("fio_iops") for r in rs]),
+                     # A run not used (its window saw a stall or its end) is
+                     # left out of fio's figures too.
+                     "fio_cpu_us_per_io": med([r.get("fio_cpu_us_per_io") for r in rs if r["iops"] is not None]),
+                     "fio_iops": med([r.get("fio_iops") for r in rs if r["iops"] is not None]),
                      "cpu_util": med([r.get("cpu_util") for r in rs]),
                      "hit_share": med([x["hit_share"] for x in per]),
                      "hit_share_runs": [x["hit_share"] for x in per]}
@@ -1185,7 +1187,7 @@ def cpu(rows):
                   "included) over a fixed window from shortly after the first completions, ending before the run "
                   "does, divided by the I/Os the measured device completed in it; IOPS over the same window. "
                   "fio's own CPU: its threads' usr + sys over the whole run (without the stack's workers and "
-                  "interrupts taken outside them).")
+                  "interrupts taken outside them, and with its own start).")
         md.append("- One fresh stack per repetition. Hit cases: a working set written once, then time-based runs "
                   "over it. Then read misses and new-block writes: one pass each over a region of its own that "
                   "nobody wrote or read, capped in time before the region runs out; the working set and the first "

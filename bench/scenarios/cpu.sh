@@ -31,7 +31,7 @@
 # title: CPU per I/O: 4 KiB random at queue depth 16 on zero-latency legs; IOPS and CPU time per I/O vs dm-linear
 # order: 120
 # status: ready
-# minutes: 22
+# minutes: 28
 # mem_mb: 1400
 
 # Runs: HIT_S (time-based) or at most NEW_S (one pass); the window from WARM
