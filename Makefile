@@ -234,7 +234,8 @@ endif
 # loads 7.3's caches under 6.1 and back (docs/kernels.md).
 CHECK_SUBSET ?= 00-smoke 11-target-io 14-kernel-compat \
 	22-cache-discard 36-persist-origin 90-cache-input-scribble \
-	40-sched-throttle 41-sched-nohold 42-sched-cgroup 43-sched-suspend 47-sched-journal
+	40-sched-throttle 41-sched-nohold 42-sched-cgroup 43-sched-suspend 47-sched-journal \
+	95-cache-concurrency
 # 6.12 has no code path of its own: each of its API forms is 6.1's or 7.3's
 # (docs/kernels.md), so it runs the data paths, its limits and a power cut.
 CHECK_SUBSET_6_12 ?= 00-smoke 11-target-io 14-kernel-compat 22-cache-discard 90-cache-input-scribble
