@@ -584,6 +584,17 @@ static u64 ssdp_stat_sum(struct ssdprio *sp, unsigned int st)
 	return sum;
 }
 
+/*
+ * ST since the last reset_stats.  A reset that runs beside this read may
+ * set a base above the sum it read: 0 then, not a wrapped count.
+ */
+static u64 ssdp_stat_shown(struct ssdprio *sp, unsigned int st)
+{
+	u64 sum = ssdp_stat_sum(sp, st), base = READ_ONCE(sp->stats_base[st]);
+
+	return sum > base ? sum - base : 0;
+}
+
 static void ssdp_status(struct dm_target *ti, status_type_t type,
 			unsigned int status_flags, char *result,
 			unsigned int maxlen)
@@ -602,7 +613,7 @@ static void ssdp_status(struct dm_target *ti, status_type_t type,
 		DMEMIT("status_version %u", SSDP_STATUS_VERSION);
 		for (i = 0; i < SSDP_ST_NR; i++)
 			DMEMIT(" %s %llu", ssdp_stat_names[i],
-			       ssdp_stat_sum(sp, i) - READ_ONCE(sp->stats_base[i]));
+			       ssdp_stat_shown(sp, i));
 		sz = ssdp_cache_status(sp, result, maxlen, sz);
 		sz = ssdp_sched_status(sp, result, maxlen, sz);
 		break;

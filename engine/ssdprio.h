@@ -80,7 +80,6 @@ struct ssdp_stats {
 	u64 n[SSDP_ST_NR];
 };
 
-
 /* A buffer of whole pages for internal I/O (bg_io.c). */
 struct ssdp_buf {
 	struct page **pages;
