@@ -102,9 +102,12 @@ static const struct ssdp_key ssdp_keys[] = {
 	  1, 4096, 32, NULL },
 	{ "idle_grace", CFG_OFF(idle_grace_ms), SSDP_KEY_U32, BOTH,
 	  0, HOUR_MS, 10, NULL },
-	/* Per mille of normal bios that may meet idle I/O; 0 = interval. */
+	/*
+	 * Per mille of normal bios that may meet idle I/O sent into learnt
+	 * gaps; 0 = the interval alone (the paper's strict throttle).
+	 */
 	{ "idle_budget", CFG_OFF(idle_budget), SSDP_KEY_U32, BOTH,
-	  0, 1000, 0, NULL },
+	  0, 1000, 10, NULL },
 };
 
 #define SSDP_NR_KEYS ARRAY_SIZE(ssdp_keys)

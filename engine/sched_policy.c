@@ -26,7 +26,7 @@ void ssdp_sched_default_knobs(struct ssdp_sched_knobs *k)
 	k->batch_delay_ns = 5000 * SSDP_NS_PER_MS;
 	k->idle_batch_depth = 16;
 	k->idle_max_wait_ns = 10000 * SSDP_NS_PER_MS;
-	k->idle_budget = 0;
+	k->idle_budget = 10;
 }
 
 void ssdp_sched_init(struct ssdp_sched_state *st,

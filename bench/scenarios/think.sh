@@ -12,9 +12,10 @@
 # cgroup of its own (bench/lib.sh, anchor_dev), the normal job in another.
 #
 # Configs (all in one boot):
-#   hdd_ssdprio_b0     ssdprio `cache off`, idle_budget 0 (the default: one
-#                      idle bio per idle_dispatch_interval after idle_grace)
-#   hdd_ssdprio_b10    the same with idle_budget 10 (per mille)
+#   hdd_ssdprio_b0     ssdprio `cache off`, idle_budget 0 (the strict
+#                      throttle: one idle bio per idle_dispatch_interval
+#                      after idle_grace)
+#   hdd_ssdprio_b10    the same with idle_budget 10 (per mille, the default)
 #   hdd_ssdprio_b50    the same with idle_budget 50
 #   hdd_deadline       bare HDD, mq-deadline (loop, queue depth 1) + ionice
 #   hdd_bfq            bare HDD, bfq (same loop) + ionice

@@ -1,6 +1,6 @@
 #!/bin/bash
-# Scheduler alone (cache off) on an HDD-like null_blk: while a normal job
-# runs, an ionice -c3 reader gets at most about one bio per
+# The strict throttle (idle_budget 0; 49-sched-gaps has the default),
+# cache off, on an HDD-like null_blk: while a normal job runs, an ionice -c3 reader gets at most about one bio per
 # idle_dispatch_interval; after the normal job stops, idle stays throttled
 # for batch_mode_delay, then batch mode lets it run at the device's speed.
 # Behaviour is checked through the status counters; bounds are generous.
@@ -12,8 +12,9 @@ load_module
 hdd=$(make_hdd hdd 256)
 ssd=$(make_ssd ssd 64)
 len=$(sectors "$hdd")
-# interval 200 ms (default), batch mode after 2 s of normal quiet.
-dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 4 cache off batch_mode_delay 2000")
+# interval 200 ms (default), batch mode after 2 s of normal quiet; the
+# strict throttle (idle_budget 0): no idle bio goes into learnt gaps.
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 6 cache off batch_mode_delay 2000 idle_budget 0")
 
 st() { status_get sp "$1"; }
 now() { date +%s.%N; }

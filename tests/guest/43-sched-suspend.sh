@@ -1,7 +1,8 @@
 #!/bin/bash
 # Suspend, resume, table reload and remove with idle bios queued: no hang,
 # no lost bio, fio verify passes. The idle writer is held by a long
-# interval and a batch_mode_delay of an hour, so bios sit in the queue.
+# interval, a batch_mode_delay of an hour and no learnt gaps
+# (idle_budget 0), so bios sit in the queue.
 # timeout: 400
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -10,8 +11,8 @@ load_module
 hdd=$(make_hdd hdd 128)
 ssd=$(make_ssd ssd 64)
 len=$(sectors "$hdd")
-knobs="cache off idle_dispatch_interval 1000 batch_mode_delay 3600000"
-dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 6 $knobs")
+knobs="cache off idle_dispatch_interval 1000 batch_mode_delay 3600000 idle_budget 0"
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 8 $knobs")
 st() { status_get sp "$1"; }
 
 wait_queued() { # wait_queued N: until queued_idle >= N (20 s guard)

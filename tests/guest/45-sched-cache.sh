@@ -2,7 +2,7 @@
 # Scheduler and cache together: idle-class read misses do not allocate cache
 # sets unless idle_alloc is on (a backup scan must not flush the hot set);
 # an ionice -c3 reader of uncached data is throttled with the cache on as
-# with it off; and the cache's own writeback goes down as idle bios.
+# with it off (the strict throttle, idle_budget 0, as 40-sched-throttle); and the cache's own writeback goes down as idle bios.
 # timeout: 500
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -11,7 +11,7 @@ load_module
 hdd=$(make_hdd hdd 256)
 ssd=$(make_ssd ssd 64)
 len=$(sectors "$hdd")
-dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 5 format batch_mode_delay 2000 evict_wait 500")
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 7 format batch_mode_delay 2000 evict_wait 500 idle_budget 0")
 st() { status_get sp "$1"; }
 
 # --- idle_alloc off (default): idle misses leave the cache alone ----------------------

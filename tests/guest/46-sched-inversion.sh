@@ -4,8 +4,8 @@
 # normal write to that set that cannot go on beside it (a writethrough one)
 # of a block the cache holds waits for the writeback (one of a block it
 # does not hold goes around it, to the origin).  With normal I/O
-# pending all the time and an idle interval of an hour, the idle queue
-# never moves by itself: the write completes only because background I/O
+# pending all the time, an idle interval of an hour and no learnt gaps
+# (idle_budget 0), the idle queue never moves by itself: the write completes only because background I/O
 # a normal bio waits for is released at once (status idle_boosted).
 # The same for a user's idle-class write held in the idle queue that a
 # normal write of the same block waits for (the write range lock): it
@@ -33,7 +33,7 @@ for d in hdd ssd; do
 	echo 3600000 >"/sys/block/$d/queue/iosched/prio_aging_expire" ||
 		fail "prio_aging_expire on $d"
 done
-dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 11 format evict_wait 3600000 read_alloc off seq_cutoff 0 idle_dispatch_interval 3600000 batch_mode_delay 3600000")
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 13 format evict_wait 3600000 read_alloc off seq_cutoff 0 idle_dispatch_interval 3600000 batch_mode_delay 3600000 idle_budget 0")
 st() { status_get sp "$1"; }
 
 # A normal reader of uncached data keeps normal I/O pending on the origin.
@@ -133,7 +133,7 @@ log "=== a normal write behind a held idle-class write of the same block"
 # write waits in the idle queue holding its block's range lock.  No
 # idle_max_wait, and an hour's idle_grace (no gap of the reader's counts):
 # nothing but the normal writer would ever release it.
-dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 17 format write_policy writearound evict_wait 3600000 read_alloc off seq_cutoff 0 idle_dispatch_interval 3600000 batch_mode_delay 3600000 idle_max_wait 0 idle_grace 3600000")
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 19 format write_policy writearound evict_wait 3600000 read_alloc off seq_cutoff 0 idle_dispatch_interval 3600000 batch_mode_delay 3600000 idle_max_wait 0 idle_grace 3600000 idle_budget 0")
 head -c 4096 /dev/urandom >/tmp/c
 start_reader
 boosted=$(st idle_boosted)
@@ -183,7 +183,7 @@ log "=== a write around a writeback that the origin fails"
 # the origin: its old data or the new, nothing else); once the origin
 # heals, a write around goes again and the writeback finishes.
 leg ohdd "$hdd" linear
-dm=$(dm_create sp "0 $len ssdprio /dev/mapper/ohdd $ssd 15 format evict_wait 3600000 read_alloc off seq_cutoff 0 idle_dispatch_interval 3600000 batch_mode_delay 3600000 idle_max_wait 0 idle_grace 3600000")
+dm=$(dm_create sp "0 $len ssdprio /dev/mapper/ohdd $ssd 17 format evict_wait 3600000 read_alloc off seq_cutoff 0 idle_dispatch_interval 3600000 batch_mode_delay 3600000 idle_max_wait 0 idle_grace 3600000 idle_budget 0")
 head -c 65536 /dev/urandom >/tmp/f
 head -c 4096 /dev/urandom >/tmp/g
 head -c 4096 /dev/urandom >/tmp/h

@@ -3,9 +3,10 @@
 # flight on, and so does `ssdprio-tool detach`.
 #
 # A writeback cannot start while a write is in flight on its set, and under
-# the strictest idle policy (idle_max_wait 0, an idle interval and batch
-# delay of an hour) the idle queue holds the origin legs of an `ionice -c3`
-# writer's writethrough writes (as a drain makes them) all but for ever.
+# the strictest idle policy (idle_max_wait 0, no learnt gaps, an idle
+# interval and batch delay of an hour) the idle queue holds the origin legs
+# of an `ionice -c3` writer's writethrough writes (as a drain makes them)
+# all but for ever.
 # Four of them at a time on one 4 MiB region keep its set held: the drain
 # must take the set anyway and release the idle writes in flight on it from
 # the idle queue (priority inheritance, status idle_boosted), while new
@@ -128,7 +129,7 @@ check_region() { # check_region WHAT: the writer's region on the device and the 
 # drain can take at once.
 head -c 4M /dev/urandom >"$T/init"
 dd if="$T/init" of="$hdd" bs=1M skip=1 seek=1 count=3 oflag=direct status=none || fail "write the origin"
-dm=$(dm_create sp "0 $nh ssdprio $hdd $ssd 15 format evict_wait 3600000 dirty_max_age 0 read_alloc off seq_cutoff 0 idle_max_wait 0 idle_dispatch_interval 3600000 batch_mode_delay 3600000")
+dm=$(dm_create sp "0 $nh ssdprio $hdd $ssd 17 format evict_wait 3600000 dirty_max_age 0 read_alloc off seq_cutoff 0 idle_max_wait 0 idle_dispatch_interval 3600000 batch_mode_delay 3600000 idle_budget 0")
 st() { status_get sp "$1"; }
 assert_eq "$(st set_blocks)" 1024 "set_blocks (origin set 0: the first 4 MiB)"
 dd if="$T/init" of="$dm" bs=64k count=16 oflag=direct status=none || fail "write 1 MiB"
