@@ -37,18 +37,19 @@
 # title: Think-time frontier: normal job kept vs idle share, by think time and scheduler
 # order: 45
 # status: ready
-# minutes: 30
+# minutes: 60
 # mem_mb: 600
 
 if ((Q)); then
 	RUNTIME=2 THINKS=${THINK_PATTERNS:-0 20 exp20}
 	CONFIGS=${THINK_CONFIGS:-hdd_ssdprio_b0 hdd_ssdprio_b10 hdd_iocost}
 else
-	RUNTIME=5 THINKS=${THINK_PATTERNS:-0 5 20 50 exp20}
+	RUNTIME=20 THINKS=${THINK_PATTERNS:-0 5 20 50 exp20}
 	CONFIGS=${THINK_CONFIGS:-hdd_ssdprio_b0 hdd_ssdprio_b10 hdd_ssdprio_b50 hdd_deadline hdd_bfq hdd_iocost}
 fi
-# Seconds per run; an adaptive policy learns in its first seconds, so a
-# longer run shows more of its steady state.
+# Seconds per run; an adaptive policy learns in its first seconds (at 50
+# ms think, 8 gaps are 0.5 s, and a meeting's debt 100 arrivals, 5 s): 20 s
+# runs show its steady state, 5 s ones mostly the learning.
 RUNTIME=${THINK_RUNTIME:-$RUNTIME}
 HDD_MB=512
 REGION=256M
