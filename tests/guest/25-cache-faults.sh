@@ -185,15 +185,17 @@ dm_remove hddleg3
 # --- rewrites beside a writeback the origin refuses midway ---------------------------
 # Origin set 0 cached whole and clean, then every other block rewritten: a
 # flush writes it back 64 blocks per origin write (the clean blocks between
-# bridged), two idle writes a second. Rewrites of dirty and clean blocks go on
-# beside it while the origin refuses writes for a few seconds and after,
-# while the set held aside is retried. Each rewrite lands on the SSD alone: no
-# error reaches the writer; at the end the origin holds the newest data.
+# bridged), two idle writes a second (the strict throttle: the rewrites'
+# gaps would take the whole writeback at once). Rewrites of dirty and clean
+# blocks go on beside it while the origin refuses writes for a few seconds
+# and after, while the set held aside is retried. Each rewrite lands on the
+# SSD alone: no error reaches the writer; at the end the origin holds the
+# newest data.
 hdd4=$(make_hdd hdd4 64 0 32)
 ssd4=$(make_ssd ssd4 32)
 len=$(sectors "$hdd4")
 leg hddleg4 "$hdd4" linear
-dev=$(dm_create sp4 "0 $len ssdprio /dev/mapper/hddleg4 $ssd4 17 format seq_cutoff 0 read_alloc off dirty_max_age 0 lockout_clean off batch_mode_delay 3600000 evict_wait 600000 dirty_target 100 idle_dispatch_interval 500")
+dev=$(dm_create sp4 "0 $len ssdprio /dev/mapper/hddleg4 $ssd4 19 format seq_cutoff 0 read_alloc off dirty_max_age 0 lockout_clean off batch_mode_delay 3600000 evict_wait 600000 dirty_target 100 idle_dispatch_interval 500 idle_budget 0")
 bs=$(($(status_get sp4 block_sectors) * 512))
 nb=$(status_get sp4 set_blocks)
 # rewrite WANT SECONDS STEP: rewrites of blocks 0, STEP, 2*STEP... of origin set

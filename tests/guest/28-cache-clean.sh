@@ -75,12 +75,14 @@ PY
 }
 # scattered_set "EVICT_WAIT DIRTY_TARGET IDLE_INTERVAL" WANT: a fresh cache over an
 # origin whose set 0 is zeroes (the sections before left data there), every other
-# block of origin set 0 written (scattered_writes), all of them dirty.
+# block of origin set 0 written (scattered_writes), all of them dirty. The
+# strict throttle (idle_budget 0) paces its writebacks: the writes the
+# sections make beside them leave gaps that would take a writeback at once.
 scattered_set() {
 	"$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
 	dd if=/dev/zero of="$hdd" bs=1M count=16 oflag=direct status=none ||
 		fail "zero the origin"
-	dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 17 format seq_cutoff 0 read_alloc off dirty_max_age 0 lockout_clean off batch_mode_delay 3600000 $1")
+	dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 19 format seq_cutoff 0 read_alloc off dirty_max_age 0 lockout_clean off batch_mode_delay 3600000 idle_budget 0 $1")
 	bs=$(($(st block_sectors) * 512))
 	nb=$(st set_blocks)
 	scattered_writes "$2"
@@ -629,7 +631,7 @@ PY
 # 6's: the run that took it left block 6 with no frame (the write failed
 # with a WARNING).
 "$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
-dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 19 format set_size 16 seq_cutoff 0 read_alloc off evict_wait 3600000 dirty_target 100 dirty_max_age 0 writeback_gap 0 idle_dispatch_interval 1000 batch_mode_delay 3600000")
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 21 format set_size 16 seq_cutoff 0 read_alloc off evict_wait 3600000 dirty_target 100 dirty_max_age 0 writeback_gap 0 idle_dispatch_interval 1000 batch_mode_delay 3600000 idle_budget 0")
 read -r a b < <(same_place 64 2 8)
 [[ -n $b ]] || fail "no two origin sets share a cache set and an alt frame"
 blk_write() { # SET BLOCK COUNT FILE: one write
@@ -735,7 +737,7 @@ log "a bridging writeback's clean frames kept"
 
 # --- bursts with quiet gaps: writes keep meeting cleanings under way -----------------
 "$REPO/build/ssdprio-tool" wipe --force "$ssd" >/dev/null || fail "wipe"
-dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 17 format seq_cutoff 0 read_alloc off evict_wait 300 dirty_target 0 dirty_max_age 0 lockout_clean off idle_dispatch_interval 100 batch_mode_delay 3600000")
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 19 format seq_cutoff 0 read_alloc off evict_wait 300 dirty_target 0 dirty_max_age 0 lockout_clean off idle_dispatch_interval 100 batch_mode_delay 3600000 idle_budget 0")
 # Bursts of 64 random 4 KiB writes over four origin sets, 0.8 s apart: each
 # gap starts cleanings of scattered runs that the next burst meets.
 for round in $(seq 1 20); do

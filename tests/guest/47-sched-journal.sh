@@ -3,9 +3,10 @@
 # task's fsync sends its data as idle-class bios, and the transaction that
 # allocated those blocks cannot commit until they are written.  A normal
 # task's fsync in the same transaction waits for that commit.  With normal
-# I/O pending all the time and an idle interval of an hour, only the
-# starvation bound (idle_max_wait, on by default) lets the idle data out:
-# the normal fsync must complete while normal I/O still runs.
+# I/O pending all the time, an idle interval of an hour and no learnt
+# gaps (idle_budget 0), only the starvation bound (idle_max_wait, on by
+# default) lets the idle data out: the normal fsync must complete while
+# normal I/O still runs.
 # timeout: 600
 # shellcheck source=tests/guest/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -15,7 +16,7 @@ hdd=$(make_hdd hdd 512)
 ssd=$(make_ssd ssd 64)
 len=$(sectors "$hdd")
 # The default starvation bound is what is under test: no idle_max_wait here.
-dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 6 cache off idle_dispatch_interval 3600000 batch_mode_delay 3600000")
+dm=$(dm_create sp "0 $len ssdprio $hdd $ssd 8 cache off idle_dispatch_interval 3600000 batch_mode_delay 3600000 idle_budget 0")
 st() { status_get sp "$1"; }
 
 mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$dm" 128M || fail "mkfs.ext4"

@@ -76,10 +76,12 @@ loop_fio idle 3 "${I_JOB[@]}" &
 ipid=$!
 
 WP=(writeback writethrough writearound)
+BUDGET=(0 10 100)
 table_line() { # a valid table with random knobs (geometry unchanged)
-	echo "0 $len ssdprio $hdd $ssd 14 $BASE evict_wait $((RANDOM % 3000)) \
+	echo "0 $len ssdprio $hdd $ssd 16 $BASE evict_wait $((RANDOM % 3000)) \
 idle_dispatch_interval $((RANDOM % 300)) write_policy ${WP[RANDOM % 3]} \
-batch_mode_delay $((RANDOM % 8000)) read_alloc $([[ $((RANDOM % 2)) == 0 ]] && echo on || echo off)"
+batch_mode_delay $((RANDOM % 8000)) read_alloc $([[ $((RANDOM % 2)) == 0 ]] && echo on || echo off) \
+idle_budget ${BUDGET[RANDOM % 3]}"
 }
 declare -A did=()
 while ((SECONDS < END)); do
@@ -98,13 +100,14 @@ while ((SECONDS < END)); do
 		did[reload]=$((${did[reload]:-0} + 1))
 		;;
 	2)
-		case $((RANDOM % 6)) in
+		case $((RANDOM % 7)) in
 		0) m="evict_wait $((RANDOM % 2000))" ;;
 		1) m="idle_dispatch_interval $((RANDOM % 200))" ;;
 		2) m="write_policy ${WP[RANDOM % 3]}" ;;
 		3) m="evict_inflight $((1 + RANDOM % 8))" ;;
 		4) m="batch_mode_delay $((RANDOM % 5000))" ;;
 		5) m="idle_alloc $([[ $((RANDOM % 2)) == 0 ]] && echo on || echo off)" ;;
+		6) m="idle_budget ${BUDGET[RANDOM % 3]}" ;;
 		esac
 		# shellcheck disable=SC2086 # key and value are two words
 		dmsetup message sp 0 $m || fail "message refused: $m"
