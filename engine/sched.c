@@ -37,6 +37,7 @@ struct ssdp_sched {
 	sector_t last_pos[SSDP_SCHED_NR_QUEUES]; /* end of the last dispatch */
 	u32 normal_inflight;
 	u32 idle_inflight;
+	u32 budgeted_inflight;		/* of idle_inflight, sent into gaps */
 	bool passthrough;		/* suspending: hold nothing */
 	bool throttle;			/* cfg.throttle: hold idle bios */
 	bool dead;			/* dtr: no worker any more */
@@ -63,6 +64,7 @@ struct ssdp_sched {
 #define SSDP_QN_IDLE		0x08	/* counted as idle in flight */
 #define SSDP_QN_HOUSEKEEPING	0x10	/* normal, but not a sign of activity */
 #define SSDP_QN_HELD		0x20	/* on the idle queue */
+#define SSDP_QN_BUDGETED	0x40	/* idle in flight, sent into a gap */
 
 enum { SSDP_Q_READ, SSDP_Q_WRITE, SSDP_Q_IDLE, SSDP_Q_PRESSURE, SSDP_Q_NR };
 
@@ -309,6 +311,10 @@ static void run_locked(struct ssdp_sched *s, u64 now, struct list_head *out)
 		    d.act == SSDP_SCHED_PRESSURE)
 			unidle(qn->bio);
 		dispatch_locked(s, q, qn, out);
+		if (d.budgeted) {
+			qn->flags |= SSDP_QN_BUDGETED;
+			s->budgeted_inflight++;
+		}
 	}
 }
 
@@ -471,7 +477,8 @@ static bool normal_arrival_locked(struct ssdp_sched *s, struct ssdp_qnode *qn,
 		ssdp_sched_housekeeping_arrival(&s->st);
 	} else {
 		ssdp_sched_normal_arrival(&s->st, now);
-		ssdp_sched_normal_seen(&s->st, now, s->idle_inflight != 0);
+		ssdp_sched_normal_seen(&s->st, now, s->idle_inflight != 0,
+				       s->budgeted_inflight != 0);
 		ssdp_sched_normal_position(&s->st, qn->bio->bi_iter.bi_sector,
 					   bio_sectors(qn->bio));
 	}
@@ -557,6 +564,8 @@ static void complete_qn(struct ssdprio *sp, struct ssdp_qnode *qn)
 		if (s->idle_inflight == 1 && !s->normal_inflight)
 			ssdp_sched_idle_complete(&s->st, now, qn->time);
 		s->idle_inflight--;
+		if (qn->flags & SSDP_QN_BUDGETED)
+			s->budgeted_inflight--;
 	} else {
 		s->normal_inflight--;
 		if (!(qn->flags & SSDP_QN_HOUSEKEEPING))
@@ -565,7 +574,8 @@ static void complete_qn(struct ssdprio *sp, struct ssdp_qnode *qn)
 		    !s->queued[SSDP_Q_WRITE])
 			ssdp_sched_normal_drained(&s->st, now);
 	}
-	qn->flags &= ~(SSDP_QN_INFLIGHT | SSDP_QN_IDLE | SSDP_QN_HOUSEKEEPING);
+	qn->flags &= ~(SSDP_QN_INFLIGHT | SSDP_QN_IDLE | SSDP_QN_BUDGETED |
+			SSDP_QN_HOUSEKEEPING);
 	if (s->queued[SSDP_Q_READ] || s->queued[SSDP_Q_WRITE] ||
 	    s->queued[SSDP_Q_IDLE] || s->queued[SSDP_Q_PRESSURE])
 		run_locked(s, now, &s->ready);
@@ -765,7 +775,7 @@ unsigned int ssdp_sched_status(struct ssdprio *sp, char *result,
 	struct ssdp_sched_view v = { 0 };
 	u32 qr, qw, qi, ni, ii;
 	u64 disp, entries, promoted, boosted, pressure, gaps, hk, burst;
-	u64 injected, met;
+	u64 injected, met, charged;
 	enum ssdp_sched_mode mode;
 	unsigned long flags;
 
@@ -797,6 +807,7 @@ unsigned int ssdp_sched_status(struct ssdprio *sp, char *result,
 	hk = s->st.housekeeping;
 	injected = s->st.idle_injected;
 	met = s->st.normal_met_idle;
+	charged = s->st.normal_met_charged;
 	mode = ssdp_sched_mode(&s->st);
 	spin_unlock_irqrestore(&s->lock, flags);
 
@@ -814,5 +825,6 @@ unsigned int ssdp_sched_status(struct ssdprio *sp, char *result,
 	DMEMIT(" pressure_burst %llu idle_injected %llu normal_met_idle %llu",
 	       (unsigned long long)burst, (unsigned long long)injected,
 	       (unsigned long long)met);
+	DMEMIT(" normal_met_charged %llu", (unsigned long long)charged);
 	return sz;
 }

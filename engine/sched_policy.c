@@ -121,8 +121,17 @@ bool ssdp_sched_gap_safe(const struct ssdp_sched_gaps *g, u64 elapsed,
 	u64 top;
 
 	*next = SSDP_NEVER;
-	if (g->total < SSDP_SCHED_GAP_TRUST)
+	/* The normal job stopped: nobody is left to protect. */
+	if (elapsed >= gap_stopped())
+		return true;
+	/*
+	 * Not learnt yet (or forgotten after a stop): only a stop is safe.
+	 * A sparse job whose every gap is a stop is still served.
+	 */
+	if (g->total < SSDP_SCHED_GAP_TRUST) {
+		*next = gap_stopped();
 		return false;
+	}
 	if (gap_safe_at(g, elapsed))
 		return true;
 	/* The hazard changes where the gap leaves a bucket. */
@@ -197,7 +206,7 @@ static void gaps_forget(struct ssdp_sched_gaps *g)
 }
 
 void ssdp_sched_normal_seen(struct ssdp_sched_state *st, u64 now,
-			    bool idle_in_flight)
+			    bool idle_in_flight, bool budgeted_in_flight)
 {
 	struct ssdp_sched_gaps *g = &st->gaps;
 	bool started = false;
@@ -222,9 +231,11 @@ void ssdp_sched_normal_seen(struct ssdp_sched_state *st, u64 now,
 	 * It is the bound's one unpaid meeting; charged, it would hold the
 	 * new job's gaps shut for 1000 / idle_budget arrivals.
 	 */
-	if (st->k.idle_budget)
+	if (st->k.idle_budget) {
 		budget_arrival(g, st->k.idle_budget,
-			       idle_in_flight && !started);
+			       budgeted_in_flight && !started);
+		st->normal_met_charged += budgeted_in_flight && !started;
+	}
 }
 
 void ssdp_sched_idle_complete(struct ssdp_sched_state *st, u64 now, u64 sent)
@@ -314,6 +325,7 @@ static struct ssdp_sched_decision pressure(struct ssdp_sched_state *st)
 {
 	st->pressure_last = true;
 	st->burst = 1;
+	st->burst_budgeted = false;
 	return decision(SSDP_SCHED_PRESSURE, 0);
 }
 
@@ -326,6 +338,17 @@ static struct ssdp_sched_decision dispatch_idle(struct ssdp_sched_state *st,
 	st->pressure_last = false;
 	return decision(v->idle_has_next ? SSDP_SCHED_IDLE_SORTED :
 			SSDP_SCHED_IDLE_FIFO, 0);
+}
+
+/* Into a learnt gap: charged to the budget. */
+static struct ssdp_sched_decision dispatch_budgeted(struct ssdp_sched_state *st,
+						    const struct ssdp_sched_view *v)
+{
+	struct ssdp_sched_decision d = dispatch_idle(st, v);
+
+	d.budgeted = true;
+	st->burst_budgeted = st->pressure_last;
+	return d;
 }
 
 /*
@@ -360,10 +383,13 @@ struct ssdp_sched_decision ssdp_sched_decide(struct ssdp_sched_state *st,
 	    st->burst < k->idle_batch_depth &&
 	    v->idle_inflight < k->idle_batch_depth &&
 	    v->normal_inflight + v->idle_inflight < k->normal_depth) {
+		struct ssdp_sched_decision d = decision(SSDP_SCHED_PRESSURE, 0);
+
 		st->burst++;
 		st->idle_dispatched++;
 		st->pressure_burst++;
-		return decision(SSDP_SCHED_PRESSURE, 0);
+		d.budgeted = st->burst_budgeted;
+		return d;
 	}
 
 	/* The pressure share: one per interval, whatever else is pending. */
@@ -438,24 +464,14 @@ normal:
 		return dispatch_idle(st, v);
 	}
 	/*
-	 * Normal bios still pay for more than one that met idle I/O: no idle
-	 * bio in a gap until they have (an arrival calls again).
+	 * Throttled: after the grace (anticipation) and the interval.  The
+	 * paper's floor, whatever the budget: its rate is bound by the
+	 * interval, and a debt that held it too would leave a sparse or
+	 * memoryless job's idle work less than the strict throttle gives.
 	 */
-	if (k->idle_budget && st->gaps.debt > SSDP_SCHED_DEBT_MET) {
-		/* Unless the normal job stopped: nobody left to pay. */
-		if (!st->gaps.open)
-			return wait_until(wake);
-		t = st->gaps.start + gap_stopped();
-		if (now < t)
-			return wait_until(min(wake, t));
-	}
-	/* Throttled: after the grace (anticipation) and the interval. */
 	t = st->last_normal + k->idle_grace_ns;
 	if (st->idle_ever)
 		t = max(t, st->last_idle + k->idle_interval_ns);
-	/* The floor takes its risk only with nothing to pay. */
-	if (k->idle_budget && st->gaps.debt)
-		t = SSDP_NEVER;
 	if (now >= t) {
 		st->idle_ever = true;
 		st->last_idle = now;
@@ -463,15 +479,23 @@ normal:
 	}
 	/* Work-conserving: into a learnt gap (see the header). */
 	if (k->idle_budget && st->gaps.open && now >= st->gaps.start) {
-		u64 next;
+		u64 elapsed = now - st->gaps.start, next;
 
-		if (ssdp_sched_gap_safe(&st->gaps, now - st->gaps.start,
-					&next)) {
+		/*
+		 * Normal bios still pay for more than one meeting: no idle
+		 * bio in a gap until they have (an arrival calls again),
+		 * unless the normal job stopped: nobody is left to pay.
+		 */
+		if (st->gaps.debt > SSDP_SCHED_DEBT_MET &&
+		    elapsed < gap_stopped())
+			return wait_until(min(min(wake, t),
+					      st->gaps.start + gap_stopped()));
+		if (ssdp_sched_gap_safe(&st->gaps, elapsed, &next)) {
 			/* The floor counts it: the interval is a bound. */
 			st->idle_ever = true;
 			st->last_idle = now;
 			st->idle_injected++;
-			return dispatch_idle(st, v);
+			return dispatch_budgeted(st, v);
 		}
 		if (st->gaps.total >= SSDP_SCHED_GAP_TRUST)
 			st->gaps.held = true;

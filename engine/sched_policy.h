@@ -61,22 +61,28 @@
  * time one idle bio takes on the device.  After e ns of such a gap, one
  * idle bio (one at a time) goes out when the gaps learnt say the next
  * normal bio is unlikely to arrive during it: P(gap <= e + service |
- * gap > e) at most a threshold.  A gap longer than any learnt takes idle
- * bios back to back.  The budget is enforced per arrival, not estimated:
- * a normal bio that finds an idle bio in flight, whichever rule sent it,
- * runs up a debt of one bio, which every normal arrival pays down by
- * idle_budget per mille, and no idle bio goes in a gap (by the learnt
- * gaps or the interval) while any debt is left.  So over any run of
- * arrivals at most budget x arrivals + 1 of them meet idle I/O that a
- * gap sent.  A meeting also halves the threshold at once; an arrival
- * with no debt after the threshold held an idle bio back raises it by a
- * sixteenth (BFQ's injection and blk-iolatency adjust the same way).
+ * gap > e) at most a threshold.  A gap longer than any learnt, or than a
+ * second (learnt or not: a sparse job's every gap), takes idle bios back
+ * to back.  The budget is enforced per arrival, not estimated:
+ * a normal bio that finds in flight an idle bio sent into a gap runs up
+ * a debt of one bio, which every normal arrival pays down by idle_budget
+ * per mille, and no idle bio goes in a gap while more than one is owed
+ * (with one, only the gaps' safest part).  So over any run of arrivals
+ * at most budget x arrivals + 2 of them meet idle I/O that a gap sent.
+ * The rest is not charged, each having a bound of its own: the
+ * interval's floor (which never waits for a debt, so that the budget
+ * never gives idle work less than the strict throttle), batch mode, the
+ * starvation bound and the pressure share.  A cache short of room beside
+ * a busy job meets its pressure bios many times a second: charged, the
+ * meetings would keep the gaps shut long after the busy job is gone.
+ * A meeting also halves the threshold at once; an arrival with no debt
+ * after the threshold held an idle bio back raises it by a sixteenth
+ * (BFQ's injection and blk-iolatency adjust the same way).
  * Only held bios raise it: a normal job alone, or one without gaps, does
  * not teach it that risk is free.  A gap past the learnt range (a second
  * and more: the normal job had stopped) forgets most of what was learnt,
- * so a new job is not judged by the old one's gaps.  The interval's rule
- * stays as the rate bound of the floor, and batch mode, the starvation
- * bound and pressure as they are.
+ * so a new job is not judged by the old one's gaps, nor charged for the
+ * old one's meetings.
  */
 #ifndef SSDP_SCHED_POLICY_H
 #define SSDP_SCHED_POLICY_H
@@ -107,6 +113,11 @@ enum ssdp_sched_act {
 struct ssdp_sched_decision {
 	enum ssdp_sched_act act;
 	u64 when;			/* for WAIT_UNTIL */
+	/*
+	 * Sent into a learnt gap (idle_budget): a normal bio that arrives
+	 * while it is in flight is charged to the budget.
+	 */
+	bool budgeted;
 };
 
 /* What the engine's queues look like now. */
@@ -177,7 +188,7 @@ struct ssdp_sched_gaps {
 	u64 start;
 	u64 idle_service;		/* decayed idle service time, ns */
 	u32 thresh;			/* injection threshold, 1/1024 */
-	/* Owed for normal bios that met idle I/O (see the header). */
+	/* Owed for normal bios that met gap-sent idle I/O (see the header). */
 	u32 debt;
 	/* The threshold held an idle bio back since the last arrival. */
 	bool held;
@@ -206,6 +217,7 @@ struct ssdp_sched_state {
 	 */
 	bool pressure_last;
 	u32 burst;
+	bool burst_budgeted;		/* that burst went into a learnt gap */
 	/*
 	 * Where the last normal bio ended, and whether it started within
 	 * SSDP_SCHED_NEAR_SECTORS of where the one before it ended.
@@ -223,6 +235,7 @@ struct ssdp_sched_state {
 	u64 housekeeping;		/* normal arrivals that were housekeeping */
 	u64 idle_injected;		/* into learnt gaps (idle_budget) */
 	u64 normal_met_idle;		/* normal arrivals with idle in flight */
+	u64 normal_met_charged;		/* of those, charged to idle_budget */
 
 	struct ssdp_sched_gaps gaps;
 };
@@ -245,12 +258,13 @@ void ssdp_sched_normal_position(struct ssdp_sched_state *st, u64 sector,
 /*
  * For idle_budget: the last normal bio left the device (none queued or in
  * flight); a normal bio arrived (not housekeeping), finding idle bios in
- * flight or not; an idle bio dispatched at @sent completed, alone on the
- * device (its time is a service time).
+ * flight or not, and among them bios sent into a gap (decision
+ * .budgeted) or not; an idle bio dispatched at @sent completed, alone on
+ * the device (its time is a service time).
  */
 void ssdp_sched_normal_drained(struct ssdp_sched_state *st, u64 now);
 void ssdp_sched_normal_seen(struct ssdp_sched_state *st, u64 now,
-			    bool idle_in_flight);
+			    bool idle_in_flight, bool budgeted_in_flight);
 void ssdp_sched_idle_complete(struct ssdp_sched_state *st, u64 now,
 			      u64 sent);
 /* The upper bound of gap bucket @i, ns (the last is open-ended). */

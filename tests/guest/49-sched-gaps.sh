@@ -3,8 +3,10 @@
 # mode and the starvation bound all out of reach, an ionice -c3 reader
 # beside a normal job with think time gets bios into the gaps the policy
 # learnt at the default, nothing with idle_budget 0, and bios again once
-# it is set back; when the normal job stops, the idle reader goes on
-# without waiting for batch mode.  The knob takes only 0 to 1000 and shows
+# it is set back; beside a sparse job (a bio every 1.5 s: every gap a
+# stop, nothing learnt for long) and when the normal job stops, the idle
+# reader goes on without waiting for batch mode.  Only normal bios that
+# met idle I/O are charged to the budget, and none once idle I/O is done.  The knob takes only 0 to 1000 and shows
 # in the table when not the default.  Counters only, no timing bound.
 # timeout: 400
 # shellcheck source=tests/guest/lib.sh
@@ -76,10 +78,29 @@ msg idle_budget 50 || fail "idle_budget 50 rejected"
 [[ $(dmsetup table sp) == *"idle_budget 50"* ]] || fail "idle_budget 50 missing from the table"
 gaps_used 20 "idle_budget 50"
 
-# The normal job stops: the gap outlasts every one learnt, idle goes on.
+# A sparse job: each gap is a stop, so what was learnt is forgotten at
+# each bio; past a second the rest of each gap still goes to idle bios.
 kill "$normal"
 wait "$normal" 2>/dev/null
 grep -Eq 'err= *[1-9]' /tmp/normal.out && fail "normal fio error"
+fio --name=sparse --filename="$dm" --rw=randread --bs=4k --direct=1 \
+	--ioengine=psync --thinktime=1500000 --size=128M --offset=0 \
+	--runtime=600 --time_based --output=/tmp/sparse.out &
+normal=$!
+sleep 1
+i0=$(st idle_injected)
+n0=$(st bios_normal)
+sleep 6
+i1=$(st idle_injected)
+log "sparse job: idle_injected +$((i1 - i0)) in 6 s, normal bios +$(($(st bios_normal) - n0))"
+assert_ge $(($(st bios_normal) - n0)) 2 "the sparse job ran"
+assert_ge $((i1 - i0)) 10 "idle bios in the gaps of a sparse job"
+assert_eq "$(st sched_mode)" normal "batch mode not needed beside a sparse job"
+
+# The normal job stops: the gap outlasts every one learnt, idle goes on.
+kill "$normal"
+wait "$normal" 2>/dev/null
+grep -Eq 'err= *[1-9]' /tmp/sparse.out && fail "sparse fio error"
 sleep 1
 i0=$(st idle_injected)
 sleep 2
@@ -92,6 +113,20 @@ kill "$idle"
 wait "$idle" 2>/dev/null
 trap - EXIT
 grep -Eq 'err= *[1-9]' /tmp/idle.out && fail "idle fio error"
+
+# Charged meetings are meetings; with idle I/O done, none at all.
+for _ in $(seq 50); do
+	[[ $(st idle_inflight) == 0 && $(st queued_idle) == 0 ]] && break
+	sleep 0.2
+done
+m=$(st normal_met_idle)
+c=$(st normal_met_charged)
+log "normal_met_idle $m, normal_met_charged $c"
+assert_ge "$m" "$c" "charged normal bios that met no idle I/O"
+assert_eq "$(st idle_inflight)" 0 "idle bios in flight after the idle job ended"
+dd if="$dm" of=/dev/null bs=4k count=20 iflag=direct status=none || fail "read after the jobs"
+assert_eq "$(st normal_met_idle)" "$m" "normal bios met idle I/O with none in flight"
+assert_eq "$(st normal_met_charged)" "$c" "normal bios charged with no idle I/O in flight"
 dm_remove sp
 remove_nullb hdd
 remove_nullb ssd
