@@ -490,6 +490,15 @@ normal:
 		    elapsed < gap_stopped())
 			return wait_until(min(min(wake, t),
 					      st->gaps.start + gap_stopped()));
+		/*
+		 * A stream keeps the anticipation: an idle bio between two of
+		 * its bios costs it two seeks, and its gaps are too short to
+		 * tell a pause from jitter (the floor's t is later still).
+		 */
+		if (st->normal_near &&
+		    now < st->last_normal + k->idle_grace_ns)
+			return wait_until(min(wake, st->last_normal +
+						    k->idle_grace_ns));
 		if (ssdp_sched_gap_safe(&st->gaps, elapsed, &next)) {
 			/* The floor counts it: the interval is a bound. */
 			st->idle_ever = true;

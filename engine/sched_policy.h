@@ -63,7 +63,8 @@
  * normal bio is unlikely to arrive during it: P(gap <= e + service |
  * gap > e) at most a threshold.  A gap longer than any learnt, or than a
  * second (learnt or not: a sparse job's every gap), takes idle bios back
- * to back.  The budget is enforced per arrival, not estimated:
+ * to back.  A stream's gaps keep the anticipation (idle_grace), as
+ * for pressure.  The budget is enforced per arrival, not estimated:
  * a normal bio that finds in flight an idle bio sent into a gap runs up
  * a debt of one bio, which every normal arrival pays down by idle_budget
  * per mille, and no idle bio goes in a gap while more than one is owed

@@ -1438,3 +1438,56 @@ TEST(sched_gap_sparse_job_gaps_used)
 	ASSERT_GE(r.share, 300);
 	ASSERT_LE(r.max_delay, s.svc_idle);
 }
+
+/*
+ * A stream keeps the anticipation in its gaps too: past every gap it
+ * taught, an idle bio still waits for idle_grace after its last bio.  A
+ * scattered job's gaps are used at once.
+ */
+TEST(sched_gap_stream_keeps_grace)
+{
+	struct ssdp_sched_state st;
+	struct ssdp_sched_knobs k;
+	struct ssdp_sched_view v;
+	struct ssdp_sched_decision d;
+	u64 t = 0, sector = 0;
+	int i, stream;
+
+	for (stream = 1; stream >= 0; stream--) {
+		ssdp_sched_default_knobs(&k);
+		k.idle_max_wait_ns = 0;
+		ssdp_sched_init(&st, &k, 0);
+		memset(&v, 0, sizeof(v));
+		v.nr_idle = 1;
+		v.idle_has_next = true;
+		/* 128 KiB bios back to back, 200 us apart */
+		for (i = 0; i < 100; i++) {
+			sector = stream ? sector + 256 :
+				 (sector + 131072 * 7) % (1ULL << 30);
+			ssdp_sched_normal_arrival(&st, t);
+			ssdp_sched_normal_seen(&st, t, false, false);
+			ssdp_sched_normal_position(&st, sector, 256);
+			t += MS;
+			ssdp_sched_normal_complete(&st, t);
+			ssdp_sched_normal_drained(&st, t);
+			v.normal_inflight = 0;
+			t += 200000;
+		}
+		t -= 200000;
+		/* The floor out of reach: an idle bio went just now. */
+		st.idle_ever = true;
+		st.last_idle = t;
+		/* 2 ms into a gap: longer than every gap learnt */
+		d = dec(&st, t + 2 * MS, &v);
+		if (stream) {
+			ASSERT_EQ(d.act, SSDP_SCHED_WAIT_UNTIL);
+			ASSERT_EQ(d.when, t + k.idle_grace_ns);
+			d = dec(&st, t + k.idle_grace_ns, &v);
+		}
+		ASSERT_TRUE(d.act == SSDP_SCHED_IDLE_SORTED ||
+			    d.act == SSDP_SCHED_IDLE_FIFO);
+		ASSERT_TRUE(d.budgeted);
+		ASSERT_EQ(st.idle_injected, 1);
+		t += 5000 * MS;
+	}
+}
