@@ -466,7 +466,7 @@ def think(rows):
             if need is not None:
                 share += f" {'' if d['share_met'] else '**'}>= {need}{'' if d['share_met'] else '**'}"
             inj = "-"
-            if c.startswith("hdd_ssdprio"):
+            if "_ssdprio" in c:
                 inj = (f"{pct(d['met_share'])} / {fmt(d['idle_injected'], 0)} / "
                        f"{fmt(d['idle_dispatched'], 0)}")
             md.append(f"| {c} | {label} | {fmt(d['kept'])} ({runs_of('kept')}) | "
@@ -480,7 +480,7 @@ def think(rows):
            "idle share >= 0.5 at think >= 20 ms, >= 0.8 at 50 ms |", "|---|---|---|---|"] + verdicts
     md.append("\n- Normal job: 4 KiB random reads, psync, queue depth 1, fixed think time after each read "
               "(exp: Poisson arrivals at the IOPS the fixed job of that think time reached alone). Idle job: "
-              "an `ionice -c3` 128 KiB sequential reader, libaio, queue depth 4, beside it on the same HDD model. "
+              "an `ionice -c3` 128 KiB sequential reader, libaio, queue depth 4, beside it on the same device model. "
               "kept = normal IOPS beside the reader / alone (same fio run). idle share = the reader's MB/s "
               "over the normal job's window / (its MB/s alone x the device time the normal job leaves unused); "
               "device time used = normal IOPS beside x its mean completion latency alone at think 0 (same "

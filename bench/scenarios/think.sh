@@ -21,6 +21,12 @@
 #   hdd_bfq            bare HDD, bfq (same loop) + ionice
 #   hdd_iocost         bare HDD, io.cost with io.weight 10000 : 1 over
 #                      mq-deadline (+ ionice, as in contention)
+# and, by THINK_CONFIGS only, the SSD model (a null_blk of HDD_MB):
+#   ssd_ssdprio_bN     ssdprio `cache off` over it, idle_budget N
+#   ssd_deadline       bare SSD, mq-deadline + ionice
+#   ssd_bfq            bare SSD, bfq + ionice
+# (no io.cost: its model here is the HDD's; an SSD's would need its own
+# QoS and cost parameters)
 #
 # Per configuration and repetition, one fio run of stonewalled groups: the
 # idle reader alone (its full rate), then per fixed think time the normal
@@ -67,6 +73,15 @@ setup() { # CONFIG: echoes the device
 	hdd_iocost)
 		hdd=$(hddsim_dev hdd "$HDD_MB")
 		anchor_dev "$1" "$hdd" ;;
+	ssd_ssdprio_b*)
+		hdd=$(ssd_dev ssdorig "$HDD_MB")
+		ssd=$(ssd_dev ssd 16)
+		ssdprio_dev ssdprio "$hdd" "$ssd" cache off idle_budget "${1#ssd_ssdprio_b}" ;;
+	ssd_deadline | ssd_bfq)
+		ssd=$(ssd_dev rawssd "$HDD_MB")
+		echo "$([[ $1 == ssd_bfq ]] && echo bfq || echo mq-deadline)" \
+			>/sys/block/rawssd/queue/scheduler || fail "scheduler on rawssd"
+		echo "$ssd" ;;
 	*) return 1 ;;
 	esac
 }
