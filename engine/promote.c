@@ -13,7 +13,8 @@
  * completed: no copy of up to a whole set in interrupt context, for a
  * context switch that costs little against a long read (but a millisecond
  * per 4 KiB miss under an emulated CPU, 10% of the miss).  Another worker
- * writes the copy into the set's SSD blocks at idle priority.  The copy is
+ * writes the copy into the set's SSD blocks (SSD I/O carries no idle
+ * class: the priority scheme protects the origin).  The copy is
  * committed only if nothing could have made it older than the origin: no
  * origin write completed and no block was dropped since the miss was
  * issued (promo_gen: a block written since could have been written back,
