@@ -180,6 +180,9 @@ static const struct m_family families[] = {
 	COUNTER("normal_housekeeping_total", "normal_housekeeping", "Normal bios that were housekeeping."),
 	COUNTER("pressure_gaps_total", "pressure_gaps", "Eviction writes sent while the origin had no normal bio."),
 	COUNTER("pressure_burst_total", "pressure_burst", "Eviction writes sent in a burst."),
+	COUNTER("idle_injected_total", "idle_injected", "Idle bios sent into the learnt gaps of the normal load."),
+	COUNTER("normal_met_idle_total", "normal_met_idle", "Normal bios that arrived with an idle bio in flight."),
+	COUNTER("normal_met_charged_total", "normal_met_charged", "Of those, the ones charged to idle_budget."),
 };
 
 void metrics_label_value(FILE *f, const char *s)
