@@ -37,7 +37,7 @@ struct ssdp_sched {
 	sector_t last_pos[SSDP_SCHED_NR_QUEUES]; /* end of the last dispatch */
 	u32 normal_inflight;
 	u32 idle_inflight;
-	u32 budgeted_inflight;		/* of idle_inflight, sent into gaps */
+	u32 budgeted_inflight;		/* of idle_inflight, charged ones */
 	bool passthrough;		/* suspending: hold nothing */
 	bool throttle;			/* cfg.throttle: hold idle bios */
 	bool dead;			/* dtr: no worker any more */
@@ -64,7 +64,7 @@ struct ssdp_sched {
 #define SSDP_QN_IDLE		0x08	/* counted as idle in flight */
 #define SSDP_QN_HOUSEKEEPING	0x10	/* normal, but not a sign of activity */
 #define SSDP_QN_HELD		0x20	/* on the idle queue */
-#define SSDP_QN_BUDGETED	0x40	/* idle in flight, sent into a gap */
+#define SSDP_QN_BUDGETED	0x40	/* idle in flight, sent by the budget */
 
 enum { SSDP_Q_READ, SSDP_Q_WRITE, SSDP_Q_IDLE, SSDP_Q_PRESSURE, SSDP_Q_NR };
 

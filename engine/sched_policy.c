@@ -340,7 +340,7 @@ static struct ssdp_sched_decision dispatch_idle(struct ssdp_sched_state *st,
 			SSDP_SCHED_IDLE_FIFO, 0);
 }
 
-/* Into a learnt gap: charged to the budget. */
+/* By the budget's rules (the interval's floor, a learnt gap): charged. */
 static struct ssdp_sched_decision dispatch_budgeted(struct ssdp_sched_state *st,
 						    const struct ssdp_sched_view *v)
 {
@@ -464,40 +464,46 @@ normal:
 		return dispatch_idle(st, v);
 	}
 	/*
-	 * Throttled: after the grace (anticipation) and the interval.  The
-	 * paper's floor, whatever the budget: its rate is bound by the
-	 * interval, and a debt that held it too would leave a sparse or
-	 * memoryless job's idle work less than the strict throttle gives.
+	 * Normal bios still pay for more than one meeting: no idle bio in a
+	 * gap (by the learnt gaps or the interval) until they have (an
+	 * arrival calls again), unless the normal job stopped: nobody is
+	 * left to pay.
 	 */
+	if (k->idle_budget && st->gaps.debt > SSDP_SCHED_DEBT_MET) {
+		if (!st->gaps.open)
+			return wait_until(wake);
+		t = st->gaps.start + gap_stopped();
+		if (now < t)
+			return wait_until(min(wake, t));
+	}
+	/* Throttled: after the grace (anticipation) and the interval. */
 	t = st->last_normal + k->idle_grace_ns;
 	if (st->idle_ever)
 		t = max(t, st->last_idle + k->idle_interval_ns);
+	/*
+	 * The floor takes its risk only with nothing to pay, and is charged:
+	 * blind to the gaps, at a regular think time its bio meets the next
+	 * normal one.
+	 */
+	if (k->idle_budget && st->gaps.debt)
+		t = SSDP_NEVER;
 	if (now >= t) {
 		st->idle_ever = true;
 		st->last_idle = now;
-		return dispatch_idle(st, v);
+		return dispatch_budgeted(st, v);
 	}
 	/* Work-conserving: into a learnt gap (see the header). */
 	if (k->idle_budget && st->gaps.open && now >= st->gaps.start) {
 		u64 elapsed = now - st->gaps.start, next;
 
 		/*
-		 * Normal bios still pay for more than one meeting: no idle
-		 * bio in a gap until they have (an arrival calls again),
-		 * unless the normal job stopped: nobody is left to pay.
-		 */
-		if (st->gaps.debt > SSDP_SCHED_DEBT_MET &&
-		    elapsed < gap_stopped())
-			return wait_until(min(min(wake, t),
-					      st->gaps.start + gap_stopped()));
-		/*
 		 * A stream keeps the anticipation: an idle bio between two of
 		 * its bios costs it two seeks, and its gaps are too short to
-		 * tell a pause from jitter (the floor's t is later still).
+		 * tell a pause from jitter.
 		 */
 		if (st->normal_near &&
 		    now < st->last_normal + k->idle_grace_ns)
-			return wait_until(min(wake, st->last_normal +
+			return wait_until(min(min(wake, t), st->last_normal +
 						    k->idle_grace_ns));
 		if (ssdp_sched_gap_safe(&st->gaps, elapsed, &next)) {
 			/* The floor counts it: the interval is a bound. */

@@ -65,17 +65,17 @@
  * second (learnt or not: a sparse job's every gap), takes idle bios back
  * to back.  A stream's gaps keep the anticipation (idle_grace), as
  * for pressure.  The budget is enforced per arrival, not estimated:
- * a normal bio that finds in flight an idle bio sent into a gap runs up
- * a debt of one bio, which every normal arrival pays down by idle_budget
- * per mille, and no idle bio goes in a gap while more than one is owed
- * (with one, only the gaps' safest part).  So over any run of arrivals
- * at most budget x arrivals + 2 of them meet idle I/O that a gap sent.
- * The rest is not charged, each having a bound of its own: the
- * interval's floor (which never waits for a debt, so that the budget
- * never gives idle work less than the strict throttle), batch mode, the
- * starvation bound and the pressure share.  A cache short of room beside
- * a busy job meets its pressure bios many times a second: charged, the
- * meetings would keep the gaps shut long after the busy job is gone.
+ * a normal bio that finds in flight an idle bio the budget's rules sent
+ * (the interval's floor or a learnt gap) runs up a debt of one bio, which
+ * every normal arrival pays down by idle_budget per mille; the floor
+ * waits while any debt is left, and no idle bio goes in a gap while more
+ * than one is owed (with one, only the gaps' safest part).  So over any
+ * run of arrivals at most budget x arrivals + 2 of them meet idle I/O
+ * those rules sent.  Batch mode, the starvation bound and the pressure
+ * share have bounds of their own and are not charged: a cache short of
+ * room beside a busy job meets its pressure bios many times a second,
+ * and charged, the meetings would keep the gaps shut long after the busy
+ * job is gone.
  * A meeting also halves the threshold at once; an arrival with no debt
  * after the threshold held an idle bio back raises it by a sixteenth
  * (BFQ's injection and blk-iolatency adjust the same way).
@@ -115,8 +115,9 @@ struct ssdp_sched_decision {
 	enum ssdp_sched_act act;
 	u64 when;			/* for WAIT_UNTIL */
 	/*
-	 * Sent into a learnt gap (idle_budget): a normal bio that arrives
-	 * while it is in flight is charged to the budget.
+	 * Sent by the budget's rules, the interval's floor or a learnt gap
+	 * (idle_budget): a normal bio that arrives while it is in flight is
+	 * charged to the budget.
 	 */
 	bool budgeted;
 };
@@ -189,7 +190,7 @@ struct ssdp_sched_gaps {
 	u64 start;
 	u64 idle_service;		/* decayed idle service time, ns */
 	u32 thresh;			/* injection threshold, 1/1024 */
-	/* Owed for normal bios that met gap-sent idle I/O (see the header). */
+	/* Owed for normal bios that met budgeted idle I/O (see the header). */
 	u32 debt;
 	/* The threshold held an idle bio back since the last arrival. */
 	bool held;
@@ -218,7 +219,7 @@ struct ssdp_sched_state {
 	 */
 	bool pressure_last;
 	u32 burst;
-	bool burst_budgeted;		/* that burst went into a learnt gap */
+	bool burst_budgeted;		/* that burst was sent by the budget */
 	/*
 	 * Where the last normal bio ended, and whether it started within
 	 * SSDP_SCHED_NEAR_SECTORS of where the one before it ended.
@@ -259,7 +260,7 @@ void ssdp_sched_normal_position(struct ssdp_sched_state *st, u64 sector,
 /*
  * For idle_budget: the last normal bio left the device (none queued or in
  * flight); a normal bio arrived (not housekeeping), finding idle bios in
- * flight or not, and among them bios sent into a gap (decision
+ * flight or not, and among them bios the budget's rules sent (decision
  * .budgeted) or not; an idle bio dispatched at @sent completed, alone on
  * the device (its time is a service time).
  */

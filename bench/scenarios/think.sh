@@ -63,20 +63,20 @@ REGION=256M
 setup() { # CONFIG: echoes the device
 	local hdd ssd
 	case $1 in
-	hdd_ssdprio_b*)
-		hdd=$(hddsim_dev hdd "$HDD_MB")
+	hdd_ssdprio_b* | ssd_ssdprio_b*)
+		if [[ $1 == hdd_* ]]; then
+			hdd=$(hddsim_dev hdd "$HDD_MB")
+		else
+			hdd=$(ssd_dev ssdorig "$HDD_MB")
+		fi
 		ssd=$(ssd_dev ssd 16)
-		ssdprio_dev ssdprio "$hdd" "$ssd" cache off idle_budget "${1#hdd_ssdprio_b}" ;;
+		ssdprio_dev ssdprio "$hdd" "$ssd" cache off idle_budget "${1##*_b}" ;;
 	hdd_deadline | hdd_bfq)
 		hdd=$(hddsim_dev hdd "$HDD_MB")
 		sched_dev "$hdd" "$([[ $1 == hdd_bfq ]] && echo bfq || echo mq-deadline)" ;;
 	hdd_iocost)
 		hdd=$(hddsim_dev hdd "$HDD_MB")
 		anchor_dev "$1" "$hdd" ;;
-	ssd_ssdprio_b*)
-		hdd=$(ssd_dev ssdorig "$HDD_MB")
-		ssd=$(ssd_dev ssd 16)
-		ssdprio_dev ssdprio "$hdd" "$ssd" cache off idle_budget "${1#ssd_ssdprio_b}" ;;
 	ssd_deadline | ssd_bfq)
 		ssd=$(ssd_dev rawssd "$HDD_MB")
 		echo "$([[ $1 == ssd_bfq ]] && echo bfq || echo mq-deadline)" \
@@ -181,7 +181,7 @@ for config in $CONFIGS; do
 	iargs=($(anchor_args "$config" idle))
 	# The exec delays the normal job's start in its group (the reader runs
 	# alone meanwhile): the same exec for the peers, to start alike.
-	st=$([[ $config == hdd_ssdprio* ]] && echo "dmsetup status ssdprio" || echo "cat /proc/loadavg")
+	st=$([[ $config == *_ssdprio_* ]] && echo "dmsetup status ssdprio" || echo "cat /proc/loadavg")
 	status_cmd=(--exec_prerun="$st" --exec_postrun="$st")
 	idle=(--prioclass=3 --filename="$dev" --direct=1 --ioengine=libaio --iodepth=4
 		--time_based --offset="$REGION" --size="$REGION" --rw=read --bs=128k "${iargs[@]}")
