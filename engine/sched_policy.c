@@ -232,9 +232,10 @@ void ssdp_sched_normal_seen(struct ssdp_sched_state *st, u64 now,
 	 * new job's gaps shut for 1000 / idle_budget arrivals.
 	 */
 	if (st->k.idle_budget) {
-		budget_arrival(g, st->k.idle_budget,
-			       budgeted_in_flight && !started);
-		st->normal_met_charged += budgeted_in_flight && !started;
+		bool charged = budgeted_in_flight && !started;
+
+		budget_arrival(g, st->k.idle_budget, charged);
+		st->normal_met_charged += charged;
 	}
 }
 
